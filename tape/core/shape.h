@@ -1,0 +1,62 @@
+// Tensor shapes: a small, inline list of dimension sizes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+namespace tapeflow {
+
+// The dimensions of a tensor, outermost first (row-major). Rank 0 is a scalar.
+// Stored inline (no heap) because shapes are created on every op.
+// Errors: std::invalid_argument for rank > kMaxRank or a negative dimension.
+class Shape {
+ public:
+  static constexpr int kMaxRank = 8;
+
+  Shape() = default;
+  Shape(std::initializer_list<std::int64_t> dims);
+  explicit Shape(const std::vector<std::int64_t>& dims);
+  template <typename It>
+  Shape(It first, It last) {
+    for (; first != last; ++first) push_back(static_cast<std::int64_t>(*first));
+  }
+
+  int rank() const { return rank_; }
+  // Number of elements (1 for a scalar).
+  std::int64_t num_elements() const;
+  std::int64_t operator[](int i) const { return dims_[i]; }
+  std::int64_t& operator[](int i) { return dims_[i]; }
+  // Dimension with Python-style negative indexing. Errors: std::out_of_range.
+  std::int64_t dim(int i) const;
+  const std::int64_t* begin() const { return dims_.data(); }
+  const std::int64_t* end() const { return dims_.data() + rank_; }
+  void push_back(std::int64_t d);
+  std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
+
+  // Row-major strides in elements.
+  std::array<std::int64_t, kMaxRank> strides() const;
+
+  bool operator==(const Shape& o) const;
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+
+  // "[2, 3]" (used in error messages).
+  std::string to_string() const;
+  // "(2, 3)" as TensorFlow prints shapes.
+  std::string to_tf_string() const;
+
+ private:
+  std::array<std::int64_t, kMaxRank> dims_{};
+  int rank_ = 0;
+};
+
+// NumPy broadcasting of two shapes.
+// Errors: std::invalid_argument "<op>: incompatible shapes for broadcasting: [..] and [..]".
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+// Normalises a possibly negative axis into [0, rank). Errors: std::invalid_argument naming `op`.
+int normalize_axis(int axis, int rank, const char* op);
+
+}  // namespace tapeflow
