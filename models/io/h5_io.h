@@ -1,0 +1,148 @@
+// Crash-safe HDF5 writing and hostile-file-proof HDF5 reading of raw typed arrays and attributes.
+//
+// The layer beneath save_weights / Checkpoint: it knows HDF5 files, groups, datasets and attributes,
+// not tensors or models. Everything here is std + project types; the HDF5 C API stays in the .cc files.
+//
+// Paths:    object paths are '/'-separated from the root ("dense/dense/kernel:0"); a leading '/' is
+//           optional; "" and "/" name the root group. Empty components are ignored.
+// Layout:   files use the HDF5 1.8 format or newer (libver bounds v18..v110) so every metadata block
+//           (superblock, object headers, chunk indexes) carries a checksum. Groups track link
+//           creation order. Non-empty arrays of rank >= 1 are chunked (chunks of <= 1 MiB) with the
+//           Fletcher-32 filter; scalars are compact (their bytes live in the checksummed object
+//           header); empty arrays are contiguous with no storage.
+// DTypes:   float32 -> H5T_IEEE_F32LE, float64 -> H5T_IEEE_F64LE, int32 -> H5T_STD_I32LE,
+//           int64 -> H5T_STD_I64LE, bool -> enum {FALSE = 0, TRUE = 1} over int8, exactly what
+//           h5py writes for numpy bool (so h5py reads it back as bool). The reader also accepts
+//           big-endian / native variants of these classes and converts them.
+// Threads:  the Debian HDF5 is not thread-safe; every HDF5 call made by this layer holds one global
+//           mutex, so readers and writers may be used from several threads (not one object from
+//           several threads at once).
+// Errors:   every failure is a std::runtime_error "<file>: <object path>: <problem>" (HDF5's innermost
+//           message appended in parentheses when there is one); HDF5's own error printing is turned
+//           off process-wide. Bad arguments are std::invalid_argument, use after commit() is
+//           std::logic_error.
+// Ref:      h5py / TF-Keras 2 `saving/legacy/hdf5_format.py` for the attribute conventions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tape/core/dtype.h"
+
+namespace tapeflow::io {
+
+// A dense row-major array read from a file: bytes.size() == dtype_size(dtype) * product(shape).
+// Bool elements are one byte each, 0 or 1.
+struct ArrayData {
+  DType dtype = DType::kFloat32;
+  std::vector<std::int64_t> shape;
+  std::vector<std::byte> bytes;
+};
+
+// Writes a new HDF5 file under a temporary name and atomically replaces `path` on commit().
+// Facts:    the temporary file is "<path>.tmp-<pid>-<random hex>" in the same directory. commit()
+//           flushes and closes it, fsyncs it, renames it over `path` and fsyncs the directory, so
+//           after a crash `path` is either the old file or the complete new one. Destroying the
+//           writer without commit() deletes the temporary file. Temporary files left by a killed
+//           process never collide with later saves (see remove_stale_temp_files).
+// Errors:   std::runtime_error naming `path` and the object if HDF5 or the file system fails;
+//           std::invalid_argument for a negative dimension, a string with an embedded NUL or an
+//           object that already exists; std::logic_error for any call after commit().
+class H5Writer {
+ public:
+  explicit H5Writer(const std::string& path);
+  ~H5Writer();
+  H5Writer(const H5Writer&) = delete;
+  H5Writer& operator=(const H5Writer&) = delete;
+  H5Writer(H5Writer&&) noexcept;
+  H5Writer& operator=(H5Writer&&) noexcept;
+
+  // Creates a group and any missing parents; a no-op if the group already exists.
+  void create_group(const std::string& group_path);
+  // Writes a dataset of `shape` (row-major, dtype_size(dtype) * product(shape) bytes at `data`;
+  // `data` may be null when the product is 0). Missing parent groups are created.
+  // Shapes:   [] is a scalar; any dimension may be 0.
+  void write_dataset(const std::string& path, DType dtype, const std::vector<std::int64_t>& shape,
+                     const void* data);
+  // Writes (or replaces) a 1-D attribute of fixed-length, NUL-padded ASCII strings sized to the
+  // longest one: what h5py writes for Keras's `layer_names` / `weight_names`. An empty list is a
+  // 1-D attribute of 0 elements.
+  void write_attribute(const std::string& object_path, const std::string& name,
+                       const std::vector<std::string>& strings);
+  // Writes (or replaces) a scalar variable-length UTF-8 string attribute (h5py's `attrs[k] = str`).
+  void write_attribute(const std::string& object_path, const std::string& name, const std::string& value);
+  // Writes (or replaces) a scalar int64 attribute.
+  void write_attribute(const std::string& object_path, const std::string& name, std::int64_t value);
+  // Makes the file durable and visible at `path`. Errors: std::runtime_error; the temporary file is
+  // removed and `path` is untouched on failure.
+  void commit();
+  // The path the file will have after commit().
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Limits the reader enforces before it allocates anything.
+struct H5ReaderOptions {
+  // Largest dataset (in bytes, after conversion to the in-memory type) read_dataset accepts.
+  std::int64_t max_dataset_bytes = std::int64_t{8} << 30;
+  // Largest attribute payload (in bytes) the attribute readers accept.
+  std::int64_t max_attribute_bytes = std::int64_t{64} << 20;
+};
+
+// Opens an existing HDF5 file read-only and reads datasets and attributes defensively.
+// Facts:    links are followed only inside the file: external links, external-storage datasets,
+//           virtual datasets, and filters other than deflate / shuffle / Fletcher-32 are refused
+//           (and dynamically loaded filter plugins are disabled). Checksums present in the file are
+//           verified. A dataset's declared size is checked against max_dataset_bytes and against
+//           the file size (allowing zlib's best ratio when it is deflated) before any allocation.
+// Errors:   std::runtime_error "<path>: does not exist" / "is not a regular file" /
+//           "not an HDF5 file" / "cannot open HDF5 file (...)" from the constructor, and
+//           "<path>: '<object>': <problem>" from the accessors (missing object or attribute,
+//           wrong type, dangling soft link, external link refused, checksum mismatch, ...).
+class H5Reader {
+ public:
+  explicit H5Reader(const std::string& path, H5ReaderOptions options = {});
+  ~H5Reader();
+  H5Reader(const H5Reader&) = delete;
+  H5Reader& operator=(const H5Reader&) = delete;
+  H5Reader(H5Reader&&) noexcept;
+  H5Reader& operator=(H5Reader&&) noexcept;
+
+  // True if `object_path` names a group or dataset reachable through hard or soft links inside the
+  // file (a dangling soft link gives false). Errors: runtime_error if the path crosses an external link.
+  bool exists(const std::string& object_path) const;
+  // True if `object_path` is a group / a dataset (false if missing).
+  bool is_group(const std::string& object_path) const;
+  bool is_dataset(const std::string& object_path) const;
+  // Member names of a group, in creation order when the group tracks it, else sorted by name.
+  std::vector<std::string> list_group(const std::string& group_path) const;
+  // Reads a whole dataset. Errors: runtime_error for a missing dataset, an unsupported type, a
+  // declared size beyond the limits, external/virtual storage, or a checksum mismatch.
+  ArrayData read_dataset(const std::string& path) const;
+  std::vector<std::int64_t> dataset_shape(const std::string& path) const;
+  DType dataset_dtype(const std::string& path) const;
+
+  bool has_attribute(const std::string& object_path, const std::string& name) const;
+  // Reads a string attribute of rank 0 or 1 (fixed- or variable-length; an HDF5 null dataspace is
+  // an empty list). Trailing NULs / pad spaces are stripped.
+  std::vector<std::string> read_string_array_attribute(const std::string& object_path,
+                                                       const std::string& name) const;
+  // Reads a string attribute holding exactly one string (scalar or 1-element).
+  std::string read_string_attribute(const std::string& object_path, const std::string& name) const;
+  // Reads a scalar (or 1-element) integer attribute of any integer width.
+  std::int64_t read_int_attribute(const std::string& object_path, const std::string& name) const;
+
+  const std::string& path() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tapeflow::io

@@ -1,0 +1,418 @@
+// H5Reader: opens untrusted HDF5 files and reads datasets and attributes with every size checked.
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+
+#include "models/io/h5_io.h"
+#include "models/io/internal/h5_util.h"
+
+namespace tapeflow::io {
+
+using internal::check_id;
+using internal::check_status;
+using internal::fail;
+using internal::Hid;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Best compression ratio zlib can reach (deflate's 258-byte matches in 2-bit codes), with slack.
+constexpr std::int64_t kMaxDeflateRatio = 1100;
+// Chunk buffers this small are always allowed, whatever the file size.
+constexpr std::int64_t kSmallChunkBytes = std::int64_t{1} << 20;
+
+herr_t refuse_external_link(const char*, const char*, const char*, const char*, unsigned*, hid_t, void*) {
+  return -1;
+}
+
+herr_t collect_name(hid_t, const char* name, const H5L_info_t*, void* out) {
+  static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+  return 0;
+}
+
+// a * b, or -1 if it would exceed 2^62.
+std::int64_t mul_or_neg(std::int64_t a, std::int64_t b) {
+  if (a < 0 || b < 0) return -1;
+  if (b != 0 && a > (std::int64_t{1} << 62) / b) return -1;
+  return a * b;
+}
+
+struct DatasetInfo {
+  DType dtype;
+  std::vector<std::int64_t> shape;
+  std::int64_t elements = 0;
+};
+
+}  // namespace
+
+struct H5Reader::Impl {
+  std::string path;
+  H5ReaderOptions options;
+  std::int64_t file_size = 0;
+  Hid lapl;  // link access: external links refused
+  Hid file;
+
+  [[noreturn]] void error(const std::string& object, const std::string& problem) const { fail(path, object, problem); }
+
+  // Walks `object` component by component: external (or user-defined) links are refused; returns
+  // the normalized path if it resolves to an object, "" if it is missing or a dangling soft link.
+  std::string resolve(const std::string& object, bool* dangling = nullptr) const {
+    std::string sofar;
+    for (const std::string& part : internal::split_path(object)) {
+      sofar += "/" + part;
+      const htri_t there = H5Lexists(file.get(), sofar.c_str(), lapl.get());
+      if (there < 0) error(sofar, "cannot look up link");
+      if (there == 0) return "";
+      H5L_info_t info;
+      if (H5Lget_info(file.get(), sofar.c_str(), &info, lapl.get()) < 0) error(sofar, "cannot inspect link");
+      if (info.type == H5L_TYPE_EXTERNAL) error(sofar, "is an external link to another file (refused)");
+      if (info.type != H5L_TYPE_HARD && info.type != H5L_TYPE_SOFT) error(sofar, "is a user-defined link (refused)");
+      const htri_t resolves = H5Oexists_by_name(file.get(), sofar.c_str(), lapl.get());
+      if (resolves < 0) error(sofar, "cannot follow link");
+      if (resolves == 0) {
+        if (dangling != nullptr) *dangling = true;
+        return "";
+      }
+    }
+    return sofar.empty() ? "/" : sofar;
+  }
+
+  // Opens `object` and checks it is of `type`; `kind` names the type in messages.
+  Hid open(const std::string& object, H5O_type_t type, const char* kind) const {
+    bool dangling = false;
+    const std::string norm = resolve(object, &dangling);
+    if (norm.empty())
+      error(internal::normalize_path(object), dangling ? std::string("is a dangling soft link") : std::string("no such ") + kind);
+    Hid obj(H5Oopen(file.get(), norm.c_str(), lapl.get()), H5Oclose);
+    check_id(obj.get(), path, norm, std::string("cannot open ") + kind);
+    H5O_info_t info;
+    check_status(H5Oget_info2(obj.get(), &info, H5O_INFO_BASIC), path, norm, "cannot inspect object");
+    if (type != H5O_TYPE_UNKNOWN && info.type != type) error(norm, std::string("is not a ") + kind);
+    return obj;
+  }
+
+  H5O_type_t type_of(const std::string& object) const {
+    const std::string norm = resolve(object);
+    if (norm.empty()) return H5O_TYPE_UNKNOWN;
+    H5O_info_t info;
+    check_status(H5Oget_info_by_name2(file.get(), norm.c_str(), &info, H5O_INFO_BASIC, lapl.get()), path, norm,
+                 "cannot inspect object");
+    return info.type;
+  }
+
+  // Checks storage, filters, type and declared size of an open dataset before anything is read.
+  DatasetInfo inspect(hid_t dataset, const std::string& norm) const {
+    Hid dcpl(H5Dget_create_plist(dataset), H5Pclose);
+    check_id(dcpl.get(), path, norm, "cannot read dataset properties");
+    const int external = H5Pget_external_count(dcpl.get());
+    if (external != 0) error(norm, "uses external raw-data files (refused)");
+    const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+    if (layout == H5D_VIRTUAL) error(norm, "is a virtual dataset mapping other files (refused)");
+    if (layout < 0) error(norm, "cannot read dataset layout");
+    bool deflated = false;
+    const int nfilters = H5Pget_nfilters(dcpl.get());
+    if (nfilters < 0) error(norm, "cannot read filter pipeline");
+    for (int i = 0; i < nfilters; ++i) {
+      unsigned flags = 0, config = 0;
+      std::size_t nvalues = 0;
+      const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr, 0,
+                                             nullptr, &config);
+      if (id == H5Z_FILTER_DEFLATE) deflated = true;
+      else if (id != H5Z_FILTER_FLETCHER32 && id != H5Z_FILTER_SHUFFLE)
+        error(norm, "uses unsupported filter " + std::to_string(id) + " (only deflate, shuffle, Fletcher-32 are read)");
+    }
+
+    Hid type(H5Dget_type(dataset), H5Tclose);
+    check_id(type.get(), path, norm, "cannot read datatype");
+    const std::optional<DType> dtype = internal::dtype_from_file_type(type.get());
+    if (!dtype)
+      error(norm, "unsupported datatype (" + internal::type_class_name(type.get()) + " of " +
+                      std::to_string(H5Tget_size(type.get())) + " bytes)");
+    DatasetInfo out{*dtype, {}, 1};
+    Hid space(H5Dget_space(dataset), H5Sclose);
+    check_id(space.get(), path, norm, "cannot read dataspace");
+    const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
+    if (space_class == H5S_SIMPLE) {
+      const int rank = H5Sget_simple_extent_ndims(space.get());
+      if (rank < 0 || rank > H5S_MAX_RANK) error(norm, "invalid rank " + std::to_string(rank));
+      std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+      if (H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr) < 0) error(norm, "cannot read dimensions");
+      for (hsize_t d : dims) {
+        if (d > static_cast<hsize_t>(std::numeric_limits<std::int64_t>::max()))
+          error(norm, "declared dimension " + std::to_string(d) + " is absurd");
+        out.shape.push_back(static_cast<std::int64_t>(d));
+        out.elements = mul_or_neg(out.elements, out.shape.back());
+      }
+    } else if (space_class != H5S_SCALAR) {
+      error(norm, "has a null or unknown dataspace");
+    }
+    const std::int64_t memory_bytes = mul_or_neg(out.elements, static_cast<std::int64_t>(dtype_size(out.dtype)));
+    const std::int64_t stored_bytes = mul_or_neg(out.elements, static_cast<std::int64_t>(H5Tget_size(type.get())));
+    const std::int64_t allowance = mul_or_neg(file_size, deflated ? kMaxDeflateRatio : 1);
+    if (memory_bytes < 0 || stored_bytes < 0 || memory_bytes > options.max_dataset_bytes)
+      error(norm, "declared size " + describe(out.shape) + " exceeds the limit of " +
+                      std::to_string(options.max_dataset_bytes) + " bytes");
+    if (stored_bytes > allowance)
+      error(norm, "declared size " + describe(out.shape) + " (" + std::to_string(stored_bytes) +
+                      " bytes) cannot fit in a file of " + std::to_string(file_size) + " bytes");
+    if (layout == H5D_CHUNKED) {
+      std::vector<hsize_t> chunk(H5S_MAX_RANK);
+      const int rank = H5Pget_chunk(dcpl.get(), H5S_MAX_RANK, chunk.data());
+      if (rank < 0) error(norm, "cannot read chunk dimensions");
+      std::int64_t chunk_bytes = static_cast<std::int64_t>(H5Tget_size(type.get()));
+      for (int i = 0; i < rank; ++i)
+        chunk_bytes = mul_or_neg(chunk_bytes, chunk[i] > (hsize_t{1} << 40) ? -1 : static_cast<std::int64_t>(chunk[i]));
+      if (chunk_bytes < 0 || chunk_bytes > std::max(kSmallChunkBytes, std::min(allowance, options.max_dataset_bytes)))
+        error(norm, "declared chunk size is absurd for a file of " + std::to_string(file_size) + " bytes");
+    }
+    return out;
+  }
+
+  static std::string describe(const std::vector<std::int64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+  // Opens attribute `name` of `object`; errors name both.
+  Hid open_attribute(const std::string& object, const std::string& name, std::string* norm) const {
+    Hid obj = open(object, H5O_TYPE_UNKNOWN, "object");
+    *norm = internal::normalize_path(object);
+    const htri_t there = H5Aexists(obj.get(), name.c_str());
+    if (there < 0) error(*norm, "cannot look up attribute '" + name + "'");
+    if (there == 0) error(*norm, "has no attribute '" + name + "'");
+    Hid attr(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
+    check_id(attr.get(), path, *norm, "cannot open attribute '" + name + "'");
+    return attr;
+  }
+
+  // Number of elements of an attribute of rank 0 or 1 (0 for a null dataspace).
+  std::int64_t attribute_count(hid_t attr, const std::string& norm, const std::string& name) const {
+    Hid space(H5Aget_space(attr), H5Sclose);
+    check_id(space.get(), path, norm, "cannot read dataspace of attribute '" + name + "'");
+    switch (H5Sget_simple_extent_type(space.get())) {
+      case H5S_NULL: return 0;
+      case H5S_SCALAR: return 1;
+      case H5S_SIMPLE: break;
+      default: error(norm, "attribute '" + name + "' has an unknown dataspace");
+    }
+    if (H5Sget_simple_extent_ndims(space.get()) != 1) error(norm, "attribute '" + name + "' is not of rank 0 or 1");
+    hsize_t n = 0;
+    if (H5Sget_simple_extent_dims(space.get(), &n, nullptr) < 0) error(norm, "cannot read attribute '" + name + "'");
+    if (n > static_cast<hsize_t>(options.max_attribute_bytes))
+      error(norm, "attribute '" + name + "' declares " + std::to_string(n) + " elements (absurd)");
+    return static_cast<std::int64_t>(n);
+  }
+
+  std::vector<std::string> read_strings(hid_t attr, const std::string& norm, const std::string& name) const;
+};
+
+std::vector<std::string> H5Reader::Impl::read_strings(hid_t attr, const std::string& norm, const std::string& name) const {
+  const std::string what = "attribute '" + name + "'";
+  Hid type(H5Aget_type(attr), H5Tclose);
+  check_id(type.get(), path, norm, "cannot read type of " + what);
+  if (H5Tget_class(type.get()) != H5T_STRING)
+    error(norm, what + " is " + internal::type_class_name(type.get()) + ", expected string");
+  const std::int64_t n = attribute_count(attr, norm, name);
+  std::vector<std::string> out;
+  if (n == 0) return out;
+  const htri_t variable = H5Tis_variable_str(type.get());
+  if (variable < 0) error(norm, "cannot read type of " + what);
+  if (variable > 0) {
+    if (mul_or_neg(n, sizeof(char*)) > options.max_attribute_bytes) error(norm, what + " is too large");
+    Hid memory(H5Tcopy(H5T_C_S1), H5Tclose);
+    Hid space(H5Aget_space(attr), H5Sclose);
+    if (!memory.valid() || !space.valid() || H5Tset_size(memory.get(), H5T_VARIABLE) < 0 ||
+        H5Tset_cset(memory.get(), H5Tget_cset(type.get())) < 0)
+      error(norm, "cannot set up reading " + what);
+    std::vector<char*> pointers(static_cast<std::size_t>(n), nullptr);
+    if (H5Aread(attr, memory.get(), pointers.data()) < 0) error(norm, "cannot read " + what);
+    // Frees HDF5's strings however we leave this scope.
+    struct Reclaim {
+      hid_t type, space;
+      std::vector<char*>* pointers;
+      ~Reclaim() { H5Dvlen_reclaim(type, space, H5P_DEFAULT, pointers->data()); }
+    } reclaim{memory.get(), space.get(), &pointers};
+    for (char* p : pointers) out.emplace_back(p == nullptr ? "" : p);
+    return out;
+  }
+  const std::size_t width = H5Tget_size(type.get());
+  const std::int64_t bytes = mul_or_neg(n, static_cast<std::int64_t>(width));
+  if (width == 0 || bytes < 0 || bytes > options.max_attribute_bytes || bytes > file_size)
+    error(norm, what + " declares " + std::to_string(n) + " strings of " + std::to_string(width) + " bytes (absurd)");
+  std::vector<char> buffer(static_cast<std::size_t>(bytes));
+  if (H5Aread(attr, type.get(), buffer.data()) < 0) error(norm, "cannot read " + what);
+  const bool space_padded = H5Tget_strpad(type.get()) == H5T_STR_SPACEPAD;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::string s(buffer.data() + i * static_cast<std::int64_t>(width), width);
+    if (space_padded) s.erase(s.find_last_not_of(' ') + 1);
+    else s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+H5Reader::H5Reader(const std::string& path, H5ReaderOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& r = *impl_;
+  r.path = path;
+  r.options = options;
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) throw std::runtime_error(path + ": does not exist");
+  if (!fs::is_regular_file(status)) throw std::runtime_error(path + ": is not a regular file");
+  r.file_size = static_cast<std::int64_t>(fs::file_size(path, ec));
+  if (ec) throw std::runtime_error(path + ": cannot read file size: " + ec.message());
+
+  auto lock = internal::lock_hdf5();
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 == 0) throw std::runtime_error(path + ": not an HDF5 file");
+  if (is_hdf5 < 0) fail(path, "", "not an HDF5 file or its superblock is damaged");
+  Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  r.lapl = Hid(H5Pcreate(H5P_LINK_ACCESS), H5Pclose);
+  if (!fapl.valid() || !r.lapl.valid() || H5Pset_fapl_sec2(fapl.get()) < 0 ||
+      H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0 ||
+      H5Pset_elink_cb(r.lapl.get(), refuse_external_link, nullptr) < 0)
+    fail(path, "", "cannot set up HDF5 access properties");
+  r.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  check_id(r.file.get(), path, "", "cannot open HDF5 file (truncated or damaged?)");
+}
+
+H5Reader::~H5Reader() {
+  if (!impl_) return;
+  auto lock = internal::lock_hdf5();
+  impl_->file.reset();
+  impl_->lapl.reset();
+}
+
+H5Reader::H5Reader(H5Reader&&) noexcept = default;
+
+H5Reader& H5Reader::operator=(H5Reader&& other) noexcept {
+  if (this != &other) {
+    H5Reader doomed(std::move(*this));
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+const std::string& H5Reader::path() const { return impl_->path; }
+
+bool H5Reader::exists(const std::string& object_path) const {
+  auto lock = internal::lock_hdf5();
+  return !impl_->resolve(object_path).empty();
+}
+
+bool H5Reader::is_group(const std::string& object_path) const {
+  auto lock = internal::lock_hdf5();
+  return impl_->type_of(object_path) == H5O_TYPE_GROUP;
+}
+
+bool H5Reader::is_dataset(const std::string& object_path) const {
+  auto lock = internal::lock_hdf5();
+  return impl_->type_of(object_path) == H5O_TYPE_DATASET;
+}
+
+std::vector<std::string> H5Reader::list_group(const std::string& group_path) const {
+  auto lock = internal::lock_hdf5();
+  const Impl& r = *impl_;
+  Hid group = r.open(group_path, H5O_TYPE_GROUP, "group");
+  const std::string norm = internal::normalize_path(group_path);
+  Hid gcpl(H5Gget_create_plist(group.get()), H5Pclose);
+  check_id(gcpl.get(), r.path, norm, "cannot read group properties");
+  unsigned order = 0;
+  check_status(H5Pget_link_creation_order(gcpl.get(), &order), r.path, norm, "cannot read group properties");
+  std::vector<std::string> names;
+  if (order & H5P_CRT_ORDER_TRACKED) {
+    hsize_t index = 0;
+    if (H5Literate(group.get(), H5_INDEX_CRT_ORDER, H5_ITER_INC, &index, collect_name, &names) >= 0) return names;
+    internal::take_hdf5_error();
+    names.clear();
+  }
+  hsize_t index = 0;
+  check_status(H5Literate(group.get(), H5_INDEX_NAME, H5_ITER_INC, &index, collect_name, &names), r.path, norm,
+               "cannot list group members");
+  return names;
+}
+
+ArrayData H5Reader::read_dataset(const std::string& path) const {
+  auto lock = internal::lock_hdf5();
+  const Impl& r = *impl_;
+  Hid dataset = r.open(path, H5O_TYPE_DATASET, "dataset");
+  const std::string norm = internal::normalize_path(path);
+  DatasetInfo info = r.inspect(dataset.get(), norm);
+  ArrayData out{info.dtype, std::move(info.shape), {}};
+  out.bytes.resize(static_cast<std::size_t>(info.elements) * dtype_size(info.dtype));
+  if (info.elements == 0) return out;
+  Hid memory_type = internal::memory_type_for(info.dtype);
+  Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+  if (!dxpl.valid() || H5Pset_edc_check(dxpl.get(), H5Z_ENABLE_EDC) < 0)
+    fail(r.path, norm, "cannot set up the read");
+  if (H5Dread(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, dxpl.get(), out.bytes.data()) < 0)
+    fail(r.path, norm, "cannot read dataset: checksum mismatch or damaged data");
+  if (info.dtype == DType::kBool)
+    for (std::byte b : out.bytes)
+      if (b != std::byte{0} && b != std::byte{1}) r.error(norm, "bool dataset holds a value other than 0 and 1");
+  return out;
+}
+
+std::vector<std::int64_t> H5Reader::dataset_shape(const std::string& path) const {
+  auto lock = internal::lock_hdf5();
+  Hid dataset = impl_->open(path, H5O_TYPE_DATASET, "dataset");
+  return impl_->inspect(dataset.get(), internal::normalize_path(path)).shape;
+}
+
+DType H5Reader::dataset_dtype(const std::string& path) const {
+  auto lock = internal::lock_hdf5();
+  Hid dataset = impl_->open(path, H5O_TYPE_DATASET, "dataset");
+  return impl_->inspect(dataset.get(), internal::normalize_path(path)).dtype;
+}
+
+bool H5Reader::has_attribute(const std::string& object_path, const std::string& name) const {
+  auto lock = internal::lock_hdf5();
+  Hid obj = impl_->open(object_path, H5O_TYPE_UNKNOWN, "object");
+  const htri_t there = H5Aexists(obj.get(), name.c_str());
+  if (there < 0) impl_->error(internal::normalize_path(object_path), "cannot look up attribute '" + name + "'");
+  return there > 0;
+}
+
+std::vector<std::string> H5Reader::read_string_array_attribute(const std::string& object_path,
+                                                               const std::string& name) const {
+  auto lock = internal::lock_hdf5();
+  std::string norm;
+  Hid attr = impl_->open_attribute(object_path, name, &norm);
+  return impl_->read_strings(attr.get(), norm, name);
+}
+
+std::string H5Reader::read_string_attribute(const std::string& object_path, const std::string& name) const {
+  auto lock = internal::lock_hdf5();
+  std::string norm;
+  Hid attr = impl_->open_attribute(object_path, name, &norm);
+  std::vector<std::string> strings = impl_->read_strings(attr.get(), norm, name);
+  if (strings.size() != 1)
+    impl_->error(norm, "attribute '" + name + "' holds " + std::to_string(strings.size()) + " strings, expected one");
+  return strings[0];
+}
+
+std::int64_t H5Reader::read_int_attribute(const std::string& object_path, const std::string& name) const {
+  auto lock = internal::lock_hdf5();
+  const Impl& r = *impl_;
+  std::string norm;
+  Hid attr = r.open_attribute(object_path, name, &norm);
+  Hid type(H5Aget_type(attr.get()), H5Tclose);
+  check_id(type.get(), r.path, norm, "cannot read type of attribute '" + name + "'");
+  if (H5Tget_class(type.get()) != H5T_INTEGER)
+    r.error(norm, "attribute '" + name + "' is " + internal::type_class_name(type.get()) + ", expected integer");
+  if (r.attribute_count(attr.get(), norm, name) != 1) r.error(norm, "attribute '" + name + "' is not a single integer");
+  if (H5Tget_sign(type.get()) == H5T_SGN_NONE && H5Tget_size(type.get()) >= 8) {
+    std::uint64_t value = 0;
+    check_status(H5Aread(attr.get(), H5T_NATIVE_UINT64, &value), r.path, norm, "cannot read attribute '" + name + "'");
+    if (value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      r.error(norm, "attribute '" + name + "' value " + std::to_string(value) + " does not fit in int64");
+    return static_cast<std::int64_t>(value);
+  }
+  std::int64_t value = 0;
+  check_status(H5Aread(attr.get(), H5T_NATIVE_INT64, &value), r.path, norm, "cannot read attribute '" + name + "'");
+  return value;
+}
+
+}  // namespace tapeflow::io
