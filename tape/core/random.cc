@@ -1,0 +1,126 @@
+#include "tape/core/random.h"
+
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace tapeflow {
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t& x) {
+  std::uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+constexpr double kTwoPi = 6.283185307179586476925286766559;
+
+}  // namespace
+
+Generator::Generator(std::uint64_t seed) {
+  std::uint64_t x = seed;
+  for (auto& w : s_) w = splitmix64(x);
+}
+
+std::uint64_t Generator::next_u64() {
+  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
+  const std::uint64_t t = s_[1] << 17;
+  s_[2] ^= s_[0];
+  s_[3] ^= s_[1];
+  s_[1] ^= s_[2];
+  s_[0] ^= s_[3];
+  s_[2] ^= t;
+  s_[3] = rotl(s_[3], 45);
+  return result;
+}
+
+double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+double Generator::next_normal() {
+  if (has_cached_) {
+    has_cached_ = false;
+    return cached_;
+  }
+  // u1 in (0, 1] so log(u1) is finite.
+  const double u1 = static_cast<double>((next_u64() >> 11) + 1) * 0x1.0p-53;
+  const double u2 = next_double();
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  cached_ = r * std::sin(kTwoPi * u2);
+  has_cached_ = true;
+  return r * std::cos(kTwoPi * u2);
+}
+
+template <class T>
+void Generator::fill_uniform(T* y, std::int64_t n, T lo, T hi) {
+  const T width = hi - lo;
+  for (std::int64_t i = 0; i < n; ++i) {
+    T u;
+    if constexpr (sizeof(T) == 4) u = static_cast<T>(next_u64() >> 40) * T(0x1.0p-24);
+    else u = static_cast<T>(next_u64() >> 11) * T(0x1.0p-53);
+    T v = lo + width * u;
+    if (v >= hi && hi > lo) v = std::nextafter(hi, lo);  // rounding can reach hi
+    y[i] = v;
+  }
+}
+
+template <class T>
+void Generator::fill_normal(T* y, std::int64_t n, T mean, T stddev) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = mean + stddev * static_cast<T>(next_normal());
+}
+
+template <class T>
+void Generator::fill_truncated_normal(T* y, std::int64_t n, T mean, T stddev) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    double z;
+    do z = next_normal();
+    while (std::abs(z) > 2.0);
+    y[i] = mean + stddev * static_cast<T>(z);
+  }
+}
+
+std::uint64_t Generator::uniform_int(std::uint64_t n) {
+  if (n == 0) throw std::invalid_argument("Generator::uniform_int: n must be positive, got 0");
+  // Lemire's nearly divisionless method.
+  unsigned __int128 m = static_cast<unsigned __int128>(next_u64()) * n;
+  std::uint64_t low = static_cast<std::uint64_t>(m);
+  if (low < n) {
+    const std::uint64_t threshold = (0 - n) % n;
+    while (low < threshold) {
+      m = static_cast<unsigned __int128>(next_u64()) * n;
+      low = static_cast<std::uint64_t>(m);
+    }
+  }
+  return static_cast<std::uint64_t>(m >> 64);
+}
+
+std::vector<std::uint64_t> Generator::state() const {
+  return {s_[0], s_[1], s_[2], s_[3], has_cached_ ? 1u : 0u, std::bit_cast<std::uint64_t>(cached_)};
+}
+
+void Generator::set_state(const std::vector<std::uint64_t>& s) {
+  if (s.size() != kStateWords)
+    throw std::invalid_argument("Generator::set_state: expected " + std::to_string(kStateWords) + " words, got " +
+                                std::to_string(s.size()));
+  if ((s[0] | s[1] | s[2] | s[3]) == 0)
+    throw std::invalid_argument("Generator::set_state: the xoshiro state must not be all zero");
+  if (s[4] > 1)
+    throw std::invalid_argument("Generator::set_state: cached flag must be 0 or 1, got " + std::to_string(s[4]));
+  for (int i = 0; i < 4; ++i) s_[i] = s[i];
+  has_cached_ = s[4] == 1;
+  cached_ = std::bit_cast<double>(s[5]);
+}
+
+Generator Generator::split() { return Generator(next_u64() ^ 0x5DEECE66DA3B1F27ull); }
+
+template void Generator::fill_uniform<float>(float*, std::int64_t, float, float);
+template void Generator::fill_uniform<double>(double*, std::int64_t, double, double);
+template void Generator::fill_normal<float>(float*, std::int64_t, float, float);
+template void Generator::fill_normal<double>(double*, std::int64_t, double, double);
+template void Generator::fill_truncated_normal<float>(float*, std::int64_t, float, float);
+template void Generator::fill_truncated_normal<double>(double*, std::int64_t, double, double);
+
+}  // namespace tapeflow

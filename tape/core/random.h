@@ -1,0 +1,52 @@
+// A seeded pseudo-random generator: xoshiro256** seeded through splitmix64 (no global RNG).
+// Facts:    Same seed => same stream on every platform. Normals use Box-Muller and cache the
+//           second value in the state. state() is 6 words (4 xoshiro words, a has-cached flag and
+//           the cached normal's bits); set_state(state()) continues bit for bit.
+//           split() derives an independent child stream (seeded from this stream's next word).
+// DTypes:   fill_*: float, double.
+// Errors:   set_state: std::invalid_argument on a wrong size or an all-zero xoshiro state.
+//           uniform_int: std::invalid_argument for n == 0.
+// Ref:      tf.random.Generator, keras.initializers.TruncatedNormal
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace tapeflow {
+
+class Generator {
+ public:
+  static constexpr std::size_t kStateWords = 6;
+
+  explicit Generator(std::uint64_t seed);
+
+  // The next 64 random bits.
+  std::uint64_t next_u64();
+  // y[i] uniform in [lo, hi).
+  template <class T>
+  void fill_uniform(T* y, std::int64_t n, T lo, T hi);
+  // y[i] ~ Normal(mean, stddev).
+  template <class T>
+  void fill_normal(T* y, std::int64_t n, T mean, T stddev);
+  // y[i] ~ Normal(mean, stddev) re-drawn while beyond 2 stddev (Keras TruncatedNormal).
+  template <class T>
+  void fill_truncated_normal(T* y, std::int64_t n, T mean, T stddev);
+  // Unbiased integer in [0, n).
+  std::uint64_t uniform_int(std::uint64_t n);
+  // A standard normal draw (double precision).
+  double next_normal();
+  // A uniform double in [0, 1) with 53 random bits.
+  double next_double();
+
+  std::vector<std::uint64_t> state() const;
+  void set_state(const std::vector<std::uint64_t>& s);
+  Generator split();
+
+ private:
+  std::array<std::uint64_t, 4> s_{};
+  bool has_cached_ = false;
+  double cached_ = 0.0;
+};
+
+}  // namespace tapeflow

@@ -1,0 +1,48 @@
+// Deterministic parallel loops for kernels, backed by oneTBB (kept out of this header).
+// Facts:    parallel_for runs f(begin, end) over [0, n) in chunks of >= grain elements with a static
+//           partition; when n <= grain it calls f(0, n) inline (no TBB, no allocation).
+//           Kernels that reduce use fixed chunk sizes independent of the thread count, so their
+//           results repeat bit for bit.
+// Errors:   set_num_threads: std::invalid_argument for n < 0.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+
+namespace tapeflow::kernels {
+
+// Elements per task for cheap element-wise work (one memory pass over a few arrays).
+inline constexpr std::int64_t kElementwiseGrain = 1 << 15;
+// Elements per fixed-size chunk of a reduction (partial results combine in chunk order).
+inline constexpr std::int64_t kReduceChunk = 1 << 14;
+
+namespace internal {
+using RangeFn = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
+// Splits [0, n) into n / grain equal chunks and runs them with tbb::static_partitioner.
+void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn, void* ctx);
+}  // namespace internal
+
+// Runs f(begin, end) over [0, n) in chunks of >= grain; serial inline when n <= grain.
+template <class F>
+void parallel_for(std::int64_t n, std::int64_t grain, F&& f) {
+  if (n <= 0) return;
+  if (grain < 1) grain = 1;
+  if (n <= grain) {
+    f(std::int64_t{0}, n);
+    return;
+  }
+  using Fn = std::remove_reference_t<F>;
+  internal::parallel_for_impl(
+      n, grain,
+      [](void* ctx, std::int64_t b, std::int64_t e) { (*static_cast<Fn*>(ctx))(b, e); },
+      const_cast<void*>(static_cast<const void*>(std::addressof(f))));
+}
+
+// Caps the number of threads used by kernels (wraps tbb::global_control); 0 = default.
+// Returns the previous cap (0 if none was set).
+int set_num_threads(int n);
+// The number of threads kernels may use now.
+int num_threads();
+
+}  // namespace tapeflow::kernels

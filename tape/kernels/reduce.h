@@ -1,0 +1,31 @@
+// Reductions over a set of axes (sum, max, min) and arg-reductions along one axis.
+// Shapes:   axes_mask bit i => axis i reduced; y holds sx with the reduced dims removed (the
+//           keepdims shape has the same layout). argmax/argmin: y has sx without `axis`.
+// DTypes:   float, double, int32, int64.
+// Facts:    Deterministic: partial results use fixed chunk sizes (kReduceChunk) independent of the
+//           thread count and combine in order, so results repeat bit for bit. An empty reduction
+//           gives 0 (sum), the lowest value / -inf (max) or the highest / +inf (min). NaN propagates
+//           through max/min. argmax/argmin: the first extreme wins.
+// Errors:   std::invalid_argument for a mask bit >= rank, an axis out of range, or argmax/argmin
+//           over an empty axis with a non-empty output.
+// Ref:      tf.reduce_sum, tf.reduce_max, tf.reduce_min, tf.argmax, tf.argmin
+#pragma once
+
+#include <cstdint>
+
+#include "tape/core/shape.h"
+
+namespace tapeflow::kernels {
+
+template <class T>
+void reduce_sum(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
+template <class T>
+void reduce_max(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
+template <class T>
+void reduce_min(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
+template <class T>
+void argmax(const T* x, const Shape& sx, int axis, std::int64_t* y);
+template <class T>
+void argmin(const T* x, const Shape& sx, int axis, std::int64_t* y);
+
+}  // namespace tapeflow::kernels

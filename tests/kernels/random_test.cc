@@ -1,0 +1,125 @@
+#include "tape/core/random.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace tapeflow {
+namespace {
+
+struct Moments {
+  double mean, sd;
+};
+template <class T>
+Moments moments(const std::vector<T>& x) {
+  double s = 0, s2 = 0;
+  for (T v : x) s += v, s2 += double(v) * v;
+  const double mean = s / x.size();
+  return {mean, std::sqrt(s2 / x.size() - mean * mean)};
+}
+
+TEST(Generator, SameSeedSameStreamDifferentSeedDifferent) {
+  Generator a(42), b(42), c(43);
+  bool differs = false;
+  for (int i = 0; i < 100; ++i) {
+    const auto x = a.next_u64();
+    EXPECT_EQ(x, b.next_u64());
+    differs |= x != c.next_u64();
+  }
+  EXPECT_TRUE(differs);
+}
+
+TEST(Generator, KnownFirstOutputForSeedZero) {
+  // splitmix64(0) seeds xoshiro256**; pins the algorithm so checkpoints stay loadable.
+  Generator g(0);
+  const std::uint64_t first = g.next_u64();
+  Generator h(0);
+  EXPECT_EQ(first, h.next_u64());
+  EXPECT_EQ(first, 0x99EC5F36CB75F2B4ull);
+}
+
+TEST(Generator, StateRoundTripContinuesBitIdentically) {
+  Generator g(7);
+  std::vector<float> tmp(3);
+  g.fill_normal(tmp.data(), 3, 0.0f, 1.0f);  // odd count leaves a cached normal
+  const auto st = g.state();
+  ASSERT_EQ(st.size(), Generator::kStateWords);
+  std::vector<double> want(10), got(10);
+  g.fill_normal(want.data(), 10, 0.0, 1.0);
+  Generator h(999);
+  h.set_state(st);
+  h.fill_normal(got.data(), 10, 0.0, 1.0);
+  EXPECT_EQ(want, got);
+  EXPECT_EQ(g.state(), h.state());
+}
+
+TEST(Generator, SetStateRejectsBadInput) {
+  Generator g(1);
+  EXPECT_THROW(g.set_state({1, 2, 3}), std::invalid_argument);
+  EXPECT_THROW(g.set_state({0, 0, 0, 0, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(g.set_state({1, 2, 3, 4, 2, 0}), std::invalid_argument);
+}
+
+TEST(Generator, UniformRangeMeanAndStd) {
+  Generator g(3);
+  const int n = 200000;
+  std::vector<float> u(n);
+  g.fill_uniform(u.data(), n, -2.0f, 6.0f);
+  for (float v : u) {
+    ASSERT_GE(v, -2.0f);
+    ASSERT_LT(v, 6.0f);
+  }
+  const Moments m = moments(u);
+  EXPECT_NEAR(m.mean, 2.0, 0.03);
+  EXPECT_NEAR(m.sd * m.sd, 64.0 / 12.0, 0.06);
+}
+
+TEST(Generator, NormalMeanAndStd) {
+  Generator g(4);
+  const int n = 200000;
+  std::vector<double> x(n);
+  g.fill_normal(x.data(), n, 1.5, 2.0);
+  const Moments m = moments(x);
+  EXPECT_NEAR(m.mean, 1.5, 0.02);
+  EXPECT_NEAR(m.sd, 2.0, 0.02);
+}
+
+TEST(Generator, TruncatedNormalStaysWithinTwoStddev) {
+  Generator g(5);
+  const int n = 100000;
+  std::vector<float> x(n);
+  g.fill_truncated_normal(x.data(), n, 0.0f, 0.5f);
+  for (float v : x) ASSERT_LE(std::abs(v), 1.0f);
+  // Std of a standard normal truncated at +-2 is about 0.8796.
+  const Moments m = moments(x);
+  EXPECT_NEAR(m.mean, 0.0, 0.01);
+  EXPECT_NEAR(m.sd, 0.5 * 0.8796, 0.01);
+}
+
+TEST(Generator, UniformIntIsInRangeAndCoversAllValues) {
+  Generator g(6);
+  std::vector<int> counts(7, 0);
+  for (int i = 0; i < 70000; ++i) {
+    const auto v = g.uniform_int(7);
+    ASSERT_LT(v, 7u);
+    ++counts[v];
+  }
+  for (int c : counts) EXPECT_NEAR(c, 10000, 500);
+  EXPECT_EQ(g.uniform_int(1), 0u);
+  EXPECT_THROW(g.uniform_int(0), std::invalid_argument);
+}
+
+TEST(Generator, SplitIsDeterministicAndIndependent) {
+  Generator a(8), b(8);
+  Generator ca = a.split(), cb = b.split();
+  EXPECT_EQ(ca.next_u64(), cb.next_u64());
+  EXPECT_EQ(a.next_u64(), b.next_u64());
+  Generator p(9);
+  Generator child = p.split();
+  EXPECT_NE(child.next_u64(), p.next_u64());
+}
+
+}  // namespace
+}  // namespace tapeflow
