@@ -5,9 +5,11 @@
 //
 // Paths:    object paths are '/'-separated from the root ("dense/dense/kernel:0"); a leading '/' is
 //           optional; "" and "/" name the root group. Empty components are ignored.
-// Layout:   files use the HDF5 1.8 format or newer (libver bounds v18..v110) so every metadata block
-//           (superblock, object headers, chunk indexes) carries a checksum. Groups track link
-//           creation order. Non-empty arrays of rank >= 1 are chunked (chunks of <= 1 MiB) with the
+// Layout:   files use the HDF5 1.10 format (libver bounds v110..v110: readable by HDF5 >= 1.10,
+//           i.e. h5py >= 2.7 wheels) so every metadata block (superblock, object headers, and the
+//           single-chunk / fixed-array chunk indexes) carries a checksum; the 1.8 format's v1
+//           B-tree chunk index has none, and a flipped byte there silently reads as zeros. Groups track link
+//           creation order. Non-empty arrays of rank >= 1 are chunked (chunks of about 1 MiB) with the
 //           Fletcher-32 filter; scalars are compact (their bytes live in the checksummed object
 //           header); empty arrays are contiguous with no storage.
 // DTypes:   float32 -> H5T_IEEE_F32LE, float64 -> H5T_IEEE_F64LE, int32 -> H5T_STD_I32LE,
@@ -42,6 +44,13 @@ struct ArrayData {
   std::vector<std::byte> bytes;
 };
 
+// Layout choices of an H5Writer.
+struct H5WriterOptions {
+  // Target size of one chunk of a dataset (each carries its own Fletcher-32 checksum); chunks are
+  // whole trailing rows where possible.
+  std::int64_t chunk_bytes = std::int64_t{1} << 20;
+};
+
 // Writes a new HDF5 file under a temporary name and atomically replaces `path` on commit().
 // Facts:    the temporary file is "<path>.tmp-<pid>-<random hex>" in the same directory. commit()
 //           flushes and closes it, fsyncs it, renames it over `path` and fsyncs the directory, so
@@ -53,7 +62,7 @@ struct ArrayData {
 //           object that already exists; std::logic_error for any call after commit().
 class H5Writer {
  public:
-  explicit H5Writer(const std::string& path);
+  explicit H5Writer(const std::string& path, H5WriterOptions options = {});
   ~H5Writer();
   H5Writer(const H5Writer&) = delete;
   H5Writer& operator=(const H5Writer&) = delete;

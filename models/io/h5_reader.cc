@@ -19,6 +19,8 @@ namespace fs = std::filesystem;
 
 // Best compression ratio zlib can reach (deflate's 258-byte matches in 2-bit codes), with slack.
 constexpr std::int64_t kMaxDeflateRatio = 1100;
+// Soft links followed in a row before we call it a cycle (HDF5's own default limit).
+constexpr int kMaxSoftLinks = 16;
 // Chunk buffers this small are always allowed, whatever the file size.
 constexpr std::int64_t kSmallChunkBytes = std::int64_t{1} << 20;
 
@@ -55,24 +57,43 @@ struct H5Reader::Impl {
 
   [[noreturn]] void error(const std::string& object, const std::string& problem) const { fail(path, object, problem); }
 
-  // Walks `object` component by component: external (or user-defined) links are refused; returns
-  // the normalized path if it resolves to an object, "" if it is missing or a dangling soft link.
-  std::string resolve(const std::string& object, bool* dangling = nullptr) const {
+  // Walks `object` link by link and returns an equivalent path made of hard links only (so HDF5
+  // never traverses a link itself), or "" if it does not resolve. Soft links are followed by
+  // hand, up to kMaxSoftLinks deep; external and user-defined links are refused.
+  // `*dangling` is set when a soft link was followed to a missing target.
+  std::string resolve(const std::string& object, bool* dangling = nullptr, int depth = 0) const {
+    const std::vector<std::string> parts = internal::split_path(object);
     std::string sofar;
-    for (const std::string& part : internal::split_path(object)) {
-      sofar += "/" + part;
-      const htri_t there = H5Lexists(file.get(), sofar.c_str(), lapl.get());
-      if (there < 0) error(sofar, "cannot look up link");
-      if (there == 0) return "";
-      H5L_info_t info;
-      if (H5Lget_info(file.get(), sofar.c_str(), &info, lapl.get()) < 0) error(sofar, "cannot inspect link");
-      if (info.type == H5L_TYPE_EXTERNAL) error(sofar, "is an external link to another file (refused)");
-      if (info.type != H5L_TYPE_HARD && info.type != H5L_TYPE_SOFT) error(sofar, "is a user-defined link (refused)");
-      const htri_t resolves = H5Oexists_by_name(file.get(), sofar.c_str(), lapl.get());
-      if (resolves < 0) error(sofar, "cannot follow link");
-      if (resolves == 0) {
-        if (dangling != nullptr) *dangling = true;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i] == ".") continue;
+      const std::string next = sofar + "/" + parts[i];
+      const htri_t there = H5Lexists(file.get(), next.c_str(), lapl.get());
+      if (there < 0) error(next, "cannot look up link");
+      if (there == 0) {
+        if (dangling != nullptr) *dangling = depth > 0;
         return "";
+      }
+      H5L_info_t info;
+      if (H5Lget_info(file.get(), next.c_str(), &info, lapl.get()) < 0) error(next, "cannot inspect link");
+      if (info.type == H5L_TYPE_EXTERNAL) error(next, "is an external link to another file (refused)");
+      if (info.type == H5L_TYPE_HARD) {
+        sofar = next;
+        continue;
+      }
+      if (info.type != H5L_TYPE_SOFT) error(next, "is a user-defined link (refused)");
+      if (depth >= kMaxSoftLinks) error(next, "soft links nest too deeply (a cycle?)");
+      if (info.u.val_size == 0 || info.u.val_size > 65536) error(next, "soft link has an absurd target length");
+      std::string target(info.u.val_size, '\0');
+      if (H5Lget_val(file.get(), next.c_str(), target.data(), target.size(), lapl.get()) < 0)
+        error(next, "cannot read soft link target");
+      target.resize(target.find('\0') == std::string::npos ? target.size() : target.find('\0'));
+      std::string rest = target.rfind('/', 0) == 0 ? target : sofar + "/" + target;
+      for (std::size_t j = i + 1; j < parts.size(); ++j) rest += "/" + parts[j];
+      try {
+        return resolve(rest, dangling, depth + 1);
+      } catch (const std::runtime_error& e) {
+        if (depth > 0) throw;
+        throw std::runtime_error(std::string(e.what()) + " (reached through soft link '" + next + "')");
       }
     }
     return sofar.empty() ? "/" : sofar;

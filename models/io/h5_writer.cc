@@ -17,17 +17,17 @@ using internal::Hid;
 
 namespace {
 
-constexpr std::int64_t kChunkTargetBytes = std::int64_t{1} << 20;
-
-// Chunk dims of about kChunkTargetBytes: whole trailing rows, so each chunk is contiguous in memory.
-std::vector<hsize_t> chunk_dims(const std::vector<std::int64_t>& shape, std::int64_t element_size) {
+// Chunk dims of about target: whole trailing rows, so each chunk is contiguous in memory.
+std::vector<hsize_t> chunk_dims(const std::vector<std::int64_t>& shape, std::int64_t element_size,
+                                std::int64_t target) {
+  target = std::min<std::int64_t>(target, std::int64_t{1} << 30);  // HDF5 caps a chunk at 4 GiB
   std::vector<hsize_t> chunk(shape.begin(), shape.end());
   for (std::size_t i = 0; i < chunk.size(); ++i) {
     std::int64_t rest = element_size;  // bytes of one slice along dim i
     for (std::size_t j = i + 1; j < chunk.size(); ++j) rest *= static_cast<std::int64_t>(chunk[j]);
-    if (rest * static_cast<std::int64_t>(chunk[i]) <= kChunkTargetBytes) break;
-    if (rest >= kChunkTargetBytes) { chunk[i] = 1; continue; }
-    chunk[i] = static_cast<hsize_t>(std::max<std::int64_t>(1, kChunkTargetBytes / rest));
+    if (rest * static_cast<std::int64_t>(chunk[i]) <= target) break;
+    if (rest >= target) { chunk[i] = 1; continue; }
+    chunk[i] = static_cast<hsize_t>(std::max<std::int64_t>(1, target / rest));
     break;
   }
   return chunk;
@@ -52,6 +52,7 @@ std::int64_t checked_elements(const std::string& where, const std::vector<std::i
 struct H5Writer::Impl {
   std::string path;
   std::string tmp;
+  H5WriterOptions options;
   Hid file;
   Hid group_create_props;  // link creation order tracked and indexed, for every group we make
   bool finished = false;   // committed, or a commit failed
@@ -129,9 +130,12 @@ struct H5Writer::Impl {
   }
 };
 
-H5Writer::H5Writer(const std::string& path) : impl_(std::make_unique<Impl>()) {
+H5Writer::H5Writer(const std::string& path, H5WriterOptions options) : impl_(std::make_unique<Impl>()) {
+  if (options.chunk_bytes < 1)
+    throw std::invalid_argument(path + ": H5Writer: chunk_bytes must be positive, got " + std::to_string(options.chunk_bytes));
   auto lock = internal::lock_hdf5();
   impl_->path = path;
+  impl_->options = options;
   impl_->tmp = make_temp_path(path);
   const unsigned order = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
   Hid fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
@@ -141,7 +145,7 @@ H5Writer::H5Writer(const std::string& path) : impl_(std::make_unique<Impl>()) {
       H5Pset_link_creation_order(fcpl.get(), order) < 0 ||
       H5Pset_link_creation_order(impl_->group_create_props.get(), order) < 0 ||
       H5Pset_fapl_sec2(fapl.get()) < 0 ||
-      H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_V110) < 0 ||
+      H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
       H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
     internal::fail(path, "", "cannot set up HDF5 file properties");
   impl_->file = Hid(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), H5Fclose);
@@ -192,7 +196,7 @@ void H5Writer::write_dataset(const std::string& path, DType dtype, const std::ve
   if (shape.empty()) {
     status = std::min(status, H5Pset_layout(dcpl.get(), H5D_COMPACT));  // bytes live in the checksummed header
   } else if (elements > 0) {
-    const std::vector<hsize_t> chunk = chunk_dims(shape, static_cast<std::int64_t>(dtype_size(dtype)));
+    const std::vector<hsize_t> chunk = chunk_dims(shape, static_cast<std::int64_t>(dtype_size(dtype)), w.options.chunk_bytes);
     status = std::min(status, H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
     status = std::min(status, H5Pset_fletcher32(dcpl.get()));
   }
