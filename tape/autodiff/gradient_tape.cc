@@ -1,0 +1,318 @@
+#include "tape/autodiff/gradient_tape.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "tape/autodiff/internal/tape_state.h"
+#include "tape/ops/math_ops.h"
+
+namespace tapeflow {
+namespace internal {
+
+// ---- recording ----
+void TapeState::record(const OpDef& op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
+                       const Attrs& attrs, const std::shared_ptr<const GradientFn>& custom_gradient) {
+  if (!custom_gradient && !op.gradient) return;  // not differentiable: outputs stay untracked
+  bool any = false;
+  for (const Tensor& t : inputs)
+    if (is_floating(t.dtype()) && producer_.count(t.id())) {
+      any = true;
+      break;
+    }
+  if (!any) return;
+  std::int64_t index = static_cast<std::int64_t>(ops_.size());
+  OpRecord& r = ops_.emplace_back();
+  r.op = &op;
+  r.custom_gradient = custom_gradient;
+  for (const Tensor& t : inputs) {
+    r.input_ids.push_back(t.id());
+    r.input_shapes.push_back(t.shape());
+    r.input_dtypes.push_back(t.dtype());
+  }
+  for (const Tensor& t : outputs) {
+    r.output_ids.push_back(t.id());
+    r.output_shapes.push_back(t.shape());
+    r.output_dtypes.push_back(t.dtype());
+    producer_[t.id()] = index;
+  }
+  std::uint8_t saves = custom_gradient ? kSaveAll : op.saves;
+  if (saves & kSaveInputs) r.saved_inputs = TensorList(inputs.begin(), inputs.end());
+  if (saves & kSaveOutputs) r.saved_outputs = TensorList(outputs.begin(), outputs.end());
+  if (!attrs.empty()) r.attrs = attrs;
+}
+
+void TapeState::variable_accessed(const Variable& variable) {
+  if (options_.watch_accessed_variables && variable.trainable() && is_floating(variable.dtype())) watch(variable);
+}
+
+void TapeState::watch(const Tensor& t) {
+  if (!is_floating(t.dtype())) {
+    spdlog::warn("The dtype of the watched tensor must be floating (e.g. tf.float32), got {}", dtype_name(t.dtype()));
+    return;
+  }
+  producer_.emplace(t.id(), -1);
+}
+
+void TapeState::watch(const Variable& v) {
+  if (!is_floating(v.dtype())) {
+    spdlog::warn("The dtype of the watched variable '{}' must be floating (e.g. tf.float32), got {}", v.name(),
+                 dtype_name(v.dtype()));
+    return;
+  }
+  if (producer_.emplace(v.handle_id(), -1).second ||
+      std::none_of(watched_variables_.begin(), watched_variables_.end(),
+                   [&](const Variable& w) { return w.same_as(v); }))
+    watched_variables_.push_back(v);
+}
+
+std::vector<Variable> TapeState::watched_variables() const {
+  std::vector<Variable> out = watched_variables_;
+  std::sort(out.begin(), out.end(), [](const Variable& a, const Variable& b) { return a.handle_id() < b.handle_id(); });
+  return out;
+}
+
+void TapeState::start() {
+  if (recording_) return;
+  active_recorders().push_back(this);
+  recording_ = true;
+}
+
+void TapeState::stop() {
+  if (!recording_) return;
+  auto& stack = active_recorders();
+  auto it = std::find(stack.begin(), stack.end(), this);
+  if (it != stack.end()) stack.erase(it);
+  recording_ = false;
+}
+
+int TapeState::pause() {
+  auto& stack = active_recorders();
+  auto it = std::find(stack.begin(), stack.end(), this);
+  if (!recording_ || it == stack.end())
+    throw std::logic_error("GradientTape::stop_recording: the tape is not currently recording");
+  int pos = static_cast<int>(it - stack.begin());
+  stack.erase(it);
+  return pos;
+}
+
+void TapeState::resume(int position) {
+  if (!recording_) return;  // stopped meanwhile
+  auto& stack = active_recorders();
+  position = std::min<int>(position, static_cast<int>(stack.size()));
+  stack.insert(stack.begin() + position, this);
+}
+
+void TapeState::reset() {
+  ops_.clear();
+  producer_.clear();
+  watched_variables_.clear();
+  used_ = false;
+}
+
+void TapeState::begin_gradient_call(const char* what) {
+  if (used_ && !options_.persistent)
+    throw std::logic_error(std::string("GradientTape::") + what +
+                           ": a non-persistent GradientTape can only be used to compute one set of gradients "
+                           "(or jacobians); use GradientTape({.persistent = true}) to call it several times");
+  used_ = true;
+  if (!options_.persistent) stop();
+}
+
+// ---- backward ----
+std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::span<const Tensor> seeds,
+                                        std::span<const std::int64_t> source_ids) const {
+  const std::size_t n_ops = ops_.size();  // the pass may append records (persistent tape in context)
+  // Forward sweep: ops on a path from a source (prunes everything else).
+  std::unordered_set<std::int64_t> reachable(source_ids.begin(), source_ids.end());
+  std::vector<char> relevant(n_ops, 0);
+  for (std::size_t i = 0; i < n_ops; ++i) {
+    const OpRecord& r = ops_[i];
+    for (std::int64_t id : r.input_ids)
+      if (reachable.count(id)) {
+        relevant[i] = 1;
+        break;
+      }
+    if (relevant[i])
+      for (std::int64_t id : r.output_ids) reachable.insert(id);
+  }
+  std::unordered_map<std::int64_t, Tensor> grads;
+  auto accumulate = [&](std::int64_t id, const Tensor& g) {
+    auto [it, inserted] = grads.try_emplace(id, g);
+    if (!inserted) it->second = add(it->second, g);
+  };
+  for (std::size_t t = 0; t < targets.size(); ++t)
+    if (reachable.count(targets[t].id())) accumulate(targets[t].id(), seeds[t]);
+
+  std::unordered_set<std::int64_t> keep(source_ids.begin(), source_ids.end());
+  // Reverse sweep: records are in execution order, so reverse order is a topological order.
+  for (std::size_t i = n_ops; i-- > 0;) {
+    if (!relevant[i]) continue;
+    const OpRecord& r = ops_[i];
+    TensorList out_grads;
+    bool any = false;
+    for (std::size_t k = 0; k < r.output_ids.size(); ++k) {
+      auto it = grads.find(r.output_ids[k]);
+      if (it != grads.end()) {
+        any = true;
+        out_grads.push_back(it->second);
+      } else {
+        out_grads.push_back(Tensor());
+      }
+    }
+    if (!any) continue;
+    for (std::size_t k = 0; k < out_grads.size(); ++k)
+      if (!out_grads[k].defined()) out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
+    const GradientFn& fn = r.custom_gradient ? *r.custom_gradient : r.op->gradient;
+    GradContext ctx(std::span<const Tensor>(r.saved_inputs), std::span<const Tensor>(r.saved_outputs),
+                    std::span<const Shape>(r.input_shapes), std::span<const DType>(r.input_dtypes), r.attrs,
+                    r.op->name.c_str());
+    TensorList in_grads = fn(ctx, std::span<const Tensor>(out_grads));
+    if (in_grads.size() != r.input_ids.size())
+      throw std::logic_error("gradient of " + r.op->name + " returned " + std::to_string(in_grads.size()) +
+                             " gradients for " + std::to_string(r.input_ids.size()) + " inputs");
+    for (std::size_t k = 0; k < in_grads.size(); ++k) {
+      const Tensor& g = in_grads[k];
+      if (!g.defined() || !reachable.count(r.input_ids[k]) || !is_floating(r.input_dtypes[k])) continue;
+      if (g.shape() != r.input_shapes[k])
+        throw std::logic_error("gradient of " + r.op->name + " returned shape " + g.shape().to_string() +
+                               " for input " + std::to_string(k) + " of shape " + r.input_shapes[k].to_string());
+      accumulate(r.input_ids[k], g.dtype() == r.input_dtypes[k] ? g : convert(g, r.input_dtypes[k]));
+    }
+    for (std::int64_t id : r.output_ids)  // free what no earlier op needs
+      if (!keep.count(id)) grads.erase(id);
+  }
+  std::vector<Tensor> result;
+  result.reserve(source_ids.size());
+  for (std::int64_t id : source_ids) {
+    auto it = grads.find(id);
+    result.push_back(it == grads.end() ? Tensor() : it->second);
+  }
+  return result;
+}
+
+}  // namespace internal
+
+// ---- GradientTape ----
+GradientTape::GradientTape(GradientTapeOptions options) : state_(std::make_shared<internal::TapeState>(options)) {
+  state_->start();
+}
+GradientTape::~GradientTape() {
+  if (state_) state_->stop();
+}
+GradientTape::GradientTape(GradientTape&& other) noexcept = default;
+GradientTape& GradientTape::operator=(GradientTape&& other) noexcept {
+  if (this != &other) {
+    if (state_) state_->stop();
+    state_ = std::move(other.state_);
+  }
+  return *this;
+}
+
+internal::TapeState& GradientTape::state() const {
+  if (!state_) throw std::logic_error("GradientTape: use of a moved-from tape");
+  return *state_;
+}
+
+void GradientTape::watch(const Tensor& tensor) { state().watch(tensor); }
+void GradientTape::watch(const Variable& variable) { state().watch(variable); }
+void GradientTape::watch(const std::vector<Tensor>& tensors) {
+  for (const auto& t : tensors) state().watch(t);
+}
+void GradientTape::watch(const std::vector<Variable>& variables) {
+  for (const auto& v : variables) state().watch(v);
+}
+void GradientTape::stop() { state().stop(); }
+bool GradientTape::recording() const { return state().recording(); }
+bool GradientTape::persistent() const { return state().options().persistent; }
+void GradientTape::reset() { state().reset(); }
+std::vector<Variable> GradientTape::watched_variables() const { return state().watched_variables(); }
+
+GradientTape::StopRecording::StopRecording(std::shared_ptr<internal::TapeState> state, int position)
+    : state_(std::move(state)), position_(position) {}
+GradientTape::StopRecording::StopRecording(StopRecording&& o) noexcept
+    : state_(std::move(o.state_)), position_(o.position_) {}
+GradientTape::StopRecording::~StopRecording() {
+  if (state_) state_->resume(position_);
+}
+GradientTape::StopRecording GradientTape::stop_recording() {
+  int position = state().pause();
+  return StopRecording(state_, position);
+}
+
+std::vector<std::optional<Tensor>> GradientTape::gradient(const std::vector<Tensor>& targets,
+                                                          const std::vector<Source>& sources,
+                                                          const GradientOptions& options) {
+  internal::TapeState& s = state();
+  if (!options.output_gradients.empty() && options.output_gradients.size() != targets.size())
+    throw std::invalid_argument("GradientTape::gradient: " + std::to_string(options.output_gradients.size()) +
+                                " output_gradients for " + std::to_string(targets.size()) + " targets");
+  s.begin_gradient_call("gradient");
+  std::vector<Tensor> live_targets, seeds;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const Tensor& t = targets[i];
+    if (!is_floating(t.dtype())) {
+      spdlog::warn("The dtype of the target tensor must be floating (e.g. tf.float32) when calling "
+                   "GradientTape.gradient, got {}", dtype_name(t.dtype()));
+      continue;
+    }
+    Tensor seed = options.output_gradients.empty() ? ones_like(t) : options.output_gradients[i];
+    if (seed.shape() != t.shape() || seed.dtype() != t.dtype())
+      throw std::invalid_argument("GradientTape::gradient: output_gradients[" + std::to_string(i) + "] has shape " +
+                                  seed.shape().to_string() + " dtype " + dtype_name(seed.dtype()) +
+                                  ", target has shape " + t.shape().to_string() + " dtype " + dtype_name(t.dtype()));
+    live_targets.push_back(t);
+    seeds.push_back(seed);
+  }
+  std::vector<std::int64_t> ids;
+  std::vector<bool> floating;
+  for (const Source& src : sources) {
+    Tensor v = src.value();
+    bool ok = is_floating(v.dtype());
+    if (!ok)
+      spdlog::warn("The dtype of the source tensor must be floating (e.g. tf.float32) when calling "
+                   "GradientTape.gradient, got {}", dtype_name(v.dtype()));
+    floating.push_back(ok);
+    ids.push_back(src.id());
+  }
+  std::vector<Tensor> grads = s.backward(live_targets, seeds, ids);
+  std::vector<std::optional<Tensor>> out;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    if (!floating[i]) {
+      out.emplace_back(std::nullopt);
+    } else if (grads[i].defined()) {
+      out.emplace_back(grads[i]);
+    } else if (options.unconnected_gradients == UnconnectedGradients::kZero) {
+      out.emplace_back(zeros_like(sources[i].value()));
+    } else {
+      out.emplace_back(std::nullopt);
+    }
+  }
+  return out;
+}
+
+std::vector<std::optional<Tensor>> GradientTape::gradient(const Tensor& target, const std::vector<Source>& sources,
+                                                          const GradientOptions& options) {
+  return gradient(std::vector<Tensor>{target}, sources, options);
+}
+
+std::optional<Tensor> GradientTape::gradient(const Tensor& target, const Source& source,
+                                             const GradientOptions& options) {
+  return gradient(std::vector<Tensor>{target}, std::vector<Source>{source}, options)[0];
+}
+
+std::map<std::string, std::optional<Tensor>> GradientTape::gradient(const Tensor& target,
+                                                                    const std::map<std::string, Source>& sources,
+                                                                    const GradientOptions& options) {
+  std::vector<Source> list;
+  for (const auto& kv : sources) list.push_back(kv.second);
+  auto grads = gradient(std::vector<Tensor>{target}, list, options);
+  std::map<std::string, std::optional<Tensor>> out;
+  std::size_t i = 0;
+  for (const auto& kv : sources) out.emplace(kv.first, grads[i++]);
+  return out;
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,134 @@
+// GradientTape: records operations for reverse-mode automatic differentiation.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tape/core/tensor.h"
+#include "tape/core/variable.h"
+
+namespace tapeflow {
+
+namespace internal {
+class TapeState;
+}
+
+// What gradient() returns for a source that the target does not depend on.
+// Ref: tf.UnconnectedGradients
+enum class UnconnectedGradients { kNone, kZero };
+
+// A differentiation source: a tensor (watched, or an intermediate result) or a variable.
+class Source {
+ public:
+  Source(const Tensor& tensor) : tensor_(tensor) {}       // NOLINT: implicit, like TF's nests
+  Source(const Variable& variable) : variable_(variable) {}  // NOLINT
+  Source(double) = delete;  // a literal is never a source
+  bool is_variable() const { return variable_.defined(); }
+  // The id tapes know it by (the variable's handle id for variables).
+  std::int64_t id() const { return is_variable() ? variable_.handle_id() : tensor_.id(); }
+  // Current value (for shapes, dtypes and zeros).
+  Tensor value() const { return is_variable() ? variable_.value() : tensor_; }
+  const Variable& variable() const { return variable_; }
+
+ private:
+  Tensor tensor_;
+  Variable variable_;
+};
+
+// Keyword arguments of GradientTape.__init__.
+struct GradientTapeOptions {
+  bool persistent = false;               // allow several gradient()/jacobian() calls
+  bool watch_accessed_variables = true;  // watch trainable variables read while recording
+};
+
+// Keyword arguments of GradientTape.gradient.
+struct GradientOptions {
+  // One gradient per target (its shape and dtype), seeding the backward pass; default ones.
+  std::vector<Tensor> output_gradients;
+  UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
+};
+
+// Records operations executed on this thread while it is active, for automatic differentiation.
+// Construction starts recording (the `with` block); stop() or destruction ends it. An op is recorded
+// if at least one of its floating inputs is tracked: watched, a watched variable's read, or an output
+// of a recorded op. Gradients are computed with tapeflow ops, so an enclosing tape records the
+// backward pass: nested tapes give higher-order derivatives. Tapes are per thread.
+// Errors: std::logic_error on a second gradient() of a non-persistent tape (message says to use
+// persistent = true) and on any use of a moved-from tape; std::invalid_argument for output
+// gradients whose count, shape or dtype do not match the targets.
+// Ref: tf.GradientTape (tensorflow/python/eager/backprop.py), TF's eager C++ tape (c/eager/tape.h).
+class GradientTape {
+ public:
+  explicit GradientTape(GradientTapeOptions options = {});
+  ~GradientTape();
+  GradientTape(GradientTape&& other) noexcept;
+  GradientTape& operator=(GradientTape&& other) noexcept;
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+
+  // Ensures `tensor` is traced by this tape. Non-floating tensors are not watched (logged warning).
+  void watch(const Tensor& tensor);
+  void watch(const Variable& variable);
+  void watch(const std::vector<Tensor>& tensors);
+  void watch(const std::vector<Variable>& variables);
+
+  // Ends recording (leaving the `with` block). Idempotent.
+  void stop();
+  bool recording() const;
+  bool persistent() const;
+
+  // Scope guard returned by stop_recording(): the tape records nothing while it lives.
+  class StopRecording {
+   public:
+    ~StopRecording();
+    StopRecording(StopRecording&&) noexcept;
+    StopRecording(const StopRecording&) = delete;
+    StopRecording& operator=(const StopRecording&) = delete;
+    StopRecording& operator=(StopRecording&&) = delete;
+
+   private:
+    friend class GradientTape;
+    StopRecording(std::shared_ptr<internal::TapeState> state, int position);
+    std::shared_ptr<internal::TapeState> state_;
+    int position_;
+  };
+  // Temporarily stops recording. Errors: std::logic_error if the tape is not currently recording.
+  [[nodiscard]] StopRecording stop_recording();
+
+  // Clears everything recorded and watched; recording continues if it was on. Ref: GradientTape.reset
+  void reset();
+  // Variables watched by this tape, in order of construction.
+  std::vector<Variable> watched_variables() const;
+
+  // d(sum of target)/d(source). None (empty optional) if unconnected and unconnected_gradients is
+  // kNone, zeros of the source's shape if kZero. Integer/bool targets or sources give None and a
+  // logged warning, as in TF. A non-persistent tape stops recording when asked for its gradient.
+  std::optional<Tensor> gradient(const Tensor& target, const Source& source, const GradientOptions& options = {});
+  std::vector<std::optional<Tensor>> gradient(const Tensor& target, const std::vector<Source>& sources,
+                                              const GradientOptions& options = {});
+  std::map<std::string, std::optional<Tensor>> gradient(const Tensor& target,
+                                                        const std::map<std::string, Source>& sources,
+                                                        const GradientOptions& options = {});
+  // Several targets: gradients of their sum (each seeded by its output_gradients entry if given).
+  std::vector<std::optional<Tensor>> gradient(const std::vector<Tensor>& targets, const std::vector<Source>& sources,
+                                              const GradientOptions& options = {});
+  // Any container of Tensor or Variable (e.g. layer.trainable_variables()).
+  template <typename C>
+    requires requires(const C& c) { Source(*std::begin(c)); } && (!std::is_same_v<C, std::vector<Source>>)
+  std::vector<std::optional<Tensor>> gradient(const Tensor& target, const C& sources,
+                                              const GradientOptions& options = {}) {
+    return gradient(target, std::vector<Source>(std::begin(sources), std::end(sources)), options);
+  }
+
+  // The shared state (for jacobian/hessian code in tape/autodiff). Errors: std::logic_error if moved from.
+  internal::TapeState& state() const;
+
+ private:
+  std::shared_ptr<internal::TapeState> state_;
+};
+
+}  // namespace tapeflow

@@ -1,0 +1,197 @@
+// Tensor: an immutable n-dimensional array value with shared storage and a unique id.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tape/core/dtype.h"
+#include "tape/core/shape.h"
+
+namespace tapeflow {
+
+// Reference-counted, 64-byte aligned raw memory (from oneTBB's scalable allocator).
+class Buffer {
+ public:
+  // Errors: std::bad_alloc when memory is exhausted.
+  static std::shared_ptr<Buffer> allocate(std::size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  void* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  Buffer(void* data, std::size_t size) : data_(data), size_(size) {}
+  void* data_;
+  std::size_t size_;
+};
+
+namespace internal {
+// Storage of one tensor. Small tensors (<= kInlineBytes) keep their elements inline,
+// so a scalar op costs one allocation.
+struct TensorImpl {
+  static constexpr std::size_t kInlineBytes = 64;
+  Shape shape;
+  DType dtype = DType::kFloat32;
+  std::int64_t id = 0;
+  void* data = nullptr;
+  std::shared_ptr<Buffer> buffer;  // null when inline
+  alignas(64) unsigned char inline_data[kInlineBytes];
+};
+// A fresh process-unique id (tensor ids and variable handle ids share this counter).
+std::int64_t next_id();
+}  // namespace internal
+
+// An immutable value: shape, dtype and elements. Copies share storage (cheap); every
+// tensor produced by an op has a new id, which is how GradientTape tracks it.
+// DTypes: float32 (default for floating literals, as in TF), float64, int32, int64, bool.
+// A default-constructed Tensor is "undefined" (defined() == false); using it throws std::logic_error.
+// Ref: tf.Tensor
+class Tensor {
+ public:
+  Tensor() = default;
+  // A float32 scalar (TF's default dtype for Python floats).
+  Tensor(double value);  // NOLINT(google-explicit-constructor): tensors are values
+  Tensor(float value);   // NOLINT
+  // An int32 scalar (TF's default for Python ints).
+  Tensor(int value);  // NOLINT
+  // A float32 vector / matrix / rank-3 array from nested lists. Errors: std::invalid_argument for ragged lists.
+  Tensor(std::initializer_list<double> values);
+  Tensor(std::initializer_list<std::initializer_list<double>> values);
+  Tensor(std::initializer_list<std::initializer_list<std::initializer_list<double>>> values);
+
+  // Uninitialised storage for `shape` and `dtype`: for kernels and creation functions only;
+  // fill it through mutable_data() before the tensor is shared.
+  static Tensor empty(const Shape& shape, DType dtype);
+  // A tensor with `shape` viewing the same elements (num_elements must match). Keeps storage shared.
+  Tensor with_shape(const Shape& shape) const;
+  // The same elements and shape under a new id (used for variable reads and custom gradients).
+  Tensor alias() const;
+  // The same elements under a given id (a variable's handle as seen by tapes). Internal.
+  Tensor with_id(std::int64_t id) const;
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl().shape; }
+  DType dtype() const { return impl().dtype; }
+  int rank() const { return impl().shape.rank(); }
+  std::int64_t num_elements() const { return impl().shape.num_elements(); }
+  std::int64_t id() const { return impl().id; }
+  std::size_t nbytes() const { return static_cast<std::size_t>(num_elements()) * dtype_size(dtype()); }
+
+  // Typed read access. Errors: std::invalid_argument if T does not match dtype().
+  template <typename T>
+  const T* data() const {
+    check_type(dtype_of<T>());
+    return static_cast<const T*>(impl().data);
+  }
+  const void* raw_data() const { return impl().data; }
+  // Write access for code that just created this tensor with empty().
+  template <typename T>
+  T* mutable_data() const {
+    check_type(dtype_of<T>());
+    return static_cast<T*>(impl().data);
+  }
+  void* mutable_raw_data() const { return impl().data; }
+
+  // The single element as double (any dtype). Errors: std::invalid_argument unless num_elements() == 1.
+  double item() const;
+  template <typename T>
+  T item() const {
+    return static_cast<T>(item());
+  }
+  // Element at a multi-index as double. Errors: std::out_of_range.
+  double at(std::initializer_list<std::int64_t> index) const;
+  // All elements converted to T, row-major.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  // TensorFlow's eager repr: "tf.Tensor(6.0, shape=(), dtype=float32)".
+  std::string to_string() const;
+  // Just the values as NumPy prints them: "[1. 8. 27.]".
+  std::string values_string() const;
+
+  // True if both handles refer to the same tensor (same id).
+  bool is_same(const Tensor& other) const { return impl_ == other.impl_; }
+  // Number of handles sharing this tensor's storage (used for copy-on-write of variables).
+  long use_count() const;
+
+ private:
+  explicit Tensor(std::shared_ptr<internal::TensorImpl> impl) : impl_(std::move(impl)) {}
+  const internal::TensorImpl& impl() const {
+    if (!impl_) throw std::logic_error("Tensor: use of an undefined (empty or moved-from) tensor");
+    return *impl_;
+  }
+  void check_type(DType requested) const;
+  std::shared_ptr<internal::TensorImpl> impl_;
+  friend class Variable;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- Creation ---------------------------------------------------------------------------
+// A scalar of `dtype` holding `value` (converted). Ref: tf.constant.
+Tensor scalar(double value, DType dtype = DType::kFloat32);
+// A tensor of `shape` from row-major values. Errors: std::invalid_argument if sizes differ.
+template <typename T>
+Tensor constant(const std::vector<T>& values, const Shape& shape);
+// Like above, converting doubles to `dtype`.
+Tensor constant(const std::vector<double>& values, const Shape& shape, DType dtype);
+// `t` converted to `dtype` without recording (for literals); use cast() inside computations.
+Tensor convert(const Tensor& t, DType dtype);
+Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32);
+Tensor ones(const Shape& shape, DType dtype = DType::kFloat32);
+Tensor fill(const Shape& shape, double value, DType dtype = DType::kFloat32);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+// Identity matrix [n, m] (m defaults to n). Ref: tf.eye.
+Tensor eye(std::int64_t n, std::int64_t m = -1, DType dtype = DType::kFloat32);
+// `num` evenly spaced values from start to stop inclusive. Ref: tf.linspace.
+Tensor linspace(double start, double stop, std::int64_t num, DType dtype = DType::kFloat32);
+// [start, limit) by delta. Ref: tf.range (int32 for integral arguments there; here dtype given).
+Tensor range(double start, double limit, double delta = 1.0, DType dtype = DType::kInt32);
+
+class Generator;
+// Samples from N(mean, stddev²) / U[minval, maxval) using an explicitly seeded generator.
+// Ref: tf.random.normal, tf.random.uniform (a Generator instead of a global seed).
+Tensor random_normal(const Shape& shape, Generator& gen, double mean = 0.0, double stddev = 1.0,
+                     DType dtype = DType::kFloat32);
+Tensor random_uniform(const Shape& shape, Generator& gen, double minval = 0.0, double maxval = 1.0,
+                      DType dtype = DType::kFloat32);
+Tensor truncated_normal(const Shape& shape, Generator& gen, double mean = 0.0, double stddev = 1.0,
+                        DType dtype = DType::kFloat32);
+
+// ---- template definitions ----
+template <typename T>
+Tensor constant(const std::vector<T>& values, const Shape& shape) {
+  if (static_cast<std::int64_t>(values.size()) != shape.num_elements())
+    throw std::invalid_argument("constant: " + std::to_string(values.size()) +
+                                " values do not fill shape " + shape.to_string());
+  Tensor t = Tensor::empty(shape, dtype_of<T>());
+  if constexpr (std::is_same_v<T, bool>) {
+    bool* out = t.mutable_data<bool>();
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  } else if (!values.empty()) {
+    std::memcpy(t.mutable_data<T>(), values.data(), values.size() * sizeof(T));
+  }
+  return t;
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out(static_cast<std::size_t>(num_elements()));
+  dispatch_dtype(dtype(), [&](auto tag) {
+    using S = decltype(tag);
+    const S* p = static_cast<const S*>(impl().data);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(p[i]);
+  });
+  return out;
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,319 @@
+// Element-wise math ops: forward kernels and gradients (written with ops, so they are recorded too).
+#include "tape/ops/math_ops.h"
+
+#include <cmath>
+
+#include "tape/ops/array_ops.h"
+#include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/execute.h"
+#include "tape/runtime/op_registry.h"
+
+namespace tapeflow {
+
+using ops_internal::binary_forward;
+using ops_internal::Kinds;
+using ops_internal::unary_forward;
+
+namespace {
+
+Tensor unbroadcast(const Tensor& g, const Shape& shape) { return g.shape() == shape ? g : sum_to_shape(g, shape); }
+
+template <typename T>
+T round_half_even(T v) {
+  return std::nearbyint(v);  // default rounding mode is to-nearest-even
+}
+
+template <typename T>
+T int_pow(T base, T exp) {
+  if (exp < 0) return base == 1 ? 1 : 0;
+  T r = 1;
+  while (exp) {
+    if (exp & 1) r *= base;
+    base *= base;
+    exp >>= 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+// ---- public functions: one line each, through the single dispatch point ----
+#define TF_BINARY(fn, opname)                                  \
+  Tensor fn(const Tensor& a, const Tensor& b) {                \
+    static const OpDef& op = op_def(opname);                   \
+    return execute1(op, {a, b});                               \
+  }
+TF_BINARY(add, "AddV2")
+TF_BINARY(subtract, "Sub")
+TF_BINARY(multiply, "Mul")
+TF_BINARY(divide, "RealDiv")
+TF_BINARY(pow, "Pow")
+TF_BINARY(maximum, "Maximum")
+TF_BINARY(minimum, "Minimum")
+TF_BINARY(equal, "Equal")
+TF_BINARY(not_equal, "NotEqual")
+TF_BINARY(less, "Less")
+TF_BINARY(less_equal, "LessEqual")
+TF_BINARY(greater, "Greater")
+TF_BINARY(greater_equal, "GreaterEqual")
+TF_BINARY(logical_and, "LogicalAnd")
+TF_BINARY(logical_or, "LogicalOr")
+#undef TF_BINARY
+
+#define TF_UNARY(fn, opname)                   \
+  Tensor fn(const Tensor& x) {                 \
+    static const OpDef& op = op_def(opname);   \
+    return execute1(op, {x});                  \
+  }
+TF_UNARY(negative, "Neg")
+TF_UNARY(square, "Square")
+TF_UNARY(sqrt, "Sqrt")
+TF_UNARY(rsqrt, "Rsqrt")
+TF_UNARY(reciprocal, "Reciprocal")
+TF_UNARY(exp, "Exp")
+TF_UNARY(log, "Log")
+TF_UNARY(abs, "Abs")
+TF_UNARY(sign, "Sign")
+TF_UNARY(sin, "Sin")
+TF_UNARY(cos, "Cos")
+TF_UNARY(tanh, "Tanh")
+TF_UNARY(sigmoid, "Sigmoid")
+TF_UNARY(relu, "Relu")
+TF_UNARY(elu, "Elu")
+TF_UNARY(softplus, "Softplus")
+TF_UNARY(round, "Round")
+TF_UNARY(identity, "Identity")
+TF_UNARY(stop_gradient, "StopGradient")
+TF_UNARY(logical_not, "LogicalNot")
+#undef TF_UNARY
+
+Tensor scalar_like(const Tensor& t, double v) { return scalar(v, t.dtype()); }
+Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(a, exponent)); }
+
+Tensor leaky_relu(const Tensor& x, double alpha) {
+  static const OpDef& op = op_def("LeakyRelu");
+  return execute1(op, {x}, Attrs().set("alpha", alpha));
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  static const OpDef& op = op_def("Cast");
+  return execute1(op, {x}, Attrs().set("DstT", dtype));
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  static const OpDef& op = op_def("SelectV2");
+  return execute1(op, {cond, a, b});
+}
+
+Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi) { return minimum(maximum(x, lo), hi); }
+Tensor clip_by_value(const Tensor& x, double lo, double hi) {
+  return clip_by_value(x, scalar_like(x, lo), scalar_like(x, hi));
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
+Tensor operator-(const Tensor& x) { return negative(x); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
+Tensor operator-(const Tensor& a, double b) { return subtract(a, scalar_like(a, b)); }
+Tensor operator*(const Tensor& a, double b) { return multiply(a, scalar_like(a, b)); }
+Tensor operator/(const Tensor& a, double b) { return divide(a, scalar_like(a, b)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar_like(b, a), b); }
+Tensor operator-(double a, const Tensor& b) { return subtract(scalar_like(b, a), b); }
+Tensor operator*(double a, const Tensor& b) { return multiply(scalar_like(b, a), b); }
+Tensor operator/(double a, const Tensor& b) { return divide(scalar_like(b, a), b); }
+
+// ---- registration: forward kernel + gradient, in one place per op ----
+void register_math_ops(OpRegistry& r) {
+  using In = std::span<const Tensor>;
+  using G = std::span<const Tensor>;
+  using C = const GradContext&;
+
+  // Binary arithmetic. d(a+b) = (g, g); d(a-b) = (g, -g); d(ab) = (g b, g a); d(a/b) = (g/b, -g a/b²).
+  r.add({"AddV2", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, false>("add", in, [](auto a, auto b) { return a + b; }); },
+         [](C c, G g) { return TensorList{unbroadcast(g[0], c.input_shape(0)), unbroadcast(g[0], c.input_shape(1))}; },
+         kSaveNone});
+  r.add({"Sub", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, false>("subtract", in, [](auto a, auto b) { return a - b; }); },
+         [](C c, G g) { return TensorList{unbroadcast(g[0], c.input_shape(0)), unbroadcast(negative(g[0]), c.input_shape(1))}; },
+         kSaveNone});
+  r.add({"Mul", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, false>("multiply", in, [](auto a, auto b) { return a * b; }); },
+         [](C c, G g) {
+           return TensorList{unbroadcast(g[0] * c.input(1), c.input_shape(0)), unbroadcast(g[0] * c.input(0), c.input_shape(1))};
+         }});
+  r.add({"RealDiv",
+         [](In in, const Attrs&) {
+           if (in.size() == 2 && is_integer(in[1].dtype()) && in[1].dtype() == in[0].dtype()) {
+             // integer division by zero would crash: reject it with a clear error
+             bool zero = false;
+             dispatch_dtype(in[1].dtype(), [&](auto tag) {
+               using T = decltype(tag);
+               if constexpr (!std::is_same_v<T, bool>) {
+                 const T* p = in[1].data<T>();
+                 for (std::int64_t i = 0; i < in[1].num_elements(); ++i) zero = zero || p[i] == 0;
+               }
+             });
+             if (zero) throw std::invalid_argument("divide: integer division by zero");
+           }
+           return binary_forward<Kinds::kNumeric, false>("divide", in, [](auto a, auto b) { return a / b; });
+         },
+         [](C c, G g) {
+           const Tensor &a = c.input(0), &b = c.input(1);
+           return TensorList{unbroadcast(g[0] / b, c.input_shape(0)), unbroadcast(negative(g[0]) * a / square(b), c.input_shape(1))};
+         }});
+  r.add({"Pow",
+         [](In in, const Attrs&) {
+           return binary_forward<Kinds::kNumeric, false>("pow", in, [](auto a, auto b) {
+             using T = decltype(a);
+             if constexpr (std::is_integral_v<T>) return int_pow<T>(a, b);
+             else return std::pow(a, b);
+           });
+         },
+         [](C c, G g) {
+           const Tensor &a = c.input(0), &b = c.input(1), &y = c.output(0);
+           Tensor da = g[0] * b * pow(a, b - 1.0);
+           // TF: log(a) only where a > 0, so the exponent's gradient is 0 (not NaN) elsewhere.
+           Tensor zero = zeros_like(a);
+           Tensor safe_log = where(greater(a, zero), log(where(greater(a, zero), a, ones_like(a))), zero);
+           Tensor db = g[0] * y * safe_log;
+           return TensorList{unbroadcast(da, c.input_shape(0)), unbroadcast(db, c.input_shape(1))};
+         },
+         kSaveAll});
+  // maximum/minimum: ties go to the first input (TF's _MaximumMinimumGrad uses >= / <=).
+  auto select_grad = [](C c, G g, bool is_max) {
+    const Tensor &a = c.input(0), &b = c.input(1);
+    Tensor first = is_max ? greater_equal(a, b) : less_equal(a, b);
+    Tensor zero = zeros_like(g[0]);
+    return TensorList{unbroadcast(where(first, g[0], zero), c.input_shape(0)),
+                      unbroadcast(where(first, zero, g[0]), c.input_shape(1))};
+  };
+  r.add({"Maximum", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, false>("maximum", in, [](auto a, auto b) { return a >= b ? a : b; }); },
+         [select_grad](C c, G g) { return select_grad(c, g, true); }});
+  r.add({"Minimum", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, false>("minimum", in, [](auto a, auto b) { return a <= b ? a : b; }); },
+         [select_grad](C c, G g) { return select_grad(c, g, false); }});
+
+  // Comparisons and logic: no gradient.
+  r.add({"Equal", [](In in, const Attrs&) { return binary_forward<Kinds::kAll, true>("equal", in, [](auto a, auto b) { return a == b; }); }, {}});
+  r.add({"NotEqual", [](In in, const Attrs&) { return binary_forward<Kinds::kAll, true>("not_equal", in, [](auto a, auto b) { return a != b; }); }, {}});
+  r.add({"Less", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, true>("less", in, [](auto a, auto b) { return a < b; }); }, {}});
+  r.add({"LessEqual", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, true>("less_equal", in, [](auto a, auto b) { return a <= b; }); }, {}});
+  r.add({"Greater", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, true>("greater", in, [](auto a, auto b) { return a > b; }); }, {}});
+  r.add({"GreaterEqual", [](In in, const Attrs&) { return binary_forward<Kinds::kNumeric, true>("greater_equal", in, [](auto a, auto b) { return a >= b; }); }, {}});
+  auto logical = [](const char* name, In in, bool is_and) {
+    for (const Tensor& t : in)
+      if (t.dtype() != DType::kBool) throw std::invalid_argument(std::string(name) + ": expected bool inputs, got " + dtype_name(t.dtype()));
+    return binary_forward<Kinds::kAll, true>(name, in, [is_and](auto a, auto b) { return is_and ? (a && b) : (a || b); });
+  };
+  r.add({"LogicalAnd", [logical](In in, const Attrs&) { return logical("logical_and", in, true); }, {}});
+  r.add({"LogicalOr", [logical](In in, const Attrs&) { return logical("logical_or", in, false); }, {}});
+  r.add({"LogicalNot", [](In in, const Attrs&) {
+           if (in.size() == 1 && in[0].dtype() != DType::kBool) throw std::invalid_argument(std::string("logical_not: expected bool input, got ") + dtype_name(in[0].dtype()));
+           return unary_forward<Kinds::kAll>("logical_not", in, [](auto v) { return !v; }); }, {}});
+
+  // Unary math.
+  r.add({"Neg", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("negative", in, [](auto v) { return -v; }); },
+         [](C, G g) { return TensorList{negative(g[0])}; }, kSaveNone});
+  r.add({"Square", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("square", in, [](auto v) { return v * v; }); },
+         [](C c, G g) { return TensorList{g[0] * (c.input(0) * 2.0)}; }});
+  r.add({"Sqrt", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("sqrt", in, [](auto v) { return std::sqrt(v); }); },
+         [](C c, G g) { return TensorList{g[0] * 0.5 / c.output(0)}; }, kSaveOutputs});
+  r.add({"Rsqrt", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("rsqrt", in, [](auto v) { return 1 / std::sqrt(v); }); },
+         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{g[0] * (-0.5) * y * y * y}; }, kSaveOutputs});
+  r.add({"Reciprocal", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("reciprocal", in, [](auto v) { return 1 / v; }); },
+         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{negative(g[0]) * y * y}; }, kSaveOutputs});
+  r.add({"Exp", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("exp", in, [](auto v) { return std::exp(v); }); },
+         [](C c, G g) { return TensorList{g[0] * c.output(0)}; }, kSaveOutputs});
+  r.add({"Log", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("log", in, [](auto v) { return std::log(v); }); },
+         [](C c, G g) { return TensorList{g[0] / c.input(0)}; }});
+  r.add({"Abs", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("abs", in, [](auto v) { return v < 0 ? -v : v; }); },
+         [](C c, G g) { return TensorList{g[0] * sign(c.input(0))}; }});
+  r.add({"Sign", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("sign", in, [](auto v) { return (v > 0) - (v < 0); }); },
+         [](C c, G g) { return TensorList{zeros_like(g[0])}; }, kSaveNone});  // TF: zero gradient
+  r.add({"Sin", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("sin", in, [](auto v) { return std::sin(v); }); },
+         [](C c, G g) { return TensorList{g[0] * cos(c.input(0))}; }});
+  r.add({"Cos", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("cos", in, [](auto v) { return std::cos(v); }); },
+         [](C c, G g) { return TensorList{negative(g[0]) * sin(c.input(0))}; }});
+  // tanh' = 1 - y²; sigmoid' = y (1 - y): both from the saved output.
+  r.add({"Tanh", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("tanh", in, [](auto v) { return std::tanh(v); }); },
+         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{g[0] * (1.0 - y * y)}; }, kSaveOutputs});
+  r.add({"Sigmoid",
+         [](In in, const Attrs&) {
+           return unary_forward<Kinds::kFloat>("sigmoid", in, [](auto v) {
+             using T = decltype(v);
+             return v >= 0 ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
+           });
+         },
+         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{g[0] * y * (1.0 - y)}; }, kSaveOutputs});
+  // relu' = 1 where y > 0 (TF's ReluGrad); the mask is constant, so relu'' = 0.
+  r.add({"Relu", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("relu", in, [](auto v) { return v > 0 ? v : decltype(v)(0); }); },
+         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{where(greater(y, zeros_like(y)), g[0], zeros_like(g[0]))}; },
+         kSaveOutputs});
+  // elu' = 1 where x > 0, else y + 1.
+  r.add({"Elu", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("elu", in, [](auto v) { return v > 0 ? v : std::expm1(v); }); },
+         [](C c, G g) {
+           const Tensor &x = c.input(0), &y = c.output(0);
+           return TensorList{where(greater(x, zeros_like(x)), g[0], g[0] * (y + 1.0))};
+         },
+         kSaveAll});
+  r.add({"LeakyRelu",
+         [](In in, const Attrs& at) {
+           double alpha = at.get_float("alpha");
+           return unary_forward<Kinds::kFloat>("leaky_relu", in, [alpha](auto v) { return v > 0 ? v : static_cast<decltype(v)>(alpha * v); });
+         },
+         [](C c, G g) {
+           const Tensor& x = c.input(0);
+           return TensorList{where(greater(x, zeros_like(x)), g[0], g[0] * c.attrs().get_float("alpha"))};
+         }});
+  // softplus' = sigmoid(x).
+  r.add({"Softplus",
+         [](In in, const Attrs&) {
+           return unary_forward<Kinds::kFloat>("softplus", in, [](auto v) {
+             return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+           });
+         },
+         [](C c, G g) { return TensorList{g[0] * sigmoid(c.input(0))}; }});
+  r.add({"Round", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("round", in, [](auto v) {
+           using T = decltype(v);
+           if constexpr (std::is_floating_point_v<T>) return round_half_even(v); else return v; }); },
+         {}});
+  r.add({"Identity", [](In in, const Attrs&) { ops_internal::check_arity("identity", in, 1); return TensorList{in[0].alias()}; },
+         [](C, G g) { return TensorList{g[0]}; }, kSaveNone});
+  r.add({"StopGradient", [](In in, const Attrs&) { ops_internal::check_arity("stop_gradient", in, 1); return TensorList{in[0].alias()}; },
+         {}});
+  r.add({"ReadVariableOp", [](In in, const Attrs&) { return TensorList{in[0].alias()}; },
+         [](C, G g) { return TensorList{g[0]}; }, kSaveNone});
+  r.add({"Cast",
+         [](In in, const Attrs& at) {
+           ops_internal::check_arity("cast", in, 1);
+           return TensorList{convert(in[0], at.get_dtype("DstT")).alias()};
+         },
+         [](C c, G g) {
+           if (!is_floating(c.input_dtype(0)) || !is_floating(g[0].dtype())) return TensorList{Tensor()};
+           return TensorList{cast(g[0], c.input_dtype(0))};
+         },
+         kSaveNone});
+  // where: the gradient goes to the branch that was selected.
+  r.add({"SelectV2",
+         [](In in, const Attrs&) {
+           ops_internal::check_arity("where", in, 3);
+           const Tensor &c = in[0], &a = in[1], &b = in[2];
+           if (c.dtype() != DType::kBool)
+             throw std::invalid_argument("where: condition must be bool, got " + ops_internal::describe(c));
+           ops_internal::check_same_dtype("where", a, b);
+           Shape sy = broadcast_shapes(broadcast_shapes(c.shape(), a.shape(), "where"), b.shape(), "where");
+           Tensor y = Tensor::empty(sy, a.dtype());
+           dispatch_dtype(a.dtype(), [&](auto tag) {
+             using T = decltype(tag);
+             kernels::where(c.data<bool>(), c.shape(), a.data<T>(), a.shape(), b.data<T>(), b.shape(), y.mutable_data<T>(), sy);
+           });
+           return TensorList{y};
+         },
+         [](C c, G g) {
+           const Tensor& cond = c.input(0);
+           Tensor zero = zeros_like(g[0]);
+           return TensorList{Tensor(), unbroadcast(where(cond, g[0], zero), c.input_shape(1)),
+                             unbroadcast(where(cond, zero, g[0]), c.input_shape(2))};
+         }});
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,91 @@
+// Element-wise math ops: arithmetic with NumPy broadcasting, unary math, activations, comparisons.
+//
+// Shapes:   binary ops broadcast their inputs (NumPy rules); unary ops keep the shape.
+// DTypes:   binary inputs must have the same dtype; a C++ double operand is converted to the
+//           tensor's dtype (as TF converts Python floats). Transcendental functions need float32 or
+//           float64. Comparisons return bool and have no gradient.
+// Errors:   std::invalid_argument naming the op and both shapes/dtypes for incompatible broadcast or
+//           mismatched dtypes, and for integer inputs to float-only functions.
+// Gradient: TensorFlow's conventions: maximum/minimum ties send the whole gradient to the first
+//           input; round, sign, comparisons and stop_gradient pass no gradient; every gradient is
+//           written with these ops, so it can be differentiated again.
+// Ref:      tf.math, tf.nn (activations), tensorflow/python/ops/math_grad.py, nn_grad.py
+#pragma once
+
+#include "tape/core/tensor.h"
+
+namespace tapeflow {
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor subtract(const Tensor& a, const Tensor& b);
+Tensor multiply(const Tensor& a, const Tensor& b);
+// Element-wise a / b (C++ integer division for integer dtypes). Ref: tf.math.divide
+Tensor divide(const Tensor& a, const Tensor& b);
+// a ** b element-wise. Gradient: da = g·b·a^(b-1); db = g·a^b·log(a) where a > 0, else 0 (TF).
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Element-wise max(min(x, hi), lo). Gradient passes where lo <= x <= hi (at the bounds too), as TF.
+Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi);
+Tensor clip_by_value(const Tensor& x, double lo, double hi);
+
+Tensor negative(const Tensor& x);
+Tensor square(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor rsqrt(const Tensor& x);
+Tensor reciprocal(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor sign(const Tensor& x);
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+// x if x > 0 else alpha·(exp(x) - 1), alpha = 1 (tf.nn.elu).
+Tensor elu(const Tensor& x);
+// x if x > 0 else alpha·x (tf.nn.leaky_relu, default alpha 0.2).
+Tensor leaky_relu(const Tensor& x, double alpha = 0.2);
+// log(1 + exp(x)), computed stably.
+Tensor softplus(const Tensor& x);
+// Round half to even (tf.math.round). No gradient.
+Tensor round(const Tensor& x);
+// Returns x; gradient passes through. Ref: tf.identity
+Tensor identity(const Tensor& x);
+// Returns x; no gradient flows through it. Ref: tf.stop_gradient
+Tensor stop_gradient(const Tensor& x);
+// Converts to dtype. Gradient flows between float dtypes only. Ref: tf.cast
+Tensor cast(const Tensor& x, DType dtype);
+// Element-wise cond ? a : b with broadcasting. cond must be bool. Ref: tf.where
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+Tensor equal(const Tensor& a, const Tensor& b);
+Tensor not_equal(const Tensor& a, const Tensor& b);
+Tensor less(const Tensor& a, const Tensor& b);
+Tensor less_equal(const Tensor& a, const Tensor& b);
+Tensor greater(const Tensor& a, const Tensor& b);
+Tensor greater_equal(const Tensor& a, const Tensor& b);
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& x);
+
+// A scalar of t's dtype holding v (how double operands join tensors).
+Tensor scalar_like(const Tensor& t, double v);
+
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+}  // namespace tapeflow

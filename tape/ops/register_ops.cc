@@ -1,0 +1,11 @@
+#include "tape/ops/register_ops.h"
+
+namespace tapeflow {
+
+void register_builtin_ops(OpRegistry& registry) {
+  register_math_ops(registry);
+  register_array_ops(registry);
+  register_reduction_ops(registry);
+}
+
+}  // namespace tapeflow
