@@ -280,6 +280,12 @@ void register_math_ops(OpRegistry& r) {
          [](C, G g) { return TensorList{g[0]}; }, kSaveNone});
   r.add({"StopGradient", [](In in, const Attrs&) { ops_internal::check_arity("stop_gradient", in, 1); return TensorList{in[0].alias()}; },
          {}});
+  // The op a custom_gradient call is recorded as; its gradient comes with each call.
+  r.add({"CustomGradient", [](In in, const Attrs&) {
+           TensorList out;
+           for (const Tensor& t : in) out.push_back(t.alias());
+           return out; },
+         {}, kSaveNone});
   r.add({"ReadVariableOp", [](In in, const Attrs&) { return TensorList{in[0].alias()}; },
          [](C, G g) { return TensorList{g[0]}; }, kSaveNone});
   r.add({"Cast",

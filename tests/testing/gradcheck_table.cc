@@ -1,0 +1,26 @@
+#include "tests/testing/gradcheck_table.h"
+
+#include <algorithm>
+
+namespace tapeflow::testing {
+
+std::vector<GradCheckCase>& gradcheck_cases() {
+  static std::vector<GradCheckCase> cases;
+  return cases;
+}
+
+RegisterGradChecks::RegisterGradChecks(std::vector<GradCheckCase> cases) {
+  for (auto& c : cases) gradcheck_cases().push_back(std::move(c));
+}
+
+void run_gradcheck_cases(const std::vector<std::string>& ops) {
+  for (const auto& c : gradcheck_cases()) {
+    if (!ops.empty() && std::find(ops.begin(), ops.end(), c.op) == ops.end()) continue;
+    SCOPED_TRACE(c.op + ": " + c.name);
+    auto inputs = c.make_inputs();
+    EXPECT_TRUE(gradcheck(c.f, inputs, c.options));
+    if (c.second_order) EXPECT_TRUE(gradgradcheck(c.f, inputs, c.options));
+  }
+}
+
+}  // namespace tapeflow::testing

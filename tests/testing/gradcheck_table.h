@@ -1,0 +1,32 @@
+// A registry of gradient-check cases: each op family's test file adds rows; the coverage test
+// fails if a registered differentiable op has no row.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/testing/gradient_check.h"
+
+namespace tapeflow::testing {
+
+struct GradCheckCase {
+  std::string op;    // registered op name this case exercises ("Mul")
+  std::string name;  // what is special about it ("broadcast [2,3] * [3]")
+  TestFn f;
+  std::function<std::vector<Tensor>()> make_inputs;  // float64 inputs (others pass through)
+  bool second_order = true;
+  GradCheckOptions options = {};
+};
+
+std::vector<GradCheckCase>& gradcheck_cases();
+
+// Adds rows at static-initialisation time: `static RegisterGradChecks rows({...});`
+struct RegisterGradChecks {
+  explicit RegisterGradChecks(std::vector<GradCheckCase> cases);
+};
+
+// Runs every case whose op name is in `ops` (all cases if empty) and reports failures.
+void run_gradcheck_cases(const std::vector<std::string>& ops);
+
+}  // namespace tapeflow::testing
