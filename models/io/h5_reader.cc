@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "models/io/h5_io.h"
+#include "models/io/internal/chunk_io.h"
 #include "models/io/internal/h5_util.h"
 
 namespace tapeflow::io {
@@ -44,6 +45,7 @@ struct DatasetInfo {
   DType dtype;
   std::vector<std::int64_t> shape;
   std::int64_t elements = 0;
+  std::vector<hsize_t> run_chunk;  // set when the chunks can be read directly (see chunk_io.h)
 };
 
 }  // namespace
@@ -131,7 +133,7 @@ struct H5Reader::Impl {
     const H5D_layout_t layout = H5Pget_layout(dcpl.get());
     if (layout == H5D_VIRTUAL) error(norm, "is a virtual dataset mapping other files (refused)");
     if (layout < 0) error(norm, "cannot read dataset layout");
-    bool deflated = false;
+    bool deflated = false, fletcher_only = false;
     const int nfilters = H5Pget_nfilters(dcpl.get());
     if (nfilters < 0) error(norm, "cannot read filter pipeline");
     for (int i = 0; i < nfilters; ++i) {
@@ -139,6 +141,7 @@ struct H5Reader::Impl {
       std::size_t nvalues = 0;
       const H5Z_filter_t id = H5Pget_filter2(dcpl.get(), static_cast<unsigned>(i), &flags, &nvalues, nullptr, 0,
                                              nullptr, &config);
+      fletcher_only = nfilters == 1 && id == H5Z_FILTER_FLETCHER32;
       if (id == H5Z_FILTER_DEFLATE) deflated = true;
       else if (id != H5Z_FILTER_FLETCHER32 && id != H5Z_FILTER_SHUFFLE)
         error(norm, "uses unsupported filter " + std::to_string(id) + " (only deflate, shuffle, Fletcher-32 are read)");
@@ -150,7 +153,7 @@ struct H5Reader::Impl {
     if (!dtype)
       error(norm, "unsupported datatype (" + internal::type_class_name(type.get()) + " of " +
                       std::to_string(H5Tget_size(type.get())) + " bytes)");
-    DatasetInfo out{*dtype, {}, 1};
+    DatasetInfo out{*dtype, {}, 1, {}};
     Hid space(H5Dget_space(dataset), H5Sclose);
     check_id(space.get(), path, norm, "cannot read dataspace");
     const H5S_class_t space_class = H5Sget_simple_extent_type(space.get());
@@ -186,6 +189,11 @@ struct H5Reader::Impl {
         chunk_bytes = mul_or_neg(chunk_bytes, chunk[i] > (hsize_t{1} << 40) ? -1 : static_cast<std::int64_t>(chunk[i]));
       if (chunk_bytes < 0 || chunk_bytes > std::max(kSmallChunkBytes, std::min(allowance, options.max_dataset_bytes)))
         error(norm, "declared chunk size is absurd for a file of " + std::to_string(file_size) + " bytes");
+      chunk.resize(static_cast<std::size_t>(rank));
+      Hid memory_type = internal::memory_type_for(out.dtype);
+      if (fletcher_only && internal::is_run_chunking(out.shape, chunk) &&
+          H5Tequal(type.get(), memory_type.get()) > 0)
+        out.run_chunk = chunk;
     }
     return out;
   }
@@ -224,6 +232,12 @@ struct H5Reader::Impl {
     if (n > static_cast<hsize_t>(options.max_attribute_bytes))
       error(norm, "attribute '" + name + "' declares " + std::to_string(n) + " elements (absurd)");
     return static_cast<std::int64_t>(n);
+  }
+
+  void check_bools(const ArrayData& a, const std::string& norm) const {
+    if (a.dtype == DType::kBool)
+      for (std::byte b : a.bytes)
+        if (b != std::byte{0} && b != std::byte{1}) error(norm, "bool dataset holds a value other than 0 and 1");
   }
 
   std::vector<std::string> read_strings(hid_t attr, const std::string& norm, const std::string& name) const;
@@ -362,17 +376,22 @@ ArrayData H5Reader::read_dataset(const std::string& path) const {
   const std::string norm = internal::normalize_path(path);
   DatasetInfo info = r.inspect(dataset.get(), norm);
   ArrayData out{info.dtype, std::move(info.shape), {}};
+  out.bytes.reserve(static_cast<std::size_t>(info.elements) * dtype_size(info.dtype) + 4);  // slack for read_run_chunks
   out.bytes.resize(static_cast<std::size_t>(info.elements) * dtype_size(info.dtype));
   if (info.elements == 0) return out;
+  if (!info.run_chunk.empty()) {
+    internal::read_run_chunks(dataset.get(), out.shape, info.run_chunk, dtype_size(info.dtype), out.bytes,
+                              r.path, norm);
+    r.check_bools(out, norm);
+    return out;
+  }
   Hid memory_type = internal::memory_type_for(info.dtype);
   Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
   if (!dxpl.valid() || H5Pset_edc_check(dxpl.get(), H5Z_ENABLE_EDC) < 0)
     fail(r.path, norm, "cannot set up the read");
   if (H5Dread(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, dxpl.get(), out.bytes.data()) < 0)
     fail(r.path, norm, "cannot read dataset: checksum mismatch or damaged data");
-  if (info.dtype == DType::kBool)
-    for (std::byte b : out.bytes)
-      if (b != std::byte{0} && b != std::byte{1}) r.error(norm, "bool dataset holds a value other than 0 and 1");
+  r.check_bools(out, norm);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include "models/io/atomic_file.h"
 #include "models/io/h5_io.h"
+#include "models/io/internal/chunk_io.h"
 #include "models/io/internal/fs_util.h"
 #include "models/io/internal/h5_util.h"
 
@@ -193,10 +194,11 @@ void H5Writer::write_dataset(const std::string& path, DType dtype, const std::ve
   Hid dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   check_id(dcpl.get(), w.path, norm, "cannot create dataset properties");
   herr_t status = H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER);
+  std::vector<hsize_t> chunk;
   if (shape.empty()) {
     status = std::min(status, H5Pset_layout(dcpl.get(), H5D_COMPACT));  // bytes live in the checksummed header
   } else if (elements > 0) {
-    const std::vector<hsize_t> chunk = chunk_dims(shape, static_cast<std::int64_t>(dtype_size(dtype)), w.options.chunk_bytes);
+    chunk = chunk_dims(shape, static_cast<std::int64_t>(dtype_size(dtype)), w.options.chunk_bytes);
     status = std::min(status, H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()));
     status = std::min(status, H5Pset_fletcher32(dcpl.get()));
   }
@@ -206,7 +208,12 @@ void H5Writer::write_dataset(const std::string& path, DType dtype, const std::ve
   Hid dataset(H5Dcreate2(parent.get(), leaf.c_str(), file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
               H5Dclose);
   check_id(dataset.get(), w.path, norm, "cannot create dataset");
-  if (elements > 0)
+  // Our chunks are contiguous runs: write them directly (own checksum, no pipeline copies) when the
+  // in-memory bytes are already the file's (little-endian hosts).
+  if (!chunk.empty() && internal::is_run_chunking(shape, chunk) && H5Tequal(file_type.get(), memory_type.get()) > 0)
+    internal::write_run_chunks(dataset.get(), shape, chunk, dtype_size(dtype), static_cast<const std::byte*>(data),
+                               w.path, norm);
+  else if (elements > 0)
     check_status(H5Dwrite(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w.path, norm,
                  "cannot write dataset");
 }
