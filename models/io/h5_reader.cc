@@ -70,6 +70,7 @@ struct H5Reader::Impl {
       if (parts[i] == ".") continue;
       const std::string next = sofar + "/" + parts[i];
       const htri_t there = H5Lexists(file.get(), next.c_str(), lapl.get());
+      if (there < 0 && !sofar.empty() && !is_group_path(sofar)) return "";  // "dataset/child" does not exist
       if (there < 0) error(next, "cannot look up link");
       if (there == 0) {
         if (dangling != nullptr) *dangling = depth > 0;
@@ -113,6 +114,15 @@ struct H5Reader::Impl {
     check_status(H5Oget_info2(obj.get(), &info, H5O_INFO_BASIC), path, norm, "cannot inspect object");
     if (type != H5O_TYPE_UNKNOWN && info.type != type) error(norm, std::string("is not a ") + kind);
     return obj;
+  }
+
+  // True if the hard-link path `norm` is a group (false also if HDF5 cannot tell).
+  bool is_group_path(const std::string& norm) const {
+    H5O_info_t info;
+    const bool group = H5Oget_info_by_name2(file.get(), norm.c_str(), &info, H5O_INFO_BASIC, lapl.get()) >= 0 &&
+                       info.type == H5O_TYPE_GROUP;
+    internal::take_hdf5_error();
+    return group;
   }
 
   H5O_type_t type_of(const std::string& object) const {
@@ -303,11 +313,9 @@ H5Reader::H5Reader(const std::string& path, H5ReaderOptions options) : impl_(std
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 == 0) throw std::runtime_error(path + ": not an HDF5 file");
   if (is_hdf5 < 0) fail(path, "", "not an HDF5 file or its superblock is damaged");
-  Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  Hid fapl = internal::make_file_access_props();
   r.lapl = Hid(H5Pcreate(H5P_LINK_ACCESS), H5Pclose);
-  if (!fapl.valid() || !r.lapl.valid() || H5Pset_fapl_sec2(fapl.get()) < 0 ||
-      H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0 ||
-      H5Pset_elink_cb(r.lapl.get(), refuse_external_link, nullptr) < 0)
+  if (!fapl.valid() || !r.lapl.valid() || H5Pset_elink_cb(r.lapl.get(), refuse_external_link, nullptr) < 0)
     fail(path, "", "cannot set up HDF5 access properties");
   r.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   check_id(r.file.get(), path, "", "cannot open HDF5 file (truncated or damaged?)");

@@ -140,14 +140,12 @@ H5Writer::H5Writer(const std::string& path, H5WriterOptions options) : impl_(std
   impl_->tmp = make_temp_path(path);
   const unsigned order = H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED;
   Hid fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
-  Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  Hid fapl = internal::make_file_access_props();
   impl_->group_create_props = Hid(H5Pcreate(H5P_GROUP_CREATE), H5Pclose);
   if (!fcpl.valid() || !fapl.valid() || !impl_->group_create_props.valid() ||
       H5Pset_link_creation_order(fcpl.get(), order) < 0 ||
       H5Pset_link_creation_order(impl_->group_create_props.get(), order) < 0 ||
-      H5Pset_fapl_sec2(fapl.get()) < 0 ||
-      H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0 ||
-      H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
+      H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0)
     internal::fail(path, "", "cannot set up HDF5 file properties");
   impl_->file = Hid(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), H5Fclose);
   check_id(impl_->file.get(), path, "", "cannot create temporary file '" + impl_->tmp + "'");

@@ -27,6 +27,16 @@ std::unique_lock<std::mutex> lock_hdf5() {
   return lock;
 }
 
+Hid make_file_access_props() {
+  Hid fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.valid() || H5Pset_fapl_sec2(fapl.get()) < 0 || H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG) < 0)
+    return Hid();
+#if H5_VERSION_GE(1, 10, 7)
+  if (H5Pset_file_locking(fapl.get(), false, true) < 0) return Hid();
+#endif
+  return fapl;
+}
+
 std::string take_hdf5_error() {
   std::string message;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_error, &message);

@@ -42,6 +42,11 @@ class Hid {
   Closer closer_ = nullptr;
 };
 
+// Makes a file-access property list for our files: the plain POSIX driver, strong close, and no
+// HDF5 file locking (published files are never modified, so locks only add failure modes, e.g. on
+// file systems without flock). Returns an invalid Hid on failure.
+Hid make_file_access_props();
+
 // Takes HDF5's innermost error description off the current error stack (and clears it).
 std::string take_hdf5_error();
 
