@@ -1,0 +1,42 @@
+#include "data/fashion_mnist_tensors.h"
+
+#include <stdexcept>
+
+namespace tapeflow::data {
+
+Tensor images_to_tensor(const FashionMnistSplit& split, bool flatten) {
+  const Shape shape = flatten ? Shape{split.count, split.rows * split.cols} : Shape{split.count, split.rows, split.cols};
+  if (static_cast<std::int64_t>(split.images.size()) != shape.num_elements())
+    throw std::invalid_argument("images_to_tensor: split holds " + std::to_string(split.images.size()) +
+                                " pixels, expected " + shape.to_string());
+  Tensor t = Tensor::empty(shape, DType::kFloat32);
+  float* out = t.mutable_data<float>();
+  for (std::size_t i = 0; i < split.images.size(); ++i) out[i] = static_cast<float>(split.images[i]) / 255.0f;
+  return t;
+}
+
+Tensor labels_to_tensor(const FashionMnistSplit& split, DType dtype) {
+  if (dtype != DType::kInt32 && dtype != DType::kInt64)
+    throw std::invalid_argument(std::string("labels_to_tensor: labels must be int32 or int64, got ") +
+                                dtype_name(dtype));
+  Tensor t = Tensor::empty(Shape{static_cast<std::int64_t>(split.labels.size())}, dtype);
+  if (dtype == DType::kInt32) {
+    auto* out = t.mutable_data<std::int32_t>();
+    for (std::size_t i = 0; i < split.labels.size(); ++i) out[i] = split.labels[i];
+  } else {
+    auto* out = t.mutable_data<std::int64_t>();
+    for (std::size_t i = 0; i < split.labels.size(); ++i) out[i] = split.labels[i];
+  }
+  return t;
+}
+
+FashionMnistTensors load_fashion_mnist_tensors(const std::string& dir, std::int64_t limit, DType label_dtype) {
+  if (label_dtype != DType::kInt32 && label_dtype != DType::kInt64)  // fail before reading 50 MB
+    throw std::invalid_argument(std::string("load_fashion_mnist_tensors: labels must be int32 or int64, got ") +
+                                dtype_name(label_dtype));
+  const FashionMnist raw = load_fashion_mnist(dir, limit);
+  return {images_to_tensor(raw.train), labels_to_tensor(raw.train, label_dtype), images_to_tensor(raw.test),
+          labels_to_tensor(raw.test, label_dtype)};
+}
+
+}  // namespace tapeflow::data
