@@ -52,6 +52,27 @@ struct GradientOptions {
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
 };
 
+// Keyword arguments of GradientTape.jacobian. Ref: tf.GradientTape.jacobian
+struct JacobianOptions {
+  UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
+  // Loop path: rows computed at once on oneTBB threads (1 = sequential, 0 = all threads).
+  // Vectorized path: one-hot cotangents per batched backward pass (0 = all in one pass).
+  int parallel_iterations = 0;
+  // Push all one-hot cotangents through one batched backward pass (falls back to the loop, logged
+  // once at debug level, when the graph has an op without a batched gradient rule).
+  bool experimental_use_pfor = true;
+};
+
+// Keyword arguments of GradientTape.batch_jacobian. Ref: tf.GradientTape.batch_jacobian
+struct BatchJacobianOptions {
+  UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
+  int parallel_iterations = 0;  // as in JacobianOptions
+  bool experimental_use_pfor = true;
+  // Verify that target[i] depends on source[i] only (2·ceil(log2 b) random probe cotangents);
+  // unset = on in debug builds (NDEBUG undefined), off otherwise.
+  std::optional<bool> check_independence = std::nullopt;
+};
+
 // Records operations executed on this thread while it is active, for automatic differentiation.
 // Construction starts recording (the `with` block); stop() or destruction ends it. An op is recorded
 // if at least one of its floating inputs is tracked: watched, a watched variable's read, or an output
@@ -110,19 +131,59 @@ class GradientTape {
   std::optional<Tensor> gradient(const Tensor& target, const Source& source, const GradientOptions& options = {});
   std::vector<std::optional<Tensor>> gradient(const Tensor& target, const std::vector<Source>& sources,
                                               const GradientOptions& options = {});
-  std::map<std::string, std::optional<Tensor>> gradient(const Tensor& target,
-                                                        const std::map<std::string, Source>& sources,
-                                                        const GradientOptions& options = {});
+  // Sources in a string-keyed map (TF's dict of sources); the result has the same keys.
+  // (A template only so that a braced list {a, b} always means the vector overload.)
+  template <typename M>
+    requires std::is_same_v<M, std::map<std::string, Source>>
+  std::map<std::string, std::optional<Tensor>> gradient(const Tensor& target, const M& sources,
+                                                        const GradientOptions& options = {}) {
+    return gradient_map(target, sources, options);
+  }
   // Several targets: gradients of their sum (each seeded by its output_gradients entry if given).
   std::vector<std::optional<Tensor>> gradient(const std::vector<Tensor>& targets, const std::vector<Source>& sources,
                                               const GradientOptions& options = {});
   // Any container of Tensor or Variable (e.g. layer.trainable_variables()).
   template <typename C>
-    requires requires(const C& c) { Source(*std::begin(c)); } && (!std::is_same_v<C, std::vector<Source>>)
+    requires requires(const C& c) { Source(*std::begin(c)); } && (!std::is_same_v<C, std::vector<Source>>) &&
+             (!std::is_same_v<C, std::map<std::string, Source>>)
   std::vector<std::optional<Tensor>> gradient(const Tensor& target, const C& sources,
                                               const GradientOptions& options = {}) {
     return gradient(target, std::vector<Source>(std::begin(sources), std::end(sources)), options);
   }
+
+  // d target / d source for every element pair (implemented in tape/autodiff/jacobian.cc).
+  // Shapes:   one result per source, shape target.shape + source.shape (scalar target: the source's
+  //           shape). Sources as for gradient(): one, a vector, a map or any container.
+  // Paths:    experimental_use_pfor: one batched backward pass (differentiable by outer tapes);
+  //           otherwise a loop of one-hot backward passes, on parallel_iterations oneTBB threads,
+  //           bit-identical to the sequential loop (its result is not recorded by outer tapes).
+  // Errors:   std::logic_error for a non-persistent tape without experimental_use_pfor (TF's rule)
+  //           and on a second call of a non-persistent tape.
+  std::optional<Tensor> jacobian(const Tensor& target, const Source& source, const JacobianOptions& options = {});
+  std::vector<std::optional<Tensor>> jacobian(const Tensor& target, const std::vector<Source>& sources,
+                                              const JacobianOptions& options = {});
+  std::map<std::string, std::optional<Tensor>> jacobian(const Tensor& target,
+                                                        const std::map<std::string, Source>& sources,
+                                                        const JacobianOptions& options = {});
+  template <typename C>
+    requires requires(const C& c) { Source(*std::begin(c)); } && (!std::is_same_v<C, std::vector<Source>>) &&
+             (!std::is_same_v<C, std::map<std::string, Source>>)
+  std::vector<std::optional<Tensor>> jacobian(const Tensor& target, const C& sources,
+                                              const JacobianOptions& options = {}) {
+    return jacobian(target, std::vector<Source>(std::begin(sources), std::end(sources)), options);
+  }
+  // Per-example jacobians: result[i] = d target[i] / d source[i], in prod(y) backward passes
+  // (or one batched pass), assuming target[i] depends on source[i] only.
+  // Shapes:   target [b, y...], source [b, x...] -> [b, y..., x...].
+  // Errors:   std::invalid_argument if either rank is < 2 or the first dimensions differ, and (with
+  //           check_independence) if examples mix, naming the first op whose gradient mixes them;
+  //           std::logic_error as for jacobian().
+  std::optional<Tensor> batch_jacobian(const Tensor& target, const Source& source,
+                                       const BatchJacobianOptions& options = {});
+
+  std::map<std::string, std::optional<Tensor>> gradient_map(const Tensor& target,
+                                                            const std::map<std::string, Source>& sources,
+                                                            const GradientOptions& options = {});
 
   // The shared state (for jacobian/hessian code in tape/autodiff). Errors: std::logic_error if moved from.
   internal::TapeState& state() const;

@@ -1,0 +1,36 @@
+// Batched reverse pass: K cotangents through one backward sweep (the vectorized jacobian path).
+// Facts:    every gradient carries a leading batch dimension K. Element-wise ops, broadcasts,
+//           reshapes and matmul reuse their own gradient function (saved tensors broadcast against
+//           the batched gradient once shapes are padded to a common rank); sum/mean shift their axes
+//           by one; max/min and 2-D matmul have dedicated rules. Custom gradients and other ops
+//           have no batched rule (first_unbatched_op names them) except when K == 1.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tape/autodiff/internal/tape_state.h"
+
+namespace tapeflow::internal {
+
+// Called after each op's batched gradient with the record, its index on the tape and its input
+// gradients ([K, input shape], or undefined where none flows).
+using BatchedOpHook =
+    std::function<void(const OpRecord& record, std::size_t index, std::span<const Tensor> input_grads)>;
+
+// The name of the first op (in backward order) on a path from a source to a target that has no
+// batched gradient rule; empty if every such op has one.
+std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> targets,
+                               std::span<const std::int64_t> source_ids);
+
+// Reverse pass with K cotangents at once. seeds[t] has shape [K, targets[t].shape]. Returns one
+// gradient per source id, [K, source shape], undefined where unconnected. Ops are recorded on
+// active tapes as by TapeState::backward.
+// Errors:   std::logic_error if K > 1 and an op has no batched rule (check first_unbatched_op).
+std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
+                                     std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
+                                     const BatchedOpHook& hook = {});
+
+}  // namespace tapeflow::internal

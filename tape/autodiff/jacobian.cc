@@ -1,0 +1,277 @@
+// GradientTape::jacobian and batch_jacobian: the loop (sequential or oneTBB-parallel) and the
+// vectorized path (one batched backward pass). See jacobian.h.
+#include "tape/autodiff/jacobian.h"
+
+#include <spdlog/spdlog.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <stdexcept>
+
+#include "tape/autodiff/internal/batched_backward.h"
+#include "tape/autodiff/internal/independence_check.h"
+#include "tape/autodiff/internal/jacobian_util.h"
+#include "tape/autodiff/internal/tape_state.h"
+#include "tape/ops/array_ops.h"
+#include "tape/runtime/recorder.h"
+
+namespace tapeflow {
+namespace {
+
+Shape concat_shapes(const Shape& a, const Shape& b) {
+  Shape out = a;
+  for (std::int64_t d : b) out.push_back(d);
+  return out;
+}
+
+void log_fallback(const char* what, const std::string& op) {
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true))
+    spdlog::debug("{}: op {} has no batched gradient rule; falling back to a loop of backward passes "
+                  "(logged once)", what, op);
+}
+
+// Runs row(i) for every i in [0, n): in order on this thread when parallel_iterations == 1, else on
+// at most parallel_iterations oneTBB threads (0 = all). Recording is paused on every thread, so the
+// rows read the tape and nothing appends to it while they run.
+template <class F>
+void run_rows(std::int64_t n, int parallel_iterations, F&& row) {
+  if (parallel_iterations == 1 || n <= 1) {
+    RecordingPause pause;
+    for (std::int64_t i = 0; i < n; ++i) row(i);
+    return;
+  }
+  const int all = tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(parallel_iterations > 0 ? std::min(parallel_iterations, all) : all);
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
+      RecordingPause pause;
+      for (std::int64_t i = r.begin(); i != r.end(); ++i) row(i);
+    });
+  });
+}
+
+// Per-source output buffers filled by rows; a source stays unconnected if no row reached it.
+struct RowResults {
+  std::vector<Tensor> out;
+  std::unique_ptr<std::atomic<bool>[]> connected;
+  RowResults(std::span<const Shape> shapes, std::span<const DType> dtypes) : connected(new std::atomic<bool>[shapes.size()]) {
+    for (std::size_t j = 0; j < shapes.size(); ++j) {
+      out.push_back(Tensor::empty(shapes[j], dtypes[j]));
+      connected[j] = false;
+    }
+  }
+  std::vector<Tensor> finish() {
+    for (std::size_t j = 0; j < out.size(); ++j)
+      if (!connected[j]) out[j] = Tensor();
+    return out;
+  }
+};
+
+struct SourceInfo {
+  std::vector<std::int64_t> ids;
+  std::vector<Shape> shapes;
+  std::vector<DType> dtypes;
+  std::vector<bool> floating;
+};
+
+SourceInfo source_info(const std::vector<Source>& sources, const char* what) {
+  SourceInfo info;
+  for (const Source& src : sources) {
+    Tensor v = src.value();
+    bool ok = is_floating(v.dtype());
+    if (!ok)
+      spdlog::warn("The dtype of the source tensor must be floating (e.g. tf.float32) when calling "
+                   "GradientTape.{}, got {}", what, dtype_name(v.dtype()));
+    info.ids.push_back(src.id());
+    info.shapes.push_back(v.shape());
+    info.dtypes.push_back(v.dtype());
+    info.floating.push_back(ok);
+  }
+  return info;
+}
+
+std::vector<Tensor> jacobian_loop(const internal::TapeState& s, const Tensor& target, const SourceInfo& src,
+                                  int parallel_iterations) {
+  std::vector<Shape> shapes;
+  for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
+  RowResults rows(shapes, src.dtypes);
+  run_rows(target.num_elements(), parallel_iterations, [&](std::int64_t i) {
+    Tensor seed = internal::one_hot_rows(target.shape(), target.dtype(), i, 1).with_shape(target.shape());
+    std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (g[j].defined()) {
+        internal::copy_into(rows.out[j], i * src.shapes[j].num_elements(), g[j]);
+        rows.connected[j] = true;
+      }
+  });
+  return rows.finish();
+}
+
+// The vectorized path, or nullopt if the graph has an op without a batched rule.
+std::optional<std::vector<Tensor>> jacobian_vectorized(const internal::TapeState& s, const Tensor& target,
+                                                       const SourceInfo& src, int chunk) {
+  std::string op = internal::first_unbatched_op(s, std::span<const Tensor>(&target, 1), src.ids);
+  if (!op.empty()) {
+    log_fallback("GradientTape::jacobian", op);
+    return std::nullopt;
+  }
+  const std::int64_t n = target.num_elements();
+  std::vector<Tensor> out(src.ids.size());
+  if (chunk <= 0 || chunk >= n) {  // one pass; the result stays differentiable (reshape is an op)
+    Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), 0, n);
+    std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
+                                                       std::span<const Tensor>(&seeds, 1), src.ids);
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (g[j].defined()) out[j] = reshape(g[j], concat_shapes(target.shape(), src.shapes[j]));
+    return out;
+  }
+  std::vector<Shape> shapes;
+  for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
+  RowResults rows(shapes, src.dtypes);
+  RecordingPause pause;  // chunks are assembled in raw memory: recording them would be useless
+  for (std::int64_t first = 0; first < n; first += chunk) {
+    const std::int64_t count = std::min<std::int64_t>(chunk, n - first);
+    Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), first, count);
+    std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
+                                                       std::span<const Tensor>(&seeds, 1), src.ids);
+    for (std::size_t j = 0; j < g.size(); ++j)
+      if (g[j].defined()) {
+        internal::copy_into(rows.out[j], first * src.shapes[j].num_elements(), g[j]);
+        rows.connected[j] = true;
+      }
+  }
+  return rows.finish();
+}
+
+void check_persistence(const internal::TapeState& s, bool use_pfor, const char* what) {
+  if (!s.options().persistent && !use_pfor)
+    throw std::logic_error(std::string("GradientTape::") + what +
+                           ": a non-persistent tape only supports the vectorized path "
+                           "(experimental_use_pfor = true); use GradientTape({.persistent = true}) for the loop");
+}
+
+bool floating_target(const Tensor& target, const char* what) {
+  if (!target.defined()) throw std::invalid_argument(std::string("GradientTape::") + what + ": undefined target");
+  if (is_floating(target.dtype())) return true;
+  spdlog::warn("The dtype of the target tensor must be floating (e.g. tf.float32) when calling GradientTape.{}, got {}",
+               what, dtype_name(target.dtype()));
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::optional<Tensor>> GradientTape::jacobian(const Tensor& target, const std::vector<Source>& sources,
+                                                          const JacobianOptions& options) {
+  internal::TapeState& s = state();
+  check_persistence(s, options.experimental_use_pfor, "jacobian");
+  s.begin_gradient_call("jacobian");
+  std::vector<std::optional<Tensor>> result(sources.size());
+  if (!floating_target(target, "jacobian")) return result;
+  SourceInfo src = source_info(sources, "jacobian");
+  std::vector<Tensor> out;
+  if (target.num_elements() == 0) {
+    out.resize(sources.size());
+  } else {
+    std::optional<std::vector<Tensor>> v;
+    if (options.experimental_use_pfor) v = jacobian_vectorized(s, target, src, options.parallel_iterations);
+    out = v ? std::move(*v) : jacobian_loop(s, target, src, options.parallel_iterations);
+  }
+  for (std::size_t j = 0; j < sources.size(); ++j) {
+    if (!src.floating[j]) continue;
+    if (out[j].defined())
+      result[j] = out[j];
+    else if (options.unconnected_gradients == UnconnectedGradients::kZero || target.num_elements() == 0)
+      result[j] = zeros(concat_shapes(target.shape(), src.shapes[j]), src.dtypes[j]);
+  }
+  return result;
+}
+
+std::optional<Tensor> GradientTape::jacobian(const Tensor& target, const Source& source, const JacobianOptions& options) {
+  return jacobian(target, std::vector<Source>{source}, options)[0];
+}
+
+std::map<std::string, std::optional<Tensor>> GradientTape::jacobian(const Tensor& target,
+                                                                    const std::map<std::string, Source>& sources,
+                                                                    const JacobianOptions& options) {
+  std::vector<Source> list;
+  for (const auto& kv : sources) list.push_back(kv.second);
+  auto j = jacobian(target, list, options);
+  std::map<std::string, std::optional<Tensor>> out;
+  std::size_t i = 0;
+  for (const auto& kv : sources) out.emplace(kv.first, j[i++]);
+  return out;
+}
+
+std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const Source& source,
+                                                   const BatchJacobianOptions& options) {
+  internal::TapeState& s = state();
+  if (!target.defined()) throw std::invalid_argument("GradientTape::batch_jacobian: undefined target");
+  const Tensor x = source.value();
+  if (target.rank() < 2 || x.rank() < 2)
+    throw std::invalid_argument("GradientTape::batch_jacobian: target and source must have rank >= 2 ([b, ...]), "
+                                "got target " + target.shape().to_string() + ", source " + x.shape().to_string());
+  if (target.shape()[0] != x.shape()[0])
+    throw std::invalid_argument("GradientTape::batch_jacobian: first dimensions of target and source differ: target " +
+                                target.shape().to_string() + ", source " + x.shape().to_string());
+  check_persistence(s, options.experimental_use_pfor, "batch_jacobian");
+  s.begin_gradient_call("batch_jacobian");
+  if (!floating_target(target, "batch_jacobian")) return std::nullopt;
+  SourceInfo src = source_info({source}, "batch_jacobian");
+  if (!src.floating[0]) return std::nullopt;
+  const std::int64_t b = target.shape()[0], ny = b ? target.num_elements() / b : 0;
+  Shape out_shape = target.shape();
+  for (int d = 1; d < x.rank(); ++d) out_shape.push_back(x.shape()[d]);
+  auto unconnected = [&]() -> std::optional<Tensor> {
+    if (options.unconnected_gradients == UnconnectedGradients::kZero || ny == 0 || b == 0)
+      return zeros(out_shape, x.dtype());
+    return std::nullopt;
+  };
+  if (ny == 0 || b == 0 || x.num_elements() == 0) return zeros(out_shape, x.dtype());
+#ifdef NDEBUG
+  const bool check = options.check_independence.value_or(false);
+#else
+  const bool check = options.check_independence.value_or(true);
+#endif
+  const bool vectorize =
+      options.experimental_use_pfor &&
+      [&] {
+        std::string op = internal::first_unbatched_op(s, std::span<const Tensor>(&target, 1), src.ids);
+        if (!op.empty()) log_fallback("GradientTape::batch_jacobian", op);
+        return op.empty();
+      }();
+  if (check && b > 1) internal::check_batch_independence(s, target, src.ids[0], vectorize);
+
+  Tensor out = Tensor::empty(out_shape, x.dtype());
+  std::atomic<bool> connected{false};
+  if (vectorize) {
+    const std::int64_t chunk = options.parallel_iterations > 0 ? options.parallel_iterations : ny;
+    for (std::int64_t first = 0; first < ny; first += chunk) {
+      const std::int64_t count = std::min(chunk, ny - first);
+      Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), first, count);
+      std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
+                                                         std::span<const Tensor>(&seeds, 1), src.ids);
+      if (!g[0].defined()) return unconnected();
+      internal::swap_leading_into(out, ny, first, g[0]);
+      connected = true;
+    }
+  } else {
+    run_rows(ny, options.parallel_iterations, [&](std::int64_t j) {
+      Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), j, 1).with_shape(target.shape());
+      std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
+      if (!g[0].defined()) return;
+      Shape one{1};
+      for (std::int64_t d : g[0].shape()) one.push_back(d);
+      internal::swap_leading_into(out, ny, j, g[0].with_shape(one));
+      connected = true;
+    });
+  }
+  if (!connected) return unconnected();
+  return out;
+}
+
+}  // namespace tapeflow
