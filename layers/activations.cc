@@ -1,0 +1,41 @@
+#include "layers/activations.h"
+
+#include <stdexcept>
+
+#include "tape/ops/math_ops.h"
+#include "tape/ops/reduction_ops.h"
+
+namespace tapeflow::layers::activations {
+
+Tensor softmax(const Tensor& x, int axis) {
+  Tensor shifted = x - stop_gradient(reduce_max(x, axis, /*keepdims=*/true));
+  Tensor e = exp(shifted);
+  return e / reduce_sum(e, axis, /*keepdims=*/true);
+}
+
+Tensor linear(const Tensor& x) { return x; }
+
+namespace {
+Tensor softmax_last(const Tensor& x) { return softmax(x, -1); }
+Tensor relu_fn(const Tensor& x) { return tapeflow::relu(x); }
+Tensor sigmoid_fn(const Tensor& x) { return tapeflow::sigmoid(x); }
+Tensor tanh_fn(const Tensor& x) { return tapeflow::tanh(x); }
+Tensor elu_fn(const Tensor& x) { return tapeflow::elu(x); }
+Tensor leaky_relu_fn(const Tensor& x) { return tapeflow::leaky_relu(x, 0.2); }
+Tensor softplus_fn(const Tensor& x) { return tapeflow::softplus(x); }
+}  // namespace
+
+ActivationFn get(const std::string& name) {
+  if (name.empty() || name == "linear") return nullptr;
+  if (name == "relu") return relu_fn;
+  if (name == "sigmoid") return sigmoid_fn;
+  if (name == "tanh") return tanh_fn;
+  if (name == "softmax") return softmax_last;
+  if (name == "elu") return elu_fn;
+  if (name == "leaky_relu") return leaky_relu_fn;
+  if (name == "softplus") return softplus_fn;
+  throw std::invalid_argument("activations::get: unknown activation '" + name +
+                              "' (known: relu, sigmoid, tanh, softmax, elu, leaky_relu, softplus, linear)");
+}
+
+}  // namespace tapeflow::layers::activations

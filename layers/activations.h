@@ -1,0 +1,26 @@
+// Activation functions by Keras name, for Dense(.activation) and the Activation layer.
+//
+// Facts:    "relu", "sigmoid", "tanh", "softmax" (last axis), "elu" (alpha 1), "leaky_relu"
+//           (alpha 0.2, as keras.activations.leaky_relu), "softplus", "linear" and "" (identity).
+// Errors:   std::invalid_argument for an unknown name (lists the known ones).
+// Gradient: through the tapeflow ops they are made of.
+// Ref:      keras/src/activations/activations.py, keras.activations.get
+#pragma once
+
+#include <string>
+
+#include "tape/core/tensor.h"
+
+namespace tapeflow::layers::activations {
+
+using ActivationFn = Tensor (*)(const Tensor&);
+
+// The function for a Keras name; nullptr for "linear" / "" (callers skip the op).
+ActivationFn get(const std::string& name);
+// Softmax over `axis`, computed stably as exp(x - max) / sum (max held constant for the gradient).
+// Shapes: any rank >= 1; same shape out.
+Tensor softmax(const Tensor& x, int axis = -1);
+// Identity (what "linear" means).
+Tensor linear(const Tensor& x);
+
+}  // namespace tapeflow::layers::activations

@@ -1,0 +1,74 @@
+#include "layers/dense.h"
+
+#include <stdexcept>
+
+#include "tape/ops/array_ops.h"
+#include "tape/ops/linalg_ops.h"
+#include "tape/ops/math_ops.h"
+#include "tape/ops/reduction_ops.h"
+
+namespace tapeflow::layers {
+
+Dense::Dense(DenseOptions options)
+    : Layer("Dense", options.name, options.seed, options.dtype),
+      options_(std::move(options)),
+      activation_(activations::get(options_.activation)) {
+  if (options_.units <= 0)
+    throw std::invalid_argument(describe() + ": units must be positive, got " + std::to_string(options_.units));
+  if (options_.kernel_regularizer_l2 < 0)
+    throw std::invalid_argument(describe() + ": kernel_regularizer_l2 must be >= 0, got " +
+                                std::to_string(options_.kernel_regularizer_l2));
+}
+
+Dense::Dense(std::int64_t units, const std::string& activation)
+    : Dense(DenseOptions{.units = units, .activation = activation}) {}
+
+void Dense::build(const Shape& input_shape) {
+  if (input_shape.rank() < 2)
+    throw std::invalid_argument(describe() + ": expected inputs of rank >= 2, got shape " + input_shape.to_string());
+  const std::int64_t in = input_shape.dim(-1);
+  kernel_ = add_weight("kernel", {in, options_.units}, options_.kernel_initializer);
+  if (options_.use_bias) bias_ = add_weight("bias", {options_.units}, options_.bias_initializer);
+  Layer::build(input_shape);
+}
+
+Shape Dense::compute_output_shape(const Shape& input_shape) const {
+  Shape out = input_shape;
+  if (out.rank() < 1) throw std::invalid_argument(describe() + ": compute_output_shape of a scalar shape");
+  out[out.rank() - 1] = options_.units;
+  return out;
+}
+
+Tensor Dense::call(const Tensor& inputs, bool) {
+  const Shape& s = inputs.shape();
+  const std::int64_t in = kernel_.shape()[0];
+  if (s.rank() < 2 || s.dim(-1) != in)
+    throw std::invalid_argument(describe() + ": expected inputs [..., " + std::to_string(in) + "], got shape " +
+                                s.to_string());
+  Tensor y;
+  if (s.rank() == 2) {
+    y = matmul(inputs, kernel_.read());
+  } else {
+    y = reshape(matmul(reshape(inputs, std::vector<std::int64_t>{-1, in}), kernel_.read()), compute_output_shape(s));
+  }
+  if (options_.use_bias) y = y + bias_.read();
+  if (activation_) y = activation_(y);
+  return y;
+}
+
+const Variable& Dense::kernel() const {
+  if (!kernel_.defined()) throw std::logic_error(describe() + ": kernel() before the layer is built");
+  return kernel_;
+}
+const Variable& Dense::bias() const {
+  if (!bias_.defined())
+    throw std::logic_error(describe() + (options_.use_bias ? ": bias() before the layer is built" : ": use_bias is false"));
+  return bias_;
+}
+
+std::vector<Tensor> Dense::regularization_losses() const {
+  if (options_.kernel_regularizer_l2 == 0.0 || !kernel_.defined()) return {};
+  return {reduce_sum(square(kernel_.read())) * options_.kernel_regularizer_l2};
+}
+
+}  // namespace tapeflow::layers

@@ -1,0 +1,110 @@
+#include "layers/initializers.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace tapeflow::layers {
+
+Initializer::Initializer(const char* name) : Initializer(initializers::get(name)) {}
+Initializer::Initializer(const std::string& name) : Initializer(initializers::get(name)) {}
+Initializer::Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {
+  if (!fn_) throw std::invalid_argument("Initializer '" + name_ + "': empty function");
+}
+
+Tensor Initializer::operator()(const Shape& shape, DType dtype, Generator& gen) const {
+  return fn_(shape, dtype, gen);
+}
+
+namespace initializers {
+namespace {
+
+void check_float(const char* name, DType dtype) {
+  if (!is_floating(dtype))
+    throw std::invalid_argument(std::string("initializer ") + name + ": expected float32 or float64, got " +
+                                dtype_name(dtype));
+}
+
+enum class Mode { kFanIn, kFanAvg };
+enum class Dist { kUniform, kTruncatedNormal };
+
+// keras.initializers.VarianceScaling.
+Initializer variance_scaling(const char* name, double scale, Mode mode, Dist dist) {
+  return Initializer(name, [=](const Shape& shape, DType dtype, Generator& gen) {
+    check_float(name, dtype);
+    Fans f = compute_fans(shape);
+    double n = mode == Mode::kFanIn ? f.fan_in : (f.fan_in + f.fan_out) / 2.0;
+    double s = scale / std::max(1.0, n);
+    if (dist == Dist::kUniform) {
+      double limit = std::sqrt(3.0 * s);
+      return tapeflow::random_uniform(shape, gen, -limit, limit, dtype);
+    }
+    return tapeflow::truncated_normal(shape, gen, 0.0, std::sqrt(s) / kTruncatedStddevCorrection, dtype);
+  });
+}
+
+}  // namespace
+
+Fans compute_fans(const Shape& shape) {
+  const int r = shape.rank();
+  if (r == 0) return {1, 1};
+  if (r == 1) return {double(shape[0]), double(shape[0])};
+  if (r == 2) return {double(shape[0]), double(shape[1])};
+  double receptive = 1;
+  for (int i = 0; i < r - 2; ++i) receptive *= double(shape[i]);
+  return {double(shape[r - 2]) * receptive, double(shape[r - 1]) * receptive};
+}
+
+Initializer glorot_uniform() { return variance_scaling("glorot_uniform", 1.0, Mode::kFanAvg, Dist::kUniform); }
+Initializer glorot_normal() {
+  return variance_scaling("glorot_normal", 1.0, Mode::kFanAvg, Dist::kTruncatedNormal);
+}
+Initializer he_uniform() { return variance_scaling("he_uniform", 2.0, Mode::kFanIn, Dist::kUniform); }
+Initializer he_normal() { return variance_scaling("he_normal", 2.0, Mode::kFanIn, Dist::kTruncatedNormal); }
+
+Initializer constant(double value) {
+  return Initializer("constant", [value](const Shape& shape, DType dtype, Generator&) {
+    return fill(shape, value, dtype);
+  });
+}
+Initializer zeros() {
+  return Initializer("zeros", [](const Shape& shape, DType dtype, Generator&) { return tapeflow::zeros(shape, dtype); });
+}
+Initializer ones() {
+  return Initializer("ones", [](const Shape& shape, DType dtype, Generator&) { return tapeflow::ones(shape, dtype); });
+}
+Initializer random_normal(double mean, double stddev) {
+  return Initializer("random_normal", [=](const Shape& shape, DType dtype, Generator& gen) {
+    check_float("random_normal", dtype);
+    return tapeflow::random_normal(shape, gen, mean, stddev, dtype);
+  });
+}
+Initializer random_uniform(double minval, double maxval) {
+  return Initializer("random_uniform", [=](const Shape& shape, DType dtype, Generator& gen) {
+    check_float("random_uniform", dtype);
+    return tapeflow::random_uniform(shape, gen, minval, maxval, dtype);
+  });
+}
+Initializer truncated_normal(double mean, double stddev) {
+  return Initializer("truncated_normal", [=](const Shape& shape, DType dtype, Generator& gen) {
+    check_float("truncated_normal", dtype);
+    return tapeflow::truncated_normal(shape, gen, mean, stddev, dtype);
+  });
+}
+
+Initializer get(const std::string& name) {
+  if (name == "glorot_uniform") return glorot_uniform();
+  if (name == "glorot_normal") return glorot_normal();
+  if (name == "he_uniform") return he_uniform();
+  if (name == "he_normal") return he_normal();
+  if (name == "zeros") return zeros();
+  if (name == "ones") return ones();
+  if (name == "random_normal") return random_normal();
+  if (name == "random_uniform") return random_uniform();
+  if (name == "truncated_normal") return truncated_normal();
+  throw std::invalid_argument("initializers::get: unknown initializer '" + name +
+                              "' (known: glorot_uniform, glorot_normal, he_uniform, he_normal, zeros, ones, "
+                              "random_normal, random_uniform, truncated_normal)");
+}
+
+}  // namespace initializers
+}  // namespace tapeflow::layers

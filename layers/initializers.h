@@ -1,0 +1,66 @@
+// Weight initializers (Keras names and defaults), drawing from an explicit seeded Generator.
+//
+// Shapes:   fans as keras.initializers compute_fans: rank 0 -> (1, 1); rank 1 -> (n, n); rank 2
+//           [in, out] -> (in, out); rank > 2 -> receptive field = prod(shape[:-2]) times shape[-2]
+//           and shape[-1].
+// DTypes:   float32, float64 (random ones); zeros/ones/constant any dtype.
+// Facts:    glorot_uniform: U(-l, l), l = sqrt(6 / (fan_in + fan_out)); glorot_normal: truncated
+//           normal (re-drawn beyond 2 stddev) with stddev sqrt(2 / (fan_in + fan_out)) / 0.8796...;
+//           he_uniform: l = sqrt(6 / fan_in); he_normal: truncated, stddev sqrt(2 / fan_in) / 0.8796...;
+//           random_normal (mean 0, stddev 0.05), random_uniform (-0.05, 0.05) as Keras 3.
+// Errors:   std::invalid_argument for an unknown name (lists the known ones) and for a non-float
+//           dtype given to a random initializer.
+// Ref:      keras/src/initializers/random_initializers.py, constant_initializers.py
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "tape/core/random.h"
+#include "tape/core/tensor.h"
+
+namespace tapeflow::layers {
+
+// A named function (shape, dtype, generator) -> initial value. Converts implicitly from a Keras
+// identifier, so option structs read `.kernel_initializer = "he_normal"`.
+class Initializer {
+ public:
+  using Fn = std::function<Tensor(const Shape& shape, DType dtype, Generator& gen)>;
+  Initializer(const char* name);         // NOLINT: Keras identifiers, like kernel_initializer="zeros"
+  Initializer(const std::string& name);  // NOLINT
+  Initializer(std::string name, Fn fn);
+  Tensor operator()(const Shape& shape, DType dtype, Generator& gen) const;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+  Fn fn_;
+};
+
+namespace initializers {
+
+struct Fans {
+  double fan_in = 1;
+  double fan_out = 1;
+};
+Fans compute_fans(const Shape& shape);
+
+// Keras 2's truncated-normal stddev correction: the stddev of N(0, 1) truncated at ±2.
+inline constexpr double kTruncatedStddevCorrection = 0.87962566103423978;
+
+Initializer glorot_uniform();
+Initializer glorot_normal();
+Initializer he_uniform();
+Initializer he_normal();
+Initializer zeros();
+Initializer ones();
+Initializer constant(double value);
+Initializer random_normal(double mean = 0.0, double stddev = 0.05);
+Initializer random_uniform(double minval = -0.05, double maxval = 0.05);
+Initializer truncated_normal(double mean = 0.0, double stddev = 0.05);
+// Looks up a Keras identifier ("glorot_uniform", "he_normal", "zeros", ...).
+// Errors: std::invalid_argument for an unknown name.
+Initializer get(const std::string& name);
+
+}  // namespace initializers
+}  // namespace tapeflow::layers

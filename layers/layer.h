@@ -1,0 +1,113 @@
+// Layer: the Keras base class — configuration in the constructor, weights in build() on the
+// first call, math in call(inputs, training).
+//
+// Facts:    Held as std::shared_ptr<Layer>. The first operator() call runs build(input shape) and
+//           then call(); floating inputs of another dtype are cast to the layer's dtype first.
+//           Names are unique like Keras: the snake_case class name ("dense", "batch_normalization",
+//           "leaky_re_lu"), then "dense_1", "dense_2", ... from a process-wide counter per name;
+//           an explicit name is kept as given. Weights are Variables named "<layer>/<weight>:0".
+//           Each layer owns a Generator seeded with `.seed` or, by default, from a process-wide
+//           counter (so a program that builds the same layers in the same order repeats bit for bit).
+//           variables() = own weights in creation order, then tracked sublayers' (Keras order).
+//           set_trainable(false) freezes the layer and its sublayers: their weights leave
+//           trainable_variables() (and their Variables' trainable flags are cleared, so tapes stop
+//           watching them); Keras's BatchNormalization then runs in inference mode.
+//           losses(): the add_loss() tensors of the last call plus regularization losses computed
+//           now from the current weights (so they are differentiable inside the caller's tape).
+// Errors:   std::logic_error for count_params() before build and for add_weight after build has
+//           finished in a layer that forbids it; layers throw std::invalid_argument naming the layer
+//           and the shapes received for incompatible inputs.
+// Ref:      keras/src/layers/layer.py, keras/src/backend/common/variables.py
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layers/initializers.h"
+#include "tape/core/random.h"
+#include "tape/core/tensor.h"
+#include "tape/core/variable.h"
+
+namespace tapeflow::layers {
+
+class Layer {
+ public:
+  virtual ~Layer();
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // Builds on the first call (build(inputs.shape())), then returns call(inputs, training).
+  Tensor operator()(const Tensor& inputs, bool training = false);
+  virtual Tensor call(const Tensor& inputs, bool training) = 0;
+  // Creates the weights for `input_shape` (default: none) and marks the layer built.
+  virtual void build(const Shape& input_shape);
+  // The output shape for an input shape (default: unchanged).
+  virtual Shape compute_output_shape(const Shape& input_shape) const;
+
+  const std::string& name() const { return name_; }
+  bool built() const { return built_; }
+  DType dtype() const { return dtype_; }
+  bool trainable() const { return trainable_; }
+  virtual void set_trainable(bool trainable);
+
+  std::vector<Variable> trainable_variables() const;
+  std::vector<Variable> non_trainable_variables() const;
+  std::vector<Variable> variables() const;
+  // Keras aliases.
+  std::vector<Variable> weights() const { return variables(); }
+  std::vector<Variable> trainable_weights() const { return trainable_variables(); }
+  std::vector<Variable> non_trainable_weights() const { return non_trainable_variables(); }
+  std::vector<Tensor> losses() const;
+  // Total elements of variables(). Errors: std::logic_error if not built.
+  std::int64_t count_params() const;
+  virtual std::string class_name() const { return class_name_; }
+  // Sublayers tracked with track_layer(), in order.
+  const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
+
+ protected:
+  // class_name: "Dense"; name: empty for the automatic unique name; seed: empty for the default.
+  Layer(std::string class_name, std::string name = "", std::optional<std::uint64_t> seed = std::nullopt,
+        DType dtype = DType::kFloat32);
+
+  // Creates a weight "<layer>/<name>:0" (dtype defaults to the layer's) from the layer's generator.
+  Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init, bool trainable = true,
+                      std::optional<DType> dtype = std::nullopt);
+  // Records an activity loss for this call (cleared at the start of each call).
+  void add_loss(const Tensor& loss);
+  // Regularization losses of this layer's own weights, computed from their current values.
+  virtual std::vector<Tensor> regularization_losses() const { return {}; }
+  // Registers a sublayer whose weights join this layer's lists.
+  template <class L>
+  std::shared_ptr<L> track_layer(std::shared_ptr<L> layer) {
+    layers_.push_back(layer);
+    return layer;
+  }
+  // The layer's random stream (weights, dropout masks).
+  Generator& generator() { return generator_; }
+  // "Dense 'dense_1'" for error messages.
+  std::string describe() const;
+
+ private:
+  std::string class_name_;
+  std::string name_;
+  DType dtype_;
+  bool built_ = false;
+  bool trainable_ = true;
+  Generator generator_;
+  std::vector<Variable> weights_;
+  std::vector<bool> weight_trainable_;  // as created (a frozen layer clears the Variables' flags)
+  std::vector<Tensor> call_losses_;
+  std::vector<std::shared_ptr<Layer>> layers_;
+};
+
+// Keras's to_snake_case: "BatchNormalization" -> "batch_normalization", "LeakyReLU" -> "leaky_re_lu".
+std::string to_snake_case(const std::string& class_name);
+// The next unique name for a base ("dense", then "dense_1", ...). Thread-safe.
+std::string unique_layer_name(const std::string& base);
+// The next default seed (a process-wide counter mixed into a fixed constant). Thread-safe.
+std::uint64_t next_default_seed();
+
+}  // namespace tapeflow::layers

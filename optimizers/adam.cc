@@ -1,0 +1,78 @@
+#include "optimizers/adam.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "optimizers/internal/update_loop.h"
+
+namespace tapeflow::optimizers {
+
+Adam::Adam(AdamOptions o) : Adam(std::move(o), 0.0) {}
+
+Adam::Adam(AdamOptions o, double weight_decay)
+    : Optimizer({.learning_rate = o.learning_rate,
+                 .clipnorm = o.clipnorm,
+                 .clipvalue = o.clipvalue,
+                 .global_clipnorm = o.global_clipnorm,
+                 .weight_decay = weight_decay,
+                 .name = o.name}),
+      options_(std::move(o)) {
+  auto check_beta = [&](const char* what, double b) {
+    if (!(b >= 0 && b < 1))
+      throw std::invalid_argument(name() + ": " + what + " must be in [0, 1), got " + std::to_string(b));
+  };
+  check_beta("beta_1", options_.beta_1);
+  check_beta("beta_2", options_.beta_2);
+  if (options_.epsilon < 0)
+    throw std::invalid_argument(name() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+}
+
+void Adam::build_slots(const Variable& var) {
+  add_slot(var, "m");
+  add_slot(var, "v");
+  if (options_.amsgrad) add_slot(var, "vhat");
+}
+
+void Adam::update_step(const Tensor& grad, const Variable& var, double lr) {
+  const double t = static_cast<double>(iterations() + 1);
+  const double alpha = lr * std::sqrt(1.0 - std::pow(options_.beta_2, t)) / (1.0 - std::pow(options_.beta_1, t));
+  internal::dispatch_update(var.dtype(), "Adam", [&](auto tag) {
+    using T = decltype(tag);
+    T* w = var.mutable_data_for_update<T>();
+    const T* g = grad.data<T>();
+    T* m = slot(var, "m").mutable_data_for_update<T>();
+    T* v = slot(var, "v").mutable_data_for_update<T>();
+    const T a = static_cast<T>(alpha), eps = static_cast<T>(options_.epsilon);
+    const T one_b1 = static_cast<T>(1.0 - options_.beta_1), one_b2 = static_cast<T>(1.0 - options_.beta_2);
+    const std::int64_t n = var.shape().num_elements();
+    if (options_.amsgrad) {
+      T* vh = slot(var, "vhat").mutable_data_for_update<T>();
+      internal::for_each_index(n, [&](std::int64_t i) {
+        m[i] += (g[i] - m[i]) * one_b1;
+        v[i] += (g[i] * g[i] - v[i]) * one_b2;
+        vh[i] = std::max(vh[i], v[i]);
+        w[i] -= m[i] * a / (std::sqrt(vh[i]) + eps);
+      });
+    } else {
+      internal::for_each_index(n, [&](std::int64_t i) {
+        m[i] += (g[i] - m[i]) * one_b1;
+        v[i] += (g[i] * g[i] - v[i]) * one_b2;
+        w[i] -= m[i] * a / (std::sqrt(v[i]) + eps);
+      });
+    }
+  });
+}
+
+AdamW::AdamW(AdamWOptions o)
+    : Adam(AdamOptions{.learning_rate = o.learning_rate,
+                       .beta_1 = o.beta_1,
+                       .beta_2 = o.beta_2,
+                       .epsilon = o.epsilon,
+                       .amsgrad = o.amsgrad,
+                       .clipnorm = o.clipnorm,
+                       .clipvalue = o.clipvalue,
+                       .global_clipnorm = o.global_clipnorm,
+                       .name = o.name},
+           o.weight_decay) {}
+
+}  // namespace tapeflow::optimizers

@@ -1,0 +1,101 @@
+// Optimizer: the Keras base class — apply_gradients, iterations, slot variables, gradient
+// clipping, weight decay and a learning rate that is a number or a schedule; each algorithm
+// writes only build_slots() and update_step().
+//
+// Facts:    apply_gradients(grads, vars) runs under RecordingPause (never recorded on tapes):
+//           1. pairs with an absent gradient are skipped; 2. shapes/dtypes are checked; 3. slots of
+//           new variables are created (build); 4. gradients are clipped as Keras: clipnorm (each
+//           gradient to L2 norm <= clipnorm), else global_clipnorm (all together), else clipvalue
+//           (element-wise to [-clipvalue, clipvalue]); 5. lr = learning_rate at `iterations`;
+//           6. weight decay (if > 0): var -= var · weight_decay · lr; 7. update_step per variable;
+//           8. iterations += 1.
+//           Slots are Variables named "<optimizer>/<var name without :0>/<slot>:0"
+//           ("Adam/dense/kernel/m:0"); variables() = iterations first ("<optimizer>/iterations:0",
+//           int64), then each variable's slots in the order variables were first seen.
+//           Updates are in-place loops over the variables' storage (copy-on-write if a tape still
+//           holds the old value), TBB-parallel for large variables; float32 and float64.
+// Errors:   std::invalid_argument: grads/vars counts differ; a gradient whose shape or dtype differs
+//           from its variable's (names the variable and both shapes); no gradient at all ("No
+//           gradients provided for any variable"); both clipnorm and global_clipnorm set; a
+//           non-positive clip value; get_slot for an unknown variable or slot name.
+// Ref:      keras/src/optimizers/base_optimizer.py, keras/src/optimizers/optimizer.py
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "optimizers/schedules.h"
+#include "tape/core/tensor.h"
+#include "tape/core/variable.h"
+
+namespace tapeflow::optimizers {
+
+// Keyword arguments every Keras optimizer takes.
+struct OptimizerConfig {
+  LearningRate learning_rate = 0.001;
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
+  double weight_decay = 0.0;
+  std::string name;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer();
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // Applies one update. An absent optional (or an undefined Tensor) means "no gradient".
+  void apply_gradients(const std::vector<std::optional<Tensor>>& grads, const std::vector<Variable>& vars);
+  // Creates the slots of variables not seen yet (done by apply_gradients; call it before restoring
+  // a checkpoint into variables()).
+  void build(const std::vector<Variable>& vars);
+
+  std::int64_t iterations() const;
+  // The learning rate the next apply_gradients uses (the schedule at iterations()).
+  double current_learning_rate() const;
+  const LearningRate& learning_rate() const { return config_.learning_rate; }
+  // Replaces the learning rate (keras: optimizer.learning_rate = x; used by LearningRateScheduler).
+  void set_learning_rate(LearningRate lr) { config_.learning_rate = std::move(lr); }
+  const OptimizerConfig& config() const { return config_; }
+  const std::string& name() const { return config_.name; }
+
+  std::vector<Variable> variables() const;
+  Variable get_slot(const Variable& var, const std::string& slot) const;
+  // Slot names of one variable, in creation order.
+  std::vector<std::string> slot_names(const Variable& var) const;
+
+ protected:
+  explicit Optimizer(OptimizerConfig config);
+  // Creates the slots of one variable with add_slot (default: none).
+  virtual void build_slots(const Variable& var) {}
+  // Updates `var` in place from `grad` (same shape and dtype, already clipped) at learning rate lr.
+  // iterations() is the number of earlier steps (Keras's local_step = iterations() + 1).
+  virtual void update_step(const Tensor& grad, const Variable& var, double lr) = 0;
+
+  // A non-trainable slot like `var` filled with `initial_value`.
+  Variable add_slot(const Variable& var, const std::string& slot, double initial_value = 0.0);
+  // A slot made by add_slot. Errors: std::invalid_argument if absent.
+  const Variable& slot(const Variable& var, const std::string& slot) const;
+
+ private:
+  struct Tracked {
+    Variable var;
+    std::vector<std::pair<std::string, Variable>> slots;
+  };
+  const Tracked& tracked(const Variable& var, const char* what) const;
+  void apply(std::vector<std::pair<Tensor, Variable>>& pairs);
+
+  OptimizerConfig config_;
+  Variable iterations_;
+  std::vector<Tracked> tracked_;
+  std::unordered_map<std::int64_t, std::size_t> index_;  // handle id -> tracked_ index
+  bool building_ = false;
+};
+
+}  // namespace tapeflow::optimizers
