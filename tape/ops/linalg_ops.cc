@@ -1,0 +1,168 @@
+// Linear-algebra ops: forward kernels (Eigen GEMM / LU) and gradients written with ops.
+#include "tape/ops/linalg_ops.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tape/kernels/matmul.h"
+#include "tape/ops/array_ops.h"
+#include "tape/ops/internal/op_helpers.h"
+#include "tape/ops/math_ops.h"
+#include "tape/runtime/execute.h"
+#include "tape/runtime/op_registry.h"
+
+namespace tapeflow {
+
+using ops_internal::check_arity;
+using ops_internal::check_same_dtype;
+
+namespace {
+
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// Offset (in matrices) of output batch index i inside an operand with batch shape `sb`
+// (right-aligned against `out`; dims of 1 repeat).
+std::int64_t batch_offset(std::int64_t i, const Shape& out, const Shape& sb) {
+  std::int64_t offset = 0, stride = 1;
+  for (int d = out.rank() - 1, e = sb.rank() - 1; d >= 0; --d, --e) {
+    const std::int64_t idx = i % out[d];
+    i /= out[d];
+    if (e >= 0) {
+      if (sb[e] != 1) offset += idx * stride;
+      stride *= sb[e];
+    }
+  }
+  return offset;
+}
+
+std::string flags(bool ta, bool tb) {
+  if (!ta && !tb) return "";
+  return std::string(" (transpose_a=") + (ta ? "true" : "false") + ", transpose_b=" + (tb ? "true" : "false") + ")";
+}
+
+TensorList matmul_forward(std::span<const Tensor> in, const Attrs& at) {
+  check_arity("matmul", in, 2);
+  const Tensor &a = in[0], &b = in[1];
+  const bool ta = at.get_bool("transpose_a"), tb = at.get_bool("transpose_b");
+  if (a.rank() < 2) throw std::invalid_argument("matmul: a must have rank >= 2, got " + a.shape().to_string());
+  if (b.rank() < 2) throw std::invalid_argument("matmul: b must have rank >= 2, got " + b.shape().to_string());
+  check_same_dtype("matmul", a, b);
+  const Shape &sa = a.shape(), &sb = b.shape();
+  const std::int64_t m = ta ? sa.dim(-1) : sa.dim(-2), ka = ta ? sa.dim(-2) : sa.dim(-1);
+  const std::int64_t kb = tb ? sb.dim(-1) : sb.dim(-2), n = tb ? sb.dim(-2) : sb.dim(-1);
+  if (ka != kb)
+    throw std::invalid_argument("matmul: inner dimensions differ: a " + sa.to_string() + ", b " + sb.to_string() +
+                                flags(ta, tb));
+  const Shape ba = batch_of(sa), bb = batch_of(sb);
+  Shape out_batch;
+  try {
+    out_batch = broadcast_shapes(ba, bb, "matmul");
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument("matmul: batch dimensions do not broadcast: a " + sa.to_string() + ", b " +
+                                sb.to_string());
+  }
+  Shape sy = out_batch;
+  sy.push_back(m);
+  sy.push_back(n);
+  Tensor y = Tensor::empty(sy, a.dtype());
+  const std::int64_t nb = out_batch.num_elements(), na = ba.num_elements(), nbb = bb.num_elements();
+  dispatch_floating(a.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const T *pa = a.data<T>(), *pb = b.data<T>();
+    T* py = y.mutable_data<T>();
+    const std::int64_t mat_a = m * ka, mat_b = ka * n;
+    // Fast paths: each operand is either one matrix (stride 0) or one per output batch entry.
+    if ((na == 1 || na == nb) && (nbb == 1 || nbb == nb)) {
+      kernels::matmul(pa, pb, py, nb, m, ka, n, ta, tb, na == 1 ? 0 : mat_a, nbb == 1 ? 0 : mat_b);
+      return;
+    }
+    for (std::int64_t i = 0; i < nb; ++i)
+      kernels::matmul(pa + batch_offset(i, out_batch, ba) * mat_a, pb + batch_offset(i, out_batch, bb) * mat_b,
+                      py + i * m * n, 1, m, ka, n, ta, tb, 0, 0);
+  });
+  return {y};
+}
+
+// TF's _MatMulGrad for C = op(a) op(b); results are summed over broadcast batch dims.
+TensorList matmul_gradient(const GradContext& c, std::span<const Tensor> g) {
+  const Tensor &a = c.input(0), &b = c.input(1), &gy = g[0];
+  const bool ta = c.attrs().get_bool("transpose_a"), tb = c.attrs().get_bool("transpose_b");
+  Tensor da, db;
+  if (!ta && !tb) {  // C = a b: da = g bᵀ, db = aᵀ g
+    da = matmul(gy, b, false, true);
+    db = matmul(a, gy, true, false);
+  } else if (!ta && tb) {  // C = a bᵀ: da = g b, db = gᵀ a
+    da = matmul(gy, b, false, false);
+    db = matmul(gy, a, true, false);
+  } else if (ta && !tb) {  // C = aᵀ b: da = b gᵀ, db = a g
+    da = matmul(b, gy, false, true);
+    db = matmul(a, gy, false, false);
+  } else {  // C = aᵀ bᵀ: da = bᵀ gᵀ, db = gᵀ aᵀ
+    da = matmul(b, gy, true, true);
+    db = matmul(gy, a, true, true);
+  }
+  return {sum_to_shape(da, c.input_shape(0)), sum_to_shape(db, c.input_shape(1))};
+}
+
+TensorList solve_forward(std::span<const Tensor> in, const Attrs& at) {
+  check_arity("solve", in, 2);
+  const Tensor &a = in[0], &b = in[1];
+  const bool adjoint = at.get_bool("adjoint");
+  if (a.rank() < 2) throw std::invalid_argument("solve: matrix must have rank >= 2, got " + a.shape().to_string());
+  if (b.rank() < 2) throw std::invalid_argument("solve: rhs must have rank >= 2, got " + b.shape().to_string());
+  check_same_dtype("solve", a, b);
+  const std::int64_t n = a.shape().dim(-1);
+  if (a.shape().dim(-2) != n)
+    throw std::invalid_argument("solve: matrix must be square, got " + a.shape().to_string());
+  if (b.shape().dim(-2) != n)
+    throw std::invalid_argument("solve: rhs rows must equal the matrix size: matrix " + a.shape().to_string() +
+                                ", rhs " + b.shape().to_string());
+  if (batch_of(a.shape()) != batch_of(b.shape()))
+    throw std::invalid_argument("solve: batch dimensions differ: matrix " + a.shape().to_string() + ", rhs " +
+                                b.shape().to_string());
+  const std::int64_t k = b.shape().dim(-1), batch = batch_of(a.shape()).num_elements();
+  Tensor x = Tensor::empty(b.shape(), b.dtype());
+  dispatch_floating(a.dtype(), "solve", [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> at_buf(adjoint ? static_cast<std::size_t>(n * n) : 0);
+    for (std::int64_t i = 0; i < batch; ++i) {
+      const T* pa = a.data<T>() + i * n * n;
+      if (adjoint) {
+        for (std::int64_t r = 0; r < n; ++r)
+          for (std::int64_t q = 0; q < n; ++q) at_buf[static_cast<std::size_t>(q * n + r)] = pa[r * n + q];
+        pa = at_buf.data();
+      }
+      kernels::solve(pa, b.data<T>() + i * n * k, x.mutable_data<T>() + i * n * k, n, k);
+    }
+  });
+  return {x};
+}
+
+// TF's _MatrixSolveGrad: drhs = solve(Aᵀ, g) (adjoint flipped); dA = -drhs xᵀ (or -x drhsᵀ for adjoint).
+TensorList solve_gradient(const GradContext& c, std::span<const Tensor> g) {
+  const bool adjoint = c.attrs().get_bool("adjoint");
+  const Tensor &a = c.input(0), &x = c.output(0);
+  Tensor db = solve(a, g[0], !adjoint);
+  Tensor da = adjoint ? negative(matmul(x, db, false, true)) : negative(matmul(db, x, false, true));
+  return {da, db};
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+  static const OpDef& op = op_def("MatMul");
+  return execute1(op, {a, b}, Attrs().set("transpose_a", transpose_a).set("transpose_b", transpose_b));
+}
+
+Tensor solve(const Tensor& matrix, const Tensor& rhs, bool adjoint) {
+  static const OpDef& op = op_def("MatrixSolve");
+  return execute1(op, {matrix, rhs}, Attrs().set("adjoint", adjoint));
+}
+
+void register_linalg_ops(OpRegistry& r) {
+  r.add({"MatMul", matmul_forward, matmul_gradient, kSaveInputs});
+  r.add({"MatrixSolve", solve_forward, solve_gradient, kSaveAll});
+}
+
+}  // namespace tapeflow
