@@ -10,5 +10,6 @@
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
+#include "tape/ops/nn_ops.h"
 #include "tape/ops/reduction_ops.h"
 #include "tape/runtime/op_registry.h"

@@ -7,6 +7,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_array_ops(registry);
   register_reduction_ops(registry);
   register_linalg_ops(registry);
+  register_nn_ops(registry);
 }
 
 }  // namespace tapeflow

@@ -1,0 +1,68 @@
+// Neural-network ops: softmax, log-softmax, cross-entropy losses, Euclidean norm and clip_by_norm.
+//
+// DTypes:   float32, float64 (labels of the sparse cross-entropy: int32, int64).
+// Gradient: every gradient is written with tapeflow ops, so all of these differentiate twice.
+// Ref:      tf.nn, tf.norm, tf.clip_by_norm, tensorflow/python/ops/nn_grad.py
+#pragma once
+
+#include <vector>
+
+#include "tape/core/tensor.h"
+
+namespace tapeflow {
+
+// exp(x) / sum(exp(x)) along `axis`, computed stably (the max is subtracted first).
+// Shapes:   logits any rank >= 1 -> same shape.
+// Errors:   std::invalid_argument for rank 0, an axis out of range or a non-float dtype.
+// Gradient: dx = y * (g - sum(g * y, axis)).
+// Ref:      tf.nn.softmax
+Tensor softmax(const Tensor& logits, int axis = -1);
+
+// x - log(sum(exp(x))) along `axis`, computed stably.
+// Shapes:   logits any rank >= 1 -> same shape.
+// Errors:   as softmax.
+// Gradient: dx = g - exp(y) * sum(g, axis).
+// Ref:      tf.nn.log_softmax
+Tensor log_softmax(const Tensor& logits, int axis = -1);
+
+// Per-example loss logsumexp(logits) - logits[label] with a fused, stable kernel.
+// Shapes:   labels [d0, ..., dn], logits [d0, ..., dn, classes] -> loss [d0, ..., dn] (usually
+//           labels [batch], logits [batch, classes] -> [batch]).
+// DTypes:   labels int32/int64; logits float32/float64.
+// Errors:   std::invalid_argument: a label outside [0, classes) (message names the label and the
+//           class count), shapes that do not match, non-integer labels, non-float logits.
+// Gradient: logits: (softmax(logits) - onehot(labels)) * g[..., None], with softmax recomputed by the
+//           Softmax op so the gradient differentiates again (unlike TF, second order works); labels: none.
+// Ref:      tf.nn.sparse_softmax_cross_entropy_with_logits
+Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
+
+// Per-element max(x, 0) - x * z + log(1 + exp(-|x|)) for logits x and labels z (composed from ops).
+// Shapes:   labels and logits the same shape -> same shape.
+// DTypes:   float32/float64; labels and logits must match.
+// Errors:   std::invalid_argument if shapes or dtypes differ.
+// Gradient: dx = sigmoid(x) - z (exact at x = 0, as TF's composition), dz = -x.
+// Ref:      tf.nn.sigmoid_cross_entropy_with_logits
+Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits);
+
+// Euclidean (ord 2) norm sqrt(sum(x²)) over all elements, or over `axes` (keepdims keeps them as 1).
+// Shapes:   x any rank -> scalar, or x with `axes` removed (kept as 1 with keepdims). An empty `axes`
+//           list means all axes.
+// DTypes:   float32, float64.
+// Errors:   std::invalid_argument for a bad or repeated axis or a non-float dtype.
+// Gradient: dx = g * x / norm where norm > 0, and 0 where norm == 0 (a subgradient; TF's tf.norm
+//           gives NaN there). The forward of the all-zero input is 0 (no NaN).
+// Ref:      tf.norm (ord='euclidean'), tf.math.reduce_euclidean_norm
+Tensor norm(const Tensor& x);
+Tensor norm(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
+
+// Rescales t so its L2 norm (over all elements, or `axes`) is at most clip_norm:
+// t * clip_norm / max(l2norm(t), clip_norm). The zero tensor stays zero (no NaN, no NaN gradient).
+// Shapes:   any -> same shape.
+// DTypes:   float32, float64.
+// Errors:   std::invalid_argument for clip_norm <= 0 or a bad axis.
+// Gradient: through the composing ops (TF's own composition, including the safe sqrt at 0).
+// Ref:      tf.clip_by_norm
+Tensor clip_by_norm(const Tensor& t, double clip_norm);
+Tensor clip_by_norm(const Tensor& t, double clip_norm, const std::vector<int>& axes);
+
+}  // namespace tapeflow

@@ -1,0 +1,64 @@
+// Float64 first- and second-order gradient checks of the nn ops (registered and composed).
+#include <gtest/gtest.h>
+
+#include "tape/tapeflow.h"
+#include "tests/testing/gradcheck_table.h"
+
+namespace tf = tapeflow;
+using tf::testing::random_f64;
+
+namespace {
+
+using In = std::vector<tf::Tensor>;
+
+std::function<In()> inputs(std::vector<tf::Shape> shapes, double lo = -1.0, double hi = 1.0) {
+  return [shapes, lo, hi] {
+    In out;
+    std::uint64_t seed = 31;
+    for (const auto& s : shapes) out.push_back(random_f64(s, seed++, lo, hi));
+    return out;
+  };
+}
+
+// Fixed labels (captured, so the gradient check does not watch an integer tensor).
+tf::testing::TestFn xent(tf::DType label_dtype, std::vector<double> weights) {
+  return [label_dtype, weights](const In& in) {
+    tf::Tensor labels = tf::constant(std::vector<double>{0, 3, 1}, {3}, label_dtype);
+    return tf::sparse_softmax_cross_entropy_with_logits(labels, in[0]) * tf::constant<double>(weights, {3});
+  };
+}
+
+const tf::Shape k23{2, 3};
+
+tf::testing::RegisterGradChecks rows({
+    {"Softmax", "axis -1 [2,3]", [](const In& in) { return tf::softmax(in[0]); }, inputs({k23}, -2.0, 2.0)},
+    {"Softmax", "axis 0 [3,2]", [](const In& in) { return tf::softmax(in[0], 0); }, inputs({{3, 2}}, -2.0, 2.0)},
+    {"Softmax", "axis 1 of [2,3,2]", [](const In& in) { return tf::softmax(in[0], 1); }, inputs({{2, 3, 2}})},
+    {"LogSoftmax", "axis -1 [2,3]", [](const In& in) { return tf::log_softmax(in[0]); }, inputs({k23}, -2.0, 2.0)},
+    {"LogSoftmax", "axis 0 [3,2]", [](const In& in) { return tf::log_softmax(in[0], 0); }, inputs({{3, 2}})},
+    {"SparseSoftmaxCrossEntropyWithLogits", "int32 labels", xent(tf::DType::kInt32, {1, 1, 1}),
+     inputs({{3, 4}}, -2.0, 2.0)},
+    {"SparseSoftmaxCrossEntropyWithLogits", "int64 labels, weighted loss", xent(tf::DType::kInt64, {0.5, 2.0, -1.0}),
+     inputs({{3, 4}}, -2.0, 2.0)},
+    {"sigmoid_cross_entropy_with_logits", "logits and labels",
+     [](const In& in) { return tf::sigmoid_cross_entropy_with_logits(in[1], in[0]); },
+     inputs({k23, k23}, -3.0, 3.0)},
+    {"EuclideanNorm", "all elements", [](const In& in) { return tf::norm(in[0]); }, inputs({k23})},
+    {"EuclideanNorm", "axis 1 keepdims", [](const In& in) { return tf::norm(in[0], {1}, true); }, inputs({k23})},
+    {"EuclideanNorm", "axes {0, 2} of [2,2,3]", [](const In& in) { return tf::norm(in[0], {0, -1}); },
+     inputs({{2, 2, 3}})},
+    {"clip_by_norm", "norm above clip (clipped)", [](const In& in) { return tf::clip_by_norm(in[0], 0.5); },
+     inputs({k23})},
+    {"clip_by_norm", "norm below clip (identity)", [](const In& in) { return tf::clip_by_norm(in[0], 10.0); },
+     inputs({k23})},
+    {"clip_by_norm", "per-row axes {1}, both sides",
+     [](const In& in) { return tf::clip_by_norm(in[0] * tf::constant<double>({0.1, 3.0}, {2, 1}), 1.0, {1}); },
+     inputs({k23})},
+});
+
+TEST(NnOpsGradCheck, FirstAndSecondOrder) {
+  tf::testing::run_gradcheck_cases({"Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
+                                    "sigmoid_cross_entropy_with_logits", "EuclideanNorm", "clip_by_norm"});
+}
+
+}  // namespace
