@@ -83,9 +83,14 @@ void gemm_colmajor(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, con
 template <class T>
 void gemm_block(const T* a, const T* b, T* c, std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb,
                 bool split_rows, std::int64_t lo, std::int64_t hi) {
-  if (m * n * k < kMatmulSerialWork) {  // small: Eigen picks a lazy product, buffers fit its stack
+  const std::int64_t bm = split_rows ? hi - lo : m, bn = split_rows ? n : hi - lo;
+  if (bm < 16 || bn < 16 || k < 16) {
+    // Thin or small: Eigen's expression picks a lazy product or GEMV (no big packing buffers).
     Map<T> C(c, m, n);
-    auto run = [&](const auto& A, const auto& B) { C.noalias() = A * B; };
+    auto run = [&](const auto& A, const auto& B) {
+      if (split_rows) C.middleRows(lo, hi - lo).noalias() = A.middleRows(lo, hi - lo) * B;
+      else C.middleCols(lo, hi - lo).noalias() = A * B.middleCols(lo, hi - lo);
+    };
     if (!ta && !tb) run(ConstMap<T>(a, m, k), ConstMap<T>(b, k, n));
     else if (ta && !tb) run(ConstMap<T>(a, k, m).transpose(), ConstMap<T>(b, k, n));
     else if (!ta && tb) run(ConstMap<T>(a, m, k), ConstMap<T>(b, n, k).transpose());

@@ -56,6 +56,9 @@ TEST(Matmul, AllTransposeFlagsSmallAndLarge) {
       check<float>(1, 2, 1, 3, ta, tb, false, false, 1e-5);
       check<double>(1, 130, 70, 90, ta, tb, false, false, 1e-10);  // parallel split over rows
       check<float>(1, 40, 60, 150, ta, tb, false, false, 1e-4);     // split over columns
+      check<double>(1, 1, 700, 300, ta, tb, false, false, 1e-10);   // row vector: GEMV blocks
+      check<double>(1, 600, 300, 1, ta, tb, false, false, 1e-10);   // column vector
+      check<float>(1, 300, 8, 200, ta, tb, false, false, 1e-5);     // shallow k
     }
 }
 
