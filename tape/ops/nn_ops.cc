@@ -226,7 +226,8 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm, const std::vector<int>& a
     throw std::invalid_argument("clip_by_norm: clip_norm must be > 0, got " + std::to_string(clip_norm));
   if (!is_floating(t.dtype()))
     throw std::invalid_argument("clip_by_norm: expected float32 or float64, got " + describe(t));
-  std::vector<int> all = axes;
+  std::vector<int> all;
+  for (int a : axes) all.push_back(normalize_axis(a, t.rank(), "clip_by_norm"));
   if (all.empty())
     for (int i = 0; i < t.rank(); ++i) all.push_back(i);
   // TF: l2norm = sqrt(l2sum) with a safe sqrt at 0, then t * clip / max(l2norm, clip).

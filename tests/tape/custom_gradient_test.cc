@@ -1,11 +1,13 @@
 // custom_gradient (tf.custom_gradient), OpRegistry::set_gradient (tf.RegisterGradient) and user ops.
+#include "tape/autodiff/custom_gradient.h"
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <functional>
 #include <string>
 
-#include "tape/autodiff/custom_gradient.h"
 #include "tape/runtime/execute.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradcheck_table.h"
@@ -14,21 +16,13 @@ namespace tf = tapeflow;
 
 namespace {
 
+using ::testing::HasSubstr;
+using ::testing::ThrowsMessage;
+
 using UnaryGrad = std::function<tf::Tensor(const tf::Tensor&)>;
 using Grads = std::vector<tf::Tensor>;
 
 tf::Tensor f64(double v) { return tf::scalar(v, tf::DType::kFloat64); }
-
-// Runs `f` and expects std::invalid_argument whose message contains `text`.
-template <class F>
-void expect_error(F f, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "expected std::invalid_argument containing '" << text << "'";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
 
 // The advanced-autodiff guide: an identity whose backward pass clips the gradient's norm to 0.5.
 TEST(CustomGradient, SeedClipGradients) {
@@ -120,23 +114,26 @@ TEST(CustomGradient, BadGradientFunctionsAreReported) {
   auto wrong_shape = tf::custom_gradient([](const tf::Tensor& x) {
     return std::make_pair(x * 2.0, UnaryGrad([](const tf::Tensor&) { return tf::zeros({3}, tf::DType::kFloat64); }));
   });
-  auto no_grad_fn = tf::custom_gradient([](const std::vector<tf::Tensor>& in) {
-    return std::make_pair(Grads{in[0]}, tf::CustomGradFn());
-  });
+  auto no_grad_fn = tf::custom_gradient(
+      [](const std::vector<tf::Tensor>& in) { return std::make_pair(Grads{in[0]}, tf::CustomGradFn()); });
   tf::Tensor a = f64(2.0), b = f64(5.0);
   {
     tf::GradientTape tape;
     tape.watch(a);
     tf::Tensor y = wrong_count({a, b})[0];
-    expect_error([&] { tape.gradient(y, a); }, "custom_gradient: gradient function returned 1 gradients for 2 inputs");
+    EXPECT_THAT([&] { tape.gradient(y, a); },
+                ThrowsMessage<std::invalid_argument>(
+                    HasSubstr("custom_gradient: gradient function returned 1 gradients for 2 inputs")));
   }
   {
     tf::GradientTape tape;
     tape.watch(a);
     tf::Tensor y = wrong_shape(a);
-    expect_error([&] { tape.gradient(y, a); }, "custom_gradient: gradient 0 has shape [3], input has shape []");
+    EXPECT_THAT([&] { tape.gradient(y, a); }, ThrowsMessage<std::invalid_argument>(HasSubstr(
+                                                  "custom_gradient: gradient 0 has shape [3], input has shape []")));
   }
-  expect_error([&] { no_grad_fn({a}); }, "custom_gradient: the forward function returned no gradient function");
+  EXPECT_THAT([&] { no_grad_fn({a}); }, ThrowsMessage<std::invalid_argument>(HasSubstr(
+                                            "custom_gradient: the forward function returned no gradient function")));
 }
 
 // Restores an op's registered gradient when the test ends, even on failure.
@@ -159,9 +156,8 @@ TEST(RegisterGradient, SetGradientOverridesAndRestores) {
   tf::Tensor x = f64(3.0);
   {
     // tf.RegisterGradient-style override of Square: 10 g instead of 2 x g.
-    GradientOverride override_square("Square", [](const tf::GradContext&, std::span<const tf::Tensor> g) {
-      return tf::TensorList{g[0] * 10.0};
-    });
+    GradientOverride override_square(
+        "Square", [](const tf::GradContext&, std::span<const tf::Tensor> g) { return tf::TensorList{g[0] * 10.0}; });
     tf::GradientTape tape;
     tape.watch(x);
     tf::Tensor y = tf::square(x);
@@ -171,7 +167,8 @@ TEST(RegisterGradient, SetGradientOverridesAndRestores) {
   tape.watch(x);
   tf::Tensor y = tf::square(x);
   EXPECT_DOUBLE_EQ(tape.gradient(y, x)->item(), 6.0);  // restored
-  expect_error([] { tf::OpRegistry::global().set_gradient("NoSuchOp", {}); }, "unknown op 'NoSuchOp'");
+  EXPECT_THAT([] { tf::OpRegistry::global().set_gradient("NoSuchOp", {}); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("unknown op 'NoSuchOp'")));
 }
 
 // A brand-new user op: y = x³ with forward kernel and gradient 3 x² g (written with ops).
@@ -199,7 +196,9 @@ tf::Tensor user_cube(const tf::Tensor& x) {
 tf::testing::RegisterGradChecks rows({
     {"TestUserCube", "user op registered by custom_gradient_test",
      [](const std::vector<tf::Tensor>& in) { return user_cube(in[0]); },
-     [] { return std::vector<tf::Tensor>{tf::testing::random_f64({2, 2}, 5)}; }},
+     [] {
+       return std::vector<tf::Tensor>{tf::testing::random_f64({2, 2}, 5)};
+     }},
 });
 
 TEST(RegisterOp, UserOpWithForwardAndGradientUnderATape) {
@@ -217,14 +216,23 @@ TEST(RegisterOp, UserOpWithForwardAndGradientUnderATape) {
   EXPECT_DOUBLE_EQ(dy->item(), 12.0);
   EXPECT_DOUBLE_EQ(outer.gradient(*dy, x)->item(), 12.0);  // 6 x
   tf::testing::run_gradcheck_cases({"TestUserCube"});
-  expect_error([] { user_cube(tf::scalar(1.0)); }, "user_cube: expected float64, got float32");
+  EXPECT_THAT([] { user_cube(tf::scalar(1.0)); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("user_cube: expected float64, got float32")));
 }
 
 TEST(RegisterOp, DuplicateOrEmptyRegistrationsAreRejected) {
   user_cube(f64(1.0));  // make sure it is registered
-  expect_error([] { tf::register_op({"TestUserCube", [](std::span<const tf::Tensor>, const tf::Attrs&) { return tf::TensorList{}; }, {}}); },
-               "op 'TestUserCube' is already registered");
-  expect_error([] { tf::register_op({"TestNoForward", {}, {}}); }, "op 'TestNoForward' has no forward function");
+  EXPECT_THAT(
+      [] {
+        tf::register_op(
+            {"TestUserCube", [](std::span<const tf::Tensor>, const tf::Attrs&) { return tf::TensorList{}; }, {}});
+      },
+      ThrowsMessage<std::invalid_argument>(HasSubstr("op 'TestUserCube' is already registered")));
+  EXPECT_THAT(
+      [] {
+        tf::register_op({"TestNoForward", {}, {}});
+      },
+      ThrowsMessage<std::invalid_argument>(HasSubstr("op 'TestNoForward' has no forward function")));
 }
 
 }  // namespace

@@ -116,8 +116,7 @@ TEST(Matmul, InnerDimensionMismatchNamesBothShapes) {
     tf::matmul(tf::zeros({2, 3}), tf::zeros({2, 3}), true, true);
     FAIL() << "expected std::invalid_argument";
   } catch (const std::invalid_argument& e) {
-    EXPECT_STREQ(e.what(),
-                 "matmul: inner dimensions differ: a [2, 3], b [2, 3] (transpose_a=true, transpose_b=true)");
+    EXPECT_STREQ(e.what(), "matmul: inner dimensions differ: a [2, 3], b [2, 3] (transpose_a=true, transpose_b=true)");
   }
   // The same shapes are valid with one transpose.
   EXPECT_EQ(tf::matmul(tf::zeros({2, 3}), tf::zeros({2, 3}), false, true).shape(), (tf::Shape{2, 2}));
@@ -159,8 +158,8 @@ TEST(Solve, ForwardValues) {
   EXPECT_TRUE(all_close(tf::solve(a, b), tf::constant<double>({0.8, 1.4}, {2, 1}), 1e-12, 1e-12));
   // adjoint: aᵀ x = b with a = [[1, 2], [0, 1]] -> [[1, 0], [2, 1]] x = [1, 4] -> x = [1, 2]
   tf::Tensor u = tf::constant<double>({1, 2, 0, 1}, {2, 2});
-  EXPECT_TRUE(all_close(tf::solve(u, tf::constant<double>({1, 4}, {2, 1}), true),
-                        tf::constant<double>({1, 2}, {2, 1}), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(tf::solve(u, tf::constant<double>({1, 4}, {2, 1}), true), tf::constant<double>({1, 2}, {2, 1}),
+                        1e-12, 1e-12));
   tf::Tensor f = tf::solve(tf::fill({1, 1}, 4.0), tf::fill({1, 1}, 2.0));
   EXPECT_EQ(f.dtype(), tf::DType::kFloat32);
   EXPECT_FLOAT_EQ(f.item(), 0.5);

@@ -41,18 +41,22 @@ tf::testing::RegisterGradChecks rows({
     {"SparseSoftmaxCrossEntropyWithLogits", "int64 labels, weighted loss", xent(tf::DType::kInt64, {0.5, 2.0, -1.0}),
      inputs({{3, 4}}, -2.0, 2.0)},
     {"sigmoid_cross_entropy_with_logits", "logits and labels",
-     [](const In& in) { return tf::sigmoid_cross_entropy_with_logits(in[1], in[0]); },
-     inputs({k23, k23}, -3.0, 3.0)},
+     [](const In& in) { return tf::sigmoid_cross_entropy_with_logits(in[1], in[0]); }, inputs({k23, k23}, -3.0, 3.0)},
     {"EuclideanNorm", "all elements", [](const In& in) { return tf::norm(in[0]); }, inputs({k23})},
     {"EuclideanNorm", "axis 1 keepdims", [](const In& in) { return tf::norm(in[0], {1}, true); }, inputs({k23})},
-    {"EuclideanNorm", "axes {0, 2} of [2,2,3]", [](const In& in) { return tf::norm(in[0], {0, -1}); },
+    {"EuclideanNorm", "axes {0, 2} of [2,2,3]",
+     [](const In& in) {
+       return tf::norm(in[0], {0, -1});
+     },
      inputs({{2, 2, 3}})},
     {"clip_by_norm", "norm above clip (clipped)", [](const In& in) { return tf::clip_by_norm(in[0], 0.5); },
      inputs({k23})},
     {"clip_by_norm", "norm below clip (identity)", [](const In& in) { return tf::clip_by_norm(in[0], 10.0); },
      inputs({k23})},
     {"clip_by_norm", "per-row axes {1}, both sides",
-     [](const In& in) { return tf::clip_by_norm(in[0] * tf::constant<double>({0.1, 3.0}, {2, 1}), 1.0, {1}); },
+     [](const In& in) {
+       return tf::clip_by_norm(in[0] * tf::constant<double>({0.1, 3.0}, {2, 1}), 1.0, {1});
+     },
      inputs({k23})},
 });
 
