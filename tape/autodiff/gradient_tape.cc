@@ -303,9 +303,9 @@ std::optional<Tensor> GradientTape::gradient(const Tensor& target, const Source&
   return gradient(std::vector<Tensor>{target}, std::vector<Source>{source}, options)[0];
 }
 
-std::map<std::string, std::optional<Tensor>> GradientTape::gradient(const Tensor& target,
-                                                                    const std::map<std::string, Source>& sources,
-                                                                    const GradientOptions& options) {
+std::map<std::string, std::optional<Tensor>> GradientTape::gradient_map(const Tensor& target,
+                                                                        const std::map<std::string, Source>& sources,
+                                                                        const GradientOptions& options) {
   std::vector<Source> list;
   for (const auto& kv : sources) list.push_back(kv.second);
   auto grads = gradient(std::vector<Tensor>{target}, list, options);

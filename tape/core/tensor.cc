@@ -113,37 +113,35 @@ Tensor::Tensor(double value) : Tensor(make_scalar<float>(static_cast<float>(valu
 Tensor::Tensor(float value) : Tensor(make_scalar<float>(value)) {}
 Tensor::Tensor(int value) : Tensor(make_scalar<std::int32_t>(value)) {}
 
-Tensor::Tensor(std::initializer_list<double> values)
-    : Tensor(constant(std::vector<double>(values), Shape{static_cast<std::int64_t>(values.size())},
-                      DType::kFloat32)) {}
-
-Tensor::Tensor(std::initializer_list<std::initializer_list<double>> values) {
-  std::vector<double> flat;
-  std::int64_t cols = values.size() ? static_cast<std::int64_t>(values.begin()->size()) : 0;
-  for (const auto& row : values) {
-    if (static_cast<std::int64_t>(row.size()) != cols)
-      throw std::invalid_argument("Tensor: ragged nested list (rows of different lengths)");
-    flat.insert(flat.end(), row.begin(), row.end());
-  }
-  *this = constant(flat, Shape{static_cast<std::int64_t>(values.size()), cols}, DType::kFloat32);
-}
-
-Tensor::Tensor(std::initializer_list<std::initializer_list<std::initializer_list<double>>> values) {
-  std::vector<double> flat;
-  std::int64_t rows = -1, cols = -1;
-  for (const auto& mat : values) {
-    if (rows < 0) rows = static_cast<std::int64_t>(mat.size());
-    if (static_cast<std::int64_t>(mat.size()) != rows)
-      throw std::invalid_argument("Tensor: ragged nested list");
-    for (const auto& row : mat) {
-      if (cols < 0) cols = static_cast<std::int64_t>(row.size());
-      if (static_cast<std::int64_t>(row.size()) != cols)
-        throw std::invalid_argument("Tensor: ragged nested list");
-      flat.insert(flat.end(), row.begin(), row.end());
+namespace {
+// Appends the leaves of `list` to `flat`, recording dimensions at `depth`; throws on ragged lists.
+void flatten_nested(const std::vector<Tensor::NestedList>& list, std::size_t depth, std::vector<std::int64_t>& dims,
+                    std::vector<double>& flat) {
+  if (dims.size() <= depth) dims.push_back(static_cast<std::int64_t>(list.size()));
+  if (dims[depth] != static_cast<std::int64_t>(list.size()))
+    throw std::invalid_argument("Tensor: ragged nested list (lists of different lengths at depth " +
+                                std::to_string(depth) + ")");
+  for (const auto& item : list) {
+    bool expect_leaf = dims.size() == depth + 1 && (item.leaf() || flat.empty());
+    if (item.leaf()) {
+      if (dims.size() != depth + 1) throw std::invalid_argument("Tensor: ragged nested list (mixed depths)");
+      flat.push_back(item.value());
+    } else {
+      if (expect_leaf && !flat.empty()) throw std::invalid_argument("Tensor: ragged nested list (mixed depths)");
+      flatten_nested(item.items(), depth + 1, dims, flat);
     }
   }
-  *this = constant(flat, Shape{static_cast<std::int64_t>(values.size()), rows < 0 ? 0 : rows, cols < 0 ? 0 : cols},
-                   DType::kFloat32);
+}
+}  // namespace
+
+Tensor::Tensor(std::initializer_list<NestedList> values) {
+  std::vector<std::int64_t> dims;
+  std::vector<double> flat;
+  flatten_nested(std::vector<NestedList>(values), 0, dims, flat);
+  Shape shape(dims);
+  if (shape.num_elements() != static_cast<std::int64_t>(flat.size()))
+    throw std::invalid_argument("Tensor: ragged nested list");
+  *this = constant(flat, shape, DType::kFloat32);
 }
 
 double Tensor::item() const {

@@ -62,10 +62,10 @@ class Tensor {
   Tensor(float value);   // NOLINT
   // An int32 scalar (TF's default for Python ints).
   Tensor(int value);  // NOLINT
-  // A float32 vector / matrix / rank-3 array from nested lists. Errors: std::invalid_argument for ragged lists.
-  Tensor(std::initializer_list<double> values);
-  Tensor(std::initializer_list<std::initializer_list<double>> values);
-  Tensor(std::initializer_list<std::initializer_list<std::initializer_list<double>>> values);
+  // A float32 array from nested lists of any depth: {1., 2.} is [2], {{4.}} is [1, 1].
+  // Errors: std::invalid_argument for ragged lists.
+  class NestedList;
+  Tensor(std::initializer_list<NestedList> values);
 
   // Uninitialised storage for `shape` and `dtype`: for kernels and creation functions only;
   // fill it through mutable_data() before the tensor is shared.
@@ -134,6 +134,21 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// One level of a nested initializer list: a number or a list of NestedList.
+class Tensor::NestedList {
+ public:
+  NestedList(double value) : value_(value), leaf_(true) {}  // NOLINT: list element
+  NestedList(std::initializer_list<NestedList> items) : items_(items) {}
+  bool leaf() const { return leaf_; }
+  double value() const { return value_; }
+  const std::vector<NestedList>& items() const { return items_; }
+
+ private:
+  double value_ = 0;
+  bool leaf_ = false;
+  std::vector<NestedList> items_;
+};
 
 // ---- Creation ---------------------------------------------------------------------------
 // A scalar of `dtype` holding `value` (converted). Ref: tf.constant.

@@ -29,8 +29,6 @@ class Variable {
   Variable(const Tensor& initial_value, VariableOptions options = {});  // NOLINT: like tf.Variable(x)
   Variable(double value, VariableOptions options = {}) : Variable(Tensor(value), std::move(options)) {}
   Variable(int value, VariableOptions options = {}) : Variable(Tensor(value), std::move(options)) {}
-  Variable(std::initializer_list<double> values, VariableOptions options = {})
-      : Variable(Tensor(values), std::move(options)) {}
 
   bool defined() const { return impl_ != nullptr; }
   const std::string& name() const;
