@@ -1,0 +1,28 @@
+// Reshape: reshapes every example (the batch axis stays) to `target_shape`.
+//
+// Shapes:   [b, ...] -> [b, target_shape...]; one entry of target_shape may be -1 (inferred).
+// Errors:   std::invalid_argument (naming the layer and shapes) if the element counts do not match,
+//           more than one -1, or a dimension < -1.
+// Ref:      keras/src/layers/reshaping/reshape.py
+#pragma once
+
+#include "layers/layer.h"
+
+namespace tapeflow::layers {
+
+struct ReshapeOptions {
+  std::vector<std::int64_t> target_shape;
+  std::string name = "";
+};
+
+class Reshape : public Layer {
+ public:
+  explicit Reshape(ReshapeOptions options);
+  Tensor call(const Tensor& inputs, bool training) override;
+  Shape compute_output_shape(const Shape& input_shape) const override;
+
+ private:
+  std::vector<std::int64_t> target_;
+};
+
+}  // namespace tapeflow::layers
