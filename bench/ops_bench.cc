@@ -36,7 +36,11 @@ void BM_MatmulOp(benchmark::State& state) {
   }
   set_gflops(state, n);
 }
-BENCHMARK(BM_MatmulOp)->ArgsProduct({{1024}, {1, 2}})->ArgNames({"n", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulOp)
+    ->ArgsProduct({{1024}, {1, 2}})
+    ->ArgNames({"n", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 void BM_MatmulKernel(benchmark::State& state) {
   const std::int64_t n = state.range(0);
@@ -51,7 +55,11 @@ void BM_MatmulKernel(benchmark::State& state) {
   }
   set_gflops(state, n);
 }
-BENCHMARK(BM_MatmulKernel)->ArgsProduct({{1024}, {1, 2}})->ArgNames({"n", "threads"})->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MatmulKernel)
+    ->ArgsProduct({{1024}, {1, 2}})
+    ->ArgNames({"n", "threads"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Forward and backward of a matmul recorded on a tape: 3 products per iteration.
 void BM_MatmulOpForwardBackward(benchmark::State& state) {
@@ -66,7 +74,8 @@ void BM_MatmulOpForwardBackward(benchmark::State& state) {
     auto g = tape.gradient(c, std::vector<tf::Source>{a, b});
     benchmark::DoNotOptimize(g[0]->raw_data());
   }
-  state.counters["GFLOP"] = benchmark::Counter(3 * 2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOP"] =
+      benchmark::Counter(3 * 2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_MatmulOpForwardBackward)->Arg(1024)->ArgName("n")->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -61,8 +61,10 @@ TensorList softmax_forward(std::span<const Tensor> in, const Attrs& at) {
   dispatch_floating(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
     along_axis<T>(x, axis, y, [](const T* px, std::int64_t r, std::int64_t c, T* py) {
-      if constexpr (kLog) kernels::log_softmax(px, r, c, py);
-      else kernels::softmax(px, r, c, py);
+      if constexpr (kLog)
+        kernels::log_softmax(px, r, c, py);
+      else
+        kernels::softmax(px, r, c, py);
     });
   });
   return {y};
@@ -90,7 +92,8 @@ void check_xent_shapes(const Tensor& logits, const Tensor& labels) {
   bool ok = logits.rank() >= 1 && labels.rank() == logits.rank() - 1;
   for (int i = 0; ok && i < labels.rank(); ++i) ok = labels.shape()[i] == logits.shape()[i];
   if (!ok)
-    throw std::invalid_argument(std::string(name) + ": labels shape must equal logits shape without the last dim: labels " +
+    throw std::invalid_argument(std::string(name) +
+                                ": labels shape must equal logits shape without the last dim: labels " +
                                 labels.shape().to_string() + ", logits " + logits.shape().to_string());
 }
 
@@ -106,8 +109,10 @@ TensorList xent_forward(std::span<const Tensor> in, const Attrs&) {
     auto run = [&](const auto* pl) {
       kernels::sparse_softmax_xent(logits.data<T>(), pl, rows, cols, loss.mutable_data<T>(), static_cast<T*>(nullptr));
     };
-    if (labels.dtype() == DType::kInt32) run(labels.data<std::int32_t>());
-    else run(labels.data<std::int64_t>());
+    if (labels.dtype() == DType::kInt32)
+      run(labels.data<std::int32_t>());
+    else
+      run(labels.data<std::int64_t>());
   });
   return {loss};
 }
@@ -155,8 +160,10 @@ Shape reduced(const Shape& s, const std::vector<std::int64_t>& axes, bool keepdi
   Shape out;
   for (int i = 0; i < s.rank(); ++i) {
     const bool r = std::find(axes.begin(), axes.end(), i) != axes.end();
-    if (!r) out.push_back(s[i]);
-    else if (keepdims) out.push_back(1);
+    if (!r)
+      out.push_back(s[i]);
+    else if (keepdims)
+      out.push_back(1);
   }
   return out;
 }
@@ -202,10 +209,13 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
 
 Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
   if (labels.shape() != logits.shape() || labels.dtype() != logits.dtype())
-    throw std::invalid_argument("sigmoid_cross_entropy_with_logits: labels and logits must have the same shape and "
-                                "dtype: labels " + describe(labels) + ", logits " + describe(logits));
+    throw std::invalid_argument(
+        "sigmoid_cross_entropy_with_logits: labels and logits must have the same shape and "
+        "dtype: labels " +
+        describe(labels) + ", logits " + describe(logits));
   if (!is_floating(logits.dtype()))
-    throw std::invalid_argument("sigmoid_cross_entropy_with_logits: expected float32 or float64, got " + describe(logits));
+    throw std::invalid_argument("sigmoid_cross_entropy_with_logits: expected float32 or float64, got " +
+                                describe(logits));
   // TF's composition: the >= selects make the gradient at x = 0 exactly sigmoid(0) - z.
   Tensor zero = zeros_like(logits);
   Tensor nonneg = greater_equal(logits, zero);
