@@ -8,6 +8,8 @@
 // Facts:    Products with m*n*k < kMatmulSerialWork run single-threaded with no task overhead;
 //           larger ones split the larger output dimension (or the batch) into one task per thread.
 //           Eigen's cache sizes are set from /sys on the first call (configure_eigen_cache).
+//           Results repeat bit for bit at a fixed thread count; the split (and so the last bits
+//           of edge rows) may change with the thread count.
 // Errors:   solve: std::invalid_argument("solve: matrix is singular ...") for a singular or
 //           non-finite system.
 // Ref:      tf.linalg.matmul, tf.linalg.solve

@@ -22,7 +22,7 @@ namespace internal {
 void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn, void* ctx) {
   const std::int64_t chunks = n / grain;  // >= 1 because n > grain
   auto chunk_begin = [n, chunks](std::int64_t c) { return c == chunks ? n : (n / chunks) * c + std::min(c, n % chunks); };
-  if (num_threads() <= 1) {
+  if (chunks < 2 || num_threads() <= 1) {
     fn(ctx, 0, n);
     return;
   }

@@ -80,7 +80,7 @@ TEST(Matmul, EmptyDims) {
   matmul(a.data(), b.data(), c.data(), 1, 0, 3, 2, false, false, 0, 0);
 }
 
-TEST(Matmul, ParallelEqualsSerialBitwise) {
+TEST(Matmul, ParallelProductRepeatsBitwise) {
   const std::int64_t m = 200, k = 150, n = 120;
   auto a = random_vector<float>(m * k, 3);
   auto b = random_vector<float>(k * n, 4);
