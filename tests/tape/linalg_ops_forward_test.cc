@@ -1,6 +1,8 @@
 // matmul and solve: forward values, float64 gradient checks (1st + 2nd order) and every error path.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "tape/tapeflow.h"
@@ -90,6 +92,25 @@ TEST(Matmul, BatchBroadcastMatchesPerMatrixProducts) {
           for (int k = 0; k < 3; ++k) s += av[i * 6 + r * 3 + k] * bv[j * 12 + k * 4 + q];
           EXPECT_NEAR(cv[((i * 3 + j) * 2 + r) * 4 + q], s, 1e-12);
         }
+}
+
+// Large enough for the kernel's parallel paths; b is one matrix shared by the batch (stride 0).
+TEST(Matmul, ParallelBatchedWithSharedRhsMatchesReference) {
+  const int batch = 3, m = 40, k = 50, n = 60;
+  tf::Tensor a = random_f64({batch, m, k}, 3);
+  tf::Tensor b = random_f64({n, k}, 4);
+  tf::Tensor c = tf::matmul(a, b, false, true);
+  ASSERT_EQ(c.shape(), (tf::Shape{batch, m, n}));
+  auto av = a.to_vector<double>(), bv = b.to_vector<double>(), cv = c.to_vector<double>();
+  double max_err = 0;
+  for (int i = 0; i < batch; ++i)
+    for (int r = 0; r < m; ++r)
+      for (int q = 0; q < n; ++q) {
+        double s = 0;
+        for (int j = 0; j < k; ++j) s += av[(i * m + r) * k + j] * bv[q * k + j];
+        max_err = std::max(max_err, std::abs(cv[(i * m + r) * n + q] - s));
+      }
+  EXPECT_LT(max_err, 1e-12);
 }
 
 TEST(Matmul, GradientSumsOverBroadcastBatch) {
