@@ -70,8 +70,8 @@ TensorList softmax_forward(std::span<const Tensor> in, const Attrs& at) {
   return {y};
 }
 
-Tensor softmax_op(const char* opname, const Tensor& logits, int axis) {
-  return execute1(op_def(opname), {logits}, Attrs().set("axis", std::int64_t{axis}));
+Tensor softmax_op(const OpDef& op, const Tensor& logits, int axis) {
+  return execute1(op, {logits}, Attrs().set("axis", std::int64_t{axis}));
 }
 
 // softmax: dx = y (g - Σ g y); log_softmax: dx = g - exp(y) Σ g (sums along the op's axis).
@@ -199,8 +199,14 @@ TensorList norm_gradient(const GradContext& c, std::span<const Tensor> g) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& logits, int axis) { return softmax_op("Softmax", logits, axis); }
-Tensor log_softmax(const Tensor& logits, int axis) { return softmax_op("LogSoftmax", logits, axis); }
+Tensor softmax(const Tensor& logits, int axis) {
+  static const OpDef& op = op_def("Softmax");
+  return softmax_op(op, logits, axis);
+}
+Tensor log_softmax(const Tensor& logits, int axis) {
+  static const OpDef& op = op_def("LogSoftmax");
+  return softmax_op(op, logits, axis);
+}
 
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
   static const OpDef& op = op_def("SparseSoftmaxCrossEntropyWithLogits");
