@@ -79,7 +79,8 @@ TEST(SparseSoftmaxXent, Errors) {
       [&] {
         tf::sparse_softmax_cross_entropy_with_logits(tf::constant<std::int32_t>({0, 3}, {2}), logits);
       },
-      ThrowsMessage<std::invalid_argument>(HasSubstr("sparse_softmax_cross_entropy_with_logits: label 3")));
+      ThrowsMessage<std::invalid_argument>(
+          HasSubstr("sparse_softmax_cross_entropy_with_logits: label 3 at row 1 is outside the valid range [0, 3)")));
   EXPECT_THAT(
       [&] {
         tf::sparse_softmax_cross_entropy_with_logits(tf::constant<std::int64_t>({-1, 0}, {2}), logits);
