@@ -205,5 +205,7 @@ TAPEFLOW_SEGMENT(std::int32_t, std::int64_t)
 TAPEFLOW_SEGMENT(std::int64_t, std::int32_t)
 TAPEFLOW_SEGMENT(std::int64_t, std::int64_t)
 #undef TAPEFLOW_SEGMENT
+template void one_hot<bool, std::int32_t>(const std::int32_t*, std::int64_t, std::int64_t, bool, bool, bool*);
+template void one_hot<bool, std::int64_t>(const std::int64_t*, std::int64_t, std::int64_t, bool, bool, bool*);
 
 }  // namespace tapeflow::kernels

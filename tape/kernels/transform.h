@@ -6,7 +6,7 @@
 //           unsorted_segment_sum: data [rows, row_size], ids [rows] -> y [num_segments, row_size].
 //           one_hot: indices [n] -> y [n, depth].
 // DTypes:   transpose/slice/concat/gather: float, double, int32, int64, bool; unsorted_segment_sum:
-//           float, double, int32, int64; one_hot: float, double, int32, int64. Indices: int32, int64.
+//           float, double, int32, int64; one_hot: float, double, int32, int64, bool. Indices: int32, int64.
 // Facts:    unsorted_segment_sum zeroes y first, drops negative ids (as TensorFlow) and adds rows in
 //           order (deterministic). one_hot: an out-of-range index gives a row of `off`.
 // Errors:   std::invalid_argument: bad perm, slice out of bounds, concat shape mismatch,

@@ -167,6 +167,9 @@ TEST(OneHot, OutOfRangeGivesOffRow) {
   std::vector<std::int64_t> yi(6);
   one_hot(i32, 2, 3, std::int64_t{5}, std::int64_t{-1}, yi.data());
   EXPECT_EQ(yi, std::vector<std::int64_t>({5, -1, -1, -1, -1, 5}));
+  bool yb[6];
+  one_hot(i32, 2, 3, true, false, yb);
+  EXPECT_EQ(std::vector<bool>(yb, yb + 6), std::vector<bool>({true, false, false, false, false, true}));
 }
 
 }  // namespace
