@@ -3,9 +3,6 @@
 #include "tape/autodiff/jacobian.h"
 
 #include <spdlog/spdlog.h>
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
@@ -26,33 +23,6 @@ Shape concat_shapes(const Shape& a, const Shape& b) {
   Shape out = a;
   for (std::int64_t d : b) out.push_back(d);
   return out;
-}
-
-void log_fallback(const char* what, const std::string& op) {
-  static std::atomic<bool> logged{false};
-  if (!logged.exchange(true))
-    spdlog::debug("{}: op {} has no batched gradient rule; falling back to a loop of backward passes "
-                  "(logged once)", what, op);
-}
-
-// Runs row(i) for every i in [0, n): in order on this thread when parallel_iterations == 1, else on
-// at most parallel_iterations oneTBB threads (0 = all). Recording is paused on every thread, so the
-// rows read the tape and nothing appends to it while they run.
-template <class F>
-void run_rows(std::int64_t n, int parallel_iterations, F&& row) {
-  if (parallel_iterations == 1 || n <= 1) {
-    RecordingPause pause;
-    for (std::int64_t i = 0; i < n; ++i) row(i);
-    return;
-  }
-  const int all = tbb::this_task_arena::max_concurrency();
-  tbb::task_arena arena(parallel_iterations > 0 ? std::min(parallel_iterations, all) : all);
-  arena.execute([&] {
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
-      RecordingPause pause;
-      for (std::int64_t i = r.begin(); i != r.end(); ++i) row(i);
-    });
-  });
 }
 
 // Per-source output buffers filled by rows; a source stays unconnected if no row reached it.
@@ -100,7 +70,7 @@ std::vector<Tensor> jacobian_loop(const internal::TapeState& s, const Tensor& ta
   std::vector<Shape> shapes;
   for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
   RowResults rows(shapes, src.dtypes);
-  run_rows(target.num_elements(), parallel_iterations, [&](std::int64_t i) {
+  internal::run_rows(target.num_elements(), parallel_iterations, [&](std::int64_t i) {
     Tensor seed = internal::one_hot_rows(target.shape(), target.dtype(), i, 1).with_shape(target.shape());
     std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
     for (std::size_t j = 0; j < g.size(); ++j)
@@ -117,7 +87,7 @@ std::optional<std::vector<Tensor>> jacobian_vectorized(const internal::TapeState
                                                        const SourceInfo& src, int chunk) {
   std::string op = internal::first_unbatched_op(s, std::span<const Tensor>(&target, 1), src.ids);
   if (!op.empty()) {
-    log_fallback("GradientTape::jacobian", op);
+    internal::log_batched_fallback("GradientTape::jacobian", op);
     return std::nullopt;
   }
   const std::int64_t n = target.num_elements();
@@ -241,7 +211,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
       options.experimental_use_pfor &&
       [&] {
         std::string op = internal::first_unbatched_op(s, std::span<const Tensor>(&target, 1), src.ids);
-        if (!op.empty()) log_fallback("GradientTape::batch_jacobian", op);
+        if (!op.empty()) internal::log_batched_fallback("GradientTape::batch_jacobian", op);
         return op.empty();
       }();
   if (check && b > 1) internal::check_batch_independence(s, target, src.ids[0], vectorize);
@@ -260,7 +230,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
       connected = true;
     }
   } else {
-    run_rows(ny, options.parallel_iterations, [&](std::int64_t j) {
+    internal::run_rows(ny, options.parallel_iterations, [&](std::int64_t j) {
       Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), j, 1).with_shape(target.shape());
       std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
       if (!g[0].defined()) return;

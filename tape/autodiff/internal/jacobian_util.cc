@@ -1,12 +1,46 @@
 #include "tape/autodiff/internal/jacobian_util.h"
 
+#include <spdlog/spdlog.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 
+#include "tape/runtime/recorder.h"
+
 namespace tapeflow::internal {
 
-Tensor one_hot_rows(const Shape& shape, DType dtype, std::int64_t first, std::int64_t count) {
+void run_rows(std::int64_t n, int parallel_iterations, const std::function<void(std::int64_t)>& row) {
+  if (parallel_iterations == 1 || n <= 1) {
+    RecordingPause pause;
+    for (std::int64_t i = 0; i < n; ++i) row(i);
+    return;
+  }
+  const int all = tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(parallel_iterations > 0 ? std::min(parallel_iterations, all) : all);
+  arena.execute([&] {
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
+      RecordingPause pause;
+      for (std::int64_t i = r.begin(); i != r.end(); ++i) row(i);
+    });
+  });
+}
+
+void log_batched_fallback(const char* what, const std::string& op) {
+  static std::atomic<bool> logged{false};
+  if (!logged.exchange(true))
+    spdlog::debug("{}: op {} has no batched gradient rule; falling back to a loop of backward passes "
+                  "(logged once)", what, op);
+}
+
+namespace {
+// [count, shape...] zeros; set(p, n) then writes the ones (p: the data, n: elements per row).
+template <class Set>
+Tensor rows_of_zeros(const Shape& shape, DType dtype, std::int64_t count, Set set) {
   Shape s{count};
   for (std::int64_t d : shape) s.push_back(d);
   Tensor t = Tensor::empty(s, dtype);
@@ -15,24 +49,33 @@ Tensor one_hot_rows(const Shape& shape, DType dtype, std::int64_t first, std::in
     using T = decltype(tag);
     T* p = t.mutable_data<T>();
     std::fill(p, p + count * n, T(0));
-    for (std::int64_t k = 0; k < count; ++k) p[k * n + first + k] = T(1);
+    set(p, n);
   });
   return t;
 }
+}  // namespace
+
+Tensor one_hot_rows(const Shape& shape, DType dtype, std::int64_t first, std::int64_t count) {
+  return block_one_hot_rows(shape, dtype, 0, first, count);
+}
 
 Tensor batch_one_hot_rows(const Shape& target_shape, DType dtype, std::int64_t first, std::int64_t count) {
-  Shape s{count};
-  for (std::int64_t d : target_shape) s.push_back(d);
-  Tensor t = Tensor::empty(s, dtype);
-  const std::int64_t b = target_shape[0], ny = target_shape.num_elements() / b;
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    T* p = t.mutable_data<T>();
-    std::fill(p, p + count * b * ny, T(0));
+  const std::int64_t b = target_shape[0];
+  return rows_of_zeros(target_shape, dtype, count, [&](auto* p, std::int64_t n) {
+    const std::int64_t ny = n / b;
     for (std::int64_t k = 0; k < count; ++k)
-      for (std::int64_t i = 0; i < b; ++i) p[(k * b + i) * ny + first + k] = T(1);
+      for (std::int64_t i = 0; i < b; ++i) p[(k * b + i) * ny + first + k] = 1;
   });
-  return t;
+}
+
+Tensor block_one_hot_rows(const Shape& shape, DType dtype, std::int64_t offset, std::int64_t first,
+                          std::int64_t count) {
+  return rows_of_zeros(shape, dtype, count, [&](auto* p, std::int64_t n) {
+    for (std::int64_t k = 0; k < count; ++k) {
+      const std::int64_t r = first + k - offset;
+      if (r >= 0 && r < n) p[k * n + r] = 1;
+    }
+  });
 }
 
 void copy_into(const Tensor& dst, std::int64_t offset, const Tensor& src) {
@@ -48,7 +91,7 @@ void copy_into(const Tensor& dst, std::int64_t offset, const Tensor& src) {
 void swap_leading_into(const Tensor& dst, std::int64_t total_k, std::int64_t first, const Tensor& src) {
   Tensor s = src.dtype() == dst.dtype() ? src : convert(src, dst.dtype());
   const std::int64_t k = s.shape()[0], b = s.rank() > 1 ? s.shape()[1] : 1;
-  const std::int64_t rest = (k * b) ? s.num_elements() / (k * b) : 0;
+  const std::int64_t rest = (k > 0 && b > 0) ? s.num_elements() / (k * b) : 0;
   const std::size_t size = dtype_size(dst.dtype());
   const char* in = static_cast<const char*>(s.raw_data());
   char* out = static_cast<char*>(dst.mutable_raw_data());
@@ -56,6 +99,19 @@ void swap_leading_into(const Tensor& dst, std::int64_t total_k, std::int64_t fir
     for (std::int64_t i = 0; i < b; ++i)
       std::memcpy(out + static_cast<std::size_t>((i * total_k + first + j) * rest) * size,
                   in + static_cast<std::size_t>((j * b + i) * rest) * size, static_cast<std::size_t>(rest) * size);
+}
+
+
+void copy_block(const Tensor& dst, std::int64_t row0, std::int64_t col0, const Tensor& src, std::int64_t nr,
+                std::int64_t nc) {
+  Tensor s = src.dtype() == dst.dtype() ? src : convert(src, dst.dtype());
+  const std::int64_t cols = dst.shape()[dst.rank() - 1];
+  const std::size_t size = dtype_size(dst.dtype());
+  const char* in = static_cast<const char*>(s.raw_data());
+  char* out = static_cast<char*>(dst.mutable_raw_data());
+  for (std::int64_t r = 0; r < nr; ++r)
+    std::memcpy(out + static_cast<std::size_t>((row0 + r) * cols + col0) * size,
+                in + static_cast<std::size_t>(r * nc) * size, static_cast<std::size_t>(nc) * size);
 }
 
 }  // namespace tapeflow::internal

@@ -1,12 +1,21 @@
-// Raw-memory helpers of the jacobian code: one-hot cotangents, row copies, axis swaps.
-// Facts:    nothing here is an op: results are plain tensors no tape records.
+// Helpers of the jacobian/hessian code: one-hot cotangents, row copies, axis swaps (raw memory:
+// results are plain tensors no tape records), and the row loop.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 
 #include "tape/core/tensor.h"
 
 namespace tapeflow::internal {
+
+// Runs row(i) for every i in [0, n): in order on this thread when parallel_iterations == 1, else on
+// at most parallel_iterations oneTBB threads (0 = all) in a task arena. Recording is paused on
+// every thread, so rows only read the tape. Exceptions propagate to the caller.
+void run_rows(std::int64_t n, int parallel_iterations, const std::function<void(std::int64_t)>& row);
+// Logs (debug level, once per process) that `what` falls back to the loop because of `op`.
+void log_batched_fallback(const char* what, const std::string& op);
 
 // [count, shape...] zeros with a 1 at flat index first + k of row k.
 Tensor one_hot_rows(const Shape& shape, DType dtype, std::int64_t first, std::int64_t count);
@@ -16,5 +25,13 @@ Tensor batch_one_hot_rows(const Shape& target_shape, DType dtype, std::int64_t f
 void copy_into(const Tensor& dst, std::int64_t offset, const Tensor& src);
 // src viewed as [k, b, rest] -> dst [b, total_k, rest] rows [first, first + k) of axis 1.
 void swap_leading_into(const Tensor& dst, std::int64_t total_k, std::int64_t first, const Tensor& src);
+
+// [count, shape...] zeros with a 1 at flat index r of row (offset + r - first) for the rows of
+// [first, first + count) that fall in [offset, offset + shape.num_elements()): the block of an
+// n x n identity's rows that belongs to one variable (Hessian seeds).
+Tensor block_one_hot_rows(const Shape& shape, DType dtype, std::int64_t offset, std::int64_t first, std::int64_t count);
+// dst [rows, cols] row-major: dst[r, col0 + c] = src[r - row0, c] for src viewed as [nr, nc].
+void copy_block(const Tensor& dst, std::int64_t row0, std::int64_t col0, const Tensor& src, std::int64_t nr,
+                std::int64_t nc);
 
 }  // namespace tapeflow::internal

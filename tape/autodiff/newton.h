@@ -1,0 +1,49 @@
+// One damped Newton step over several variables: solve (H + λI) u = g, then v -= u per variable.
+//
+// Shapes:   g and H span all variables (flattened row-major, in the order given, as hessian());
+//           u is split and reshaped back to each variable's shape.
+// DTypes:   float32, float64 variables (one dtype); the linear solve runs in float64 (Eigen).
+// Solver:   Cholesky (LLT) of H + λI. If that matrix is not positive definite: with
+//           kLevenbergMarquardt, λ is multiplied by damping_factor until LLT succeeds (at most
+//           max_damping_increases times, then LDLT); with kIndefinite, a symmetric indefinite
+//           LDLT solve of H + λI. Which one ran is logged (spdlog info) and reported.
+// Errors:   std::invalid_argument naming the variable(s) when g or H has a non-finite entry, and
+//           for no variables, mixed dtypes, a non-scalar loss; std::runtime_error if no solver
+//           gives a finite step.
+// Ref:      the Newton step of TF's advanced autodiff guide (tf.linalg.solve(H + eps I, g));
+//           Levenberg–Marquardt damping (Nocedal & Wright, ch. 10).
+#pragma once
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tape/autodiff/hessian.h"
+
+namespace tapeflow {
+
+enum class NewtonFallback { kLevenbergMarquardt, kIndefinite };
+
+struct NewtonOptions {
+  double damping = 1e-3;  // λ
+  NewtonFallback fallback = NewtonFallback::kLevenbergMarquardt;
+  double damping_factor = 10.0;
+  int max_damping_increases = 12;
+  bool evaluate_loss_after = true;  // run loss_fn once more for loss_after
+  HessianOptions hessian = {};
+};
+
+struct NewtonStepResult {
+  double loss_before = 0.0;
+  double loss_after = std::numeric_limits<double>::quiet_NaN();  // NaN unless evaluate_loss_after
+  double step_norm = 0.0;  // ‖u‖₂
+  double damping = 0.0;    // the λ actually used
+  std::string solver;      // "llt", "llt (damping raised)" or "ldlt"
+  std::vector<Tensor> updates;  // u per variable, already subtracted
+};
+
+// Computes g and H of loss_fn() over `variables`, solves for u and applies v -= u.
+NewtonStepResult newton_step(const LossFn& loss_fn, const std::vector<Variable>& variables,
+                             const NewtonOptions& options = {});
+
+}  // namespace tapeflow
