@@ -4,5 +4,6 @@
 
 #include "optimizers/adam.h"
 #include "optimizers/optimizer.h"
+#include "optimizers/rmsprop.h"
 #include "optimizers/schedules.h"
 #include "optimizers/sgd.h"

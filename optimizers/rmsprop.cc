@@ -1,0 +1,91 @@
+#include "optimizers/rmsprop.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "optimizers/internal/update_loop.h"
+
+namespace tapeflow::optimizers {
+
+RMSprop::RMSprop(RMSpropOptions o)
+    : Optimizer({.learning_rate = o.learning_rate,
+                 .clipnorm = o.clipnorm,
+                 .clipvalue = o.clipvalue,
+                 .global_clipnorm = o.global_clipnorm,
+                 .name = o.name}),
+      options_(std::move(o)) {
+  if (!(options_.rho >= 0 && options_.rho < 1))
+    throw std::invalid_argument(name() + ": rho must be in [0, 1), got " + std::to_string(options_.rho));
+  if (!(options_.momentum >= 0 && options_.momentum <= 1))
+    throw std::invalid_argument(name() + ": momentum must be in [0, 1], got " + std::to_string(options_.momentum));
+  if (options_.epsilon < 0)
+    throw std::invalid_argument(name() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+}
+
+void RMSprop::build_slots(const Variable& var) {
+  add_slot(var, "rms");
+  if (options_.momentum > 0) add_slot(var, "momentum");
+  if (options_.centered) add_slot(var, "mg");
+}
+
+void RMSprop::update_step(const Tensor& grad, const Variable& var, double lr) {
+  internal::dispatch_update(var.dtype(), "RMSprop", [&](auto tag) {
+    using T = decltype(tag);
+    T* w = var.mutable_data_for_update<T>();
+    const T* g = grad.data<T>();
+    T* rms = slot(var, "rms").mutable_data_for_update<T>();
+    T* mom = options_.momentum > 0 ? slot(var, "momentum").mutable_data_for_update<T>() : nullptr;
+    T* mg = options_.centered ? slot(var, "mg").mutable_data_for_update<T>() : nullptr;
+    const T rho = static_cast<T>(options_.rho), one_rho = static_cast<T>(1.0 - options_.rho);
+    const T eps = static_cast<T>(options_.epsilon), lr_t = static_cast<T>(lr), mu = static_cast<T>(options_.momentum);
+    internal::for_each_index(var.shape().num_elements(), [&](std::int64_t i) {
+      rms[i] = rho * rms[i] + one_rho * g[i] * g[i];
+      T denom = rms[i] + eps;
+      if (mg) {
+        mg[i] = rho * mg[i] + one_rho * g[i];
+        denom = rms[i] - mg[i] * mg[i] + eps;
+      }
+      const T inc = lr_t * g[i] / std::sqrt(denom);
+      if (mom) {
+        mom[i] = mu * mom[i] + inc;
+        w[i] -= mom[i];
+      } else {
+        w[i] -= inc;
+      }
+    });
+  });
+}
+
+Adagrad::Adagrad(AdagradOptions o)
+    : Optimizer({.learning_rate = o.learning_rate,
+                 .clipnorm = o.clipnorm,
+                 .clipvalue = o.clipvalue,
+                 .global_clipnorm = o.global_clipnorm,
+                 .name = o.name}),
+      options_(std::move(o)) {
+  if (options_.initial_accumulator_value < 0)
+    throw std::invalid_argument(name() + ": initial_accumulator_value must be >= 0, got " +
+                                std::to_string(options_.initial_accumulator_value));
+  if (options_.epsilon < 0)
+    throw std::invalid_argument(name() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+}
+
+void Adagrad::build_slots(const Variable& var) {
+  add_slot(var, "accumulator", options_.initial_accumulator_value);
+}
+
+void Adagrad::update_step(const Tensor& grad, const Variable& var, double lr) {
+  internal::dispatch_update(var.dtype(), "Adagrad", [&](auto tag) {
+    using T = decltype(tag);
+    T* w = var.mutable_data_for_update<T>();
+    const T* g = grad.data<T>();
+    T* acc = slot(var, "accumulator").mutable_data_for_update<T>();
+    const T eps = static_cast<T>(options_.epsilon), lr_t = static_cast<T>(lr);
+    internal::for_each_index(var.shape().num_elements(), [&](std::int64_t i) {
+      acc[i] += g[i] * g[i];
+      w[i] -= lr_t * g[i] / std::sqrt(acc[i] + eps);
+    });
+  });
+}
+
+}  // namespace tapeflow::optimizers
