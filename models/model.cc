@@ -1,0 +1,280 @@
+#include "models/model.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <stdexcept>
+
+#include "tape/autodiff/gradient_tape.h"
+#include "tape/ops/math_ops.h"
+#include "tape/runtime/recorder.h"
+
+namespace tapeflow::models {
+namespace {
+
+// Resolves a metric name the way Keras's compile does ("accuracy" follows the loss).
+std::shared_ptr<PredictionMetric> resolve_metric(const MetricSpec& spec, const Loss* loss) {
+  if (spec.metric) return spec.metric;
+  const std::string& n = spec.name;
+  if (n == "accuracy" || n == "acc") {
+    if (dynamic_cast<const SparseCategoricalCrossentropy*>(loss)) return std::make_shared<SparseCategoricalAccuracy>(n);
+    if (dynamic_cast<const CategoricalCrossentropy*>(loss)) return std::make_shared<CategoricalAccuracy>(n);
+    if (dynamic_cast<const BinaryCrossentropy*>(loss)) return std::make_shared<BinaryAccuracy>(n);
+    return std::make_shared<Accuracy>(n);
+  }
+  if (n == "sparse_categorical_accuracy") return std::make_shared<SparseCategoricalAccuracy>();
+  if (n == "categorical_accuracy") return std::make_shared<CategoricalAccuracy>();
+  if (n == "binary_accuracy") return std::make_shared<BinaryAccuracy>();
+  throw std::invalid_argument("Model::compile: unknown metric '" + n +
+                              "' (known: accuracy, acc, sparse_categorical_accuracy, categorical_accuracy, "
+                              "binary_accuracy, or pass a metric object)");
+}
+
+void check_xy(const char* caller, const Tensor& x, const Tensor& y) {
+  if (!x.defined() || !y.defined()) throw std::invalid_argument(std::string(caller) + ": x and y must be defined");
+  if (x.rank() == 0 || y.rank() == 0 || x.shape()[0] != y.shape()[0])
+    throw std::invalid_argument(std::string(caller) + ": x and y must have the same number of examples (first "
+                                "dimension), got x " + x.shape().to_string() + ", y " + y.shape().to_string());
+}
+
+void check_batch(const char* caller, const data::Example& batch) {
+  if (batch.size() < 2)
+    throw std::invalid_argument(std::string(caller) + ": expected a batch {x, y}, got " +
+                                std::to_string(batch.size()) + " component(s)");
+}
+
+void check_batch_size(const char* caller, std::int64_t batch_size) {
+  if (batch_size < 1)
+    throw std::invalid_argument(std::string(caller) + ": batch_size must be >= 1, got " + std::to_string(batch_size));
+}
+
+std::string format_logs(const Logs& logs) {
+  std::string s;
+  for (const auto& [k, v] : logs) s += fmt::format(" - {}: {:.4f}", k, v);
+  return s;
+}
+
+}  // namespace
+
+std::string batch_shape_string(const Shape& shape) {
+  std::string s = "(";
+  for (int i = 0; i < shape.rank(); ++i) {
+    if (i > 0) s += ", ";
+    s += i == 0 ? "None" : std::to_string(shape[i]);
+  }
+  return s + (shape.rank() == 1 ? ",)" : ")");
+}
+
+Model::Model(std::string name, std::string class_name) : Layer(std::move(class_name), std::move(name)) {}
+
+Model::~Model() = default;
+
+Tensor Model::call(const Tensor&, bool) {
+  throw std::logic_error(describe() + ": call() is not implemented; subclasses of Model must override call()");
+}
+
+void Model::build(const Shape& input_shape) {
+  build_input_shape_ = input_shape;
+  Layer::build(input_shape);
+}
+
+void Model::compile(CompileOptions options) {
+  if (!options.optimizer) throw std::invalid_argument("Model::compile: no optimizer given");
+  if (!options.loss.loss) throw std::invalid_argument("Model::compile: no loss given");
+  std::vector<std::shared_ptr<PredictionMetric>> metrics;
+  for (const MetricSpec& m : options.metrics) metrics.push_back(resolve_metric(m, options.loss.loss.get()));
+  optimizer_ = std::move(options.optimizer);
+  loss_ = std::move(options.loss.loss);
+  metrics_ = std::move(metrics);
+  compiled_ = true;
+}
+
+void Model::require_compiled(const char* caller) const {
+  if (!compiled_)
+    throw std::logic_error(describe() + ": " + caller + " needs a compiled model (call compile first)");
+}
+
+Tensor Model::compute_loss(const Tensor& y, const Tensor& y_pred) {
+  if (!loss_) throw std::logic_error(describe() + ": compute_loss without a compiled loss");
+  Tensor total = (*loss_)(y, y_pred);
+  for (const Tensor& l : losses()) total = total + l;
+  return total;
+}
+
+Logs Model::compute_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss, std::int64_t batch_size) {
+  loss_tracker_.update_state(loss.item(), static_cast<double>(batch_size));
+  for (const auto& m : metrics_) m->update_state(y, y_pred);
+  return get_metrics_result();
+}
+
+Logs Model::get_metrics_result() const {
+  Logs logs;
+  logs.set("loss", loss_tracker_.result());
+  for (const auto& m : metrics_) logs.set(m->name(), m->result());
+  return logs;
+}
+
+void Model::reset_metrics() {
+  loss_tracker_.reset_state();
+  for (const auto& m : metrics_) m->reset_state();
+}
+
+Logs Model::train_step(const data::Example& batch) {
+  check_batch("Model::train_step", batch);
+  const Tensor& x = batch[0];
+  const Tensor& y = batch[1];
+  Tensor y_pred, loss;
+  std::vector<Variable> vars;
+  std::vector<std::optional<Tensor>> grads;
+  {
+    GradientTape tape;
+    y_pred = (*this)(x, /*training=*/true);
+    loss = compute_loss(y, y_pred);
+    vars = trainable_variables();  // after the call: the first call builds the weights
+    grads = tape.gradient(loss, vars);
+  }
+  optimizer_->apply_gradients(grads, vars);
+  return compute_metrics(y, y_pred, loss, x.rank() > 0 ? x.shape()[0] : 1);
+}
+
+Logs Model::test_step(const data::Example& batch) {
+  check_batch("Model::test_step", batch);
+  RecordingPause pause;
+  const Tensor y_pred = (*this)(batch[0], /*training=*/false);
+  const Tensor loss = compute_loss(batch[1], y_pred);
+  return compute_metrics(batch[1], y_pred, loss, batch[0].rank() > 0 ? batch[0].shape()[0] : 1);
+}
+
+History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) {
+  check_xy("Model::fit", x, y);
+  check_batch_size("Model::fit", options.batch_size);
+  data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
+  if (options.shuffle) ds = ds.shuffle(x.shape()[0], options.seed);
+  return fit(ds.batch(options.batch_size).prefetch(2), options);
+}
+
+History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
+  require_compiled("fit");
+  if (options.epochs < 0)
+    throw std::invalid_argument("Model::fit: epochs must be >= 0, got " + std::to_string(options.epochs));
+  if (dataset.cardinality() == data::kInfiniteCardinality && options.steps_per_epoch < 1)
+    throw std::invalid_argument("Model::fit: the dataset is infinite; set steps_per_epoch");
+  std::optional<data::Dataset> validation = options.validation_dataset;
+  if (!options.validation_data.empty()) {
+    if (options.validation_data.size() != 2)
+      throw std::invalid_argument("Model::fit: validation_data must be {x_val, y_val}, got " +
+                                  std::to_string(options.validation_data.size()) + " tensor(s)");
+    check_xy("Model::fit (validation_data)", options.validation_data[0], options.validation_data[1]);
+    check_batch_size("Model::fit", options.batch_size);
+    validation = data::Dataset::from_tensor_slices(options.validation_data).batch(options.batch_size);
+  }
+
+  auto history = std::make_shared<History>();
+  std::vector<std::shared_ptr<Callback>> callbacks = options.callbacks;
+  callbacks.push_back(history);  // last: it records what the other callbacks added to the logs
+  for (auto& cb : callbacks) cb->set_model(this);
+  stop_training_ = false;
+  for (auto& cb : callbacks) cb->on_train_begin({});
+
+  // With steps_per_epoch, an epoch continues the previous epoch's pass (as Keras does).
+  std::optional<data::Dataset::Iterator> it;
+  Logs last_logs;
+  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training_; ++epoch) {
+    reset_metrics();
+    for (auto& cb : callbacks) cb->on_epoch_begin(epoch, {});
+    const auto t0 = std::chrono::steady_clock::now();
+    if (options.steps_per_epoch < 1 || !it) it.emplace(dataset.make_iterator());
+    std::int64_t step = 0;
+    Logs epoch_logs;  // what the last train_step returned (running means), as Keras
+    while (options.steps_per_epoch < 1 || step < options.steps_per_epoch) {
+      std::optional<data::Example> batch = it->next();
+      if (!batch) {
+        if (options.steps_per_epoch > 0) it.reset();
+        break;
+      }
+      for (auto& cb : callbacks) cb->on_train_batch_begin(step, {});
+      epoch_logs = train_step(*batch);
+      for (auto& cb : callbacks) cb->on_train_batch_end(step, epoch_logs);
+      ++step;
+      if (stop_training_) break;
+    }
+    if (step == 0) {
+      spdlog::warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
+      break;
+    }
+    if (validation) {
+      const Logs val = run_evaluation(*validation, "fit (validation)");
+      for (const auto& [k, v] : val) epoch_logs.set("val_" + k, v);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
+    if (options.verbose > 0)
+      spdlog::info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
+                   1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
+    last_logs = epoch_logs;
+  }
+  for (auto& cb : callbacks) cb->on_train_end(last_logs);
+  for (auto& cb : callbacks) cb->set_model(nullptr);
+  return *history;
+}
+
+Logs Model::run_evaluation(const data::Dataset& batches, const char* caller) {
+  require_compiled(caller);
+  reset_metrics();
+  std::int64_t steps = 0;
+  data::Dataset::Iterator it = batches.make_iterator();
+  while (std::optional<data::Example> batch = it.next()) {
+    test_step(*batch);
+    ++steps;
+  }
+  if (steps == 0) throw std::invalid_argument(describe() + ": " + caller + ": the dataset is empty");
+  return get_metrics_result();
+}
+
+Logs Model::evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options) {
+  check_xy("Model::evaluate", x, y);
+  check_batch_size("Model::evaluate", options.batch_size);
+  return evaluate(data::Dataset::from_tensor_slices({x, y}).batch(options.batch_size), options);
+}
+
+Logs Model::evaluate(const data::Dataset& dataset, const EvaluateOptions& options) {
+  if (dataset.cardinality() == data::kInfiniteCardinality)
+    throw std::invalid_argument("Model::evaluate: the dataset is infinite");
+  const auto t0 = std::chrono::steady_clock::now();
+  Logs logs = run_evaluation(dataset, "evaluate");
+  if (options.verbose > 0)
+    spdlog::info("evaluate - {:.2f}s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                 format_logs(logs));
+  return logs;
+}
+
+Tensor Model::predict(const Tensor& x, const EvaluateOptions& options) {
+  if (!x.defined() || x.rank() == 0)
+    throw std::invalid_argument("Model::predict: x must have a batch dimension, got " +
+                                (x.defined() ? x.shape().to_string() : std::string("undefined")));
+  check_batch_size("Model::predict", options.batch_size);
+  RecordingPause pause;
+  std::vector<Tensor> outputs;
+  for (const data::Example& b : data::Dataset::from_tensor_slices({x}).batch(options.batch_size))
+    outputs.push_back((*this)(b[0], /*training=*/false));
+  if (outputs.empty()) {  // no examples: run one to learn the output shape, then drop it
+    Shape one = x.shape();
+    one[0] = 1;
+    Shape s = (*this)(zeros(one, x.dtype()), false).shape();
+    s[0] = 0;
+    return Tensor::empty(s, is_floating(x.dtype()) ? dtype() : x.dtype());
+  }
+  if (outputs.size() == 1) return outputs[0];
+  Shape shape = outputs[0].shape();
+  shape[0] = x.shape()[0];
+  Tensor out = Tensor::empty(shape, outputs[0].dtype());
+  char* dst = static_cast<char*>(out.mutable_raw_data());
+  for (const Tensor& o : outputs) {
+    std::memcpy(dst, o.raw_data(), o.nbytes());
+    dst += o.nbytes();
+  }
+  return out;
+}
+
+}  // namespace tapeflow::models

@@ -1,0 +1,158 @@
+// Model: a Layer that trains — compile, fit, evaluate, predict, overridable train_step, summary.
+//
+// Facts:    Subclass it like keras.Model: create sublayers in the constructor with track_layer(),
+//           override call(inputs, training); override train_step / test_step for custom loops.
+//           fit(x, y) slices x and y along the first axis into a Dataset, shuffled each epoch
+//           (seeded by FitOptions::seed: the same seed gives the same batches), batched with a
+//           row memcpy and prefetched by a background task. Per-epoch logs: "loss" (the example-
+//           weighted mean of the batch losses), then each metric — i.e. the logs returned by the
+//           epoch's last train_step — then "val_loss" and "val_<metric>" from test_step.
+//           With verbose > 0 each epoch logs one line through spdlog (info):
+//           "Epoch 3/10 - 469 steps - 1.21s 2.6ms/step - loss: 0.3512 - accuracy: 0.8721 - val_...".
+// Errors:   std::logic_error for fit/evaluate before compile (or without a loss), and for a call()
+//           that a subclass did not override; std::invalid_argument for bad options (epochs < 0,
+//           batch_size < 1), x and y of different lengths, or a dataset whose examples are not {x, y}.
+// Ref:      keras/src/trainers/trainer.py, keras/src/backend/tensorflow/trainer.py
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "data/dataset.h"
+#include "layers/layer.h"
+#include "models/callbacks.h"
+#include "models/logs.h"
+#include "models/losses.h"
+#include "models/metrics.h"
+#include "optimizers/optimizer.h"
+
+namespace tapeflow::models {
+
+// A metric given by Keras name ("accuracy"/"acc", "sparse_categorical_accuracy",
+// "categorical_accuracy", "binary_accuracy") or as an object. "accuracy" follows the loss as in
+// Keras: sparse categorical for SparseCategoricalCrossentropy, categorical for
+// CategoricalCrossentropy, binary for BinaryCrossentropy, else element-wise Accuracy.
+struct MetricSpec {
+  MetricSpec(const char* name) : name(name) {}                                   // NOLINT
+  MetricSpec(std::string name) : name(std::move(name)) {}                        // NOLINT
+  MetricSpec(std::shared_ptr<PredictionMetric> metric) : metric(std::move(metric)) {}  // NOLINT
+  std::string name;
+  std::shared_ptr<PredictionMetric> metric;
+};
+
+// A loss given by Keras name (see get_loss) or as an object.
+struct LossSpec {
+  LossSpec() = default;
+  LossSpec(const char* name) : loss(get_loss(name)) {}                // NOLINT
+  LossSpec(const std::string& name) : loss(get_loss(name)) {}         // NOLINT
+  LossSpec(std::shared_ptr<Loss> loss) : loss(std::move(loss)) {}      // NOLINT
+  template <class L>
+    requires std::is_base_of_v<Loss, L>
+  LossSpec(std::shared_ptr<L> loss) : loss(std::move(loss)) {}        // NOLINT
+  std::shared_ptr<Loss> loss;
+};
+
+// Keyword arguments of Model.compile.
+struct CompileOptions {
+  std::shared_ptr<optimizers::Optimizer> optimizer;
+  LossSpec loss;
+  std::vector<MetricSpec> metrics;
+};
+
+// Keyword arguments of Model.fit.
+struct FitOptions {
+  int epochs = 1;
+  std::int64_t batch_size = 32;        // used with x, y (a Dataset is already batched)
+  std::vector<Tensor> validation_data;  // {x_val, y_val}, evaluated after each epoch
+  std::optional<data::Dataset> validation_dataset;  // or a batched dataset of {x, y}
+  bool shuffle = true;                 // with x, y: a full reshuffle every epoch
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  int verbose = 1;                     // 0 silent, >= 1 one spdlog line per epoch
+  std::uint64_t seed = 0;              // shuffle seed
+  int initial_epoch = 0;
+  std::int64_t steps_per_epoch = -1;   // with an infinite (repeated) dataset: batches per epoch
+};
+
+// Keyword arguments of Model.evaluate / Model.predict.
+struct EvaluateOptions {
+  std::int64_t batch_size = 32;
+  int verbose = 0;
+};
+
+class Model : public layers::Layer {
+ public:
+  ~Model() override;
+
+  // Errors: std::invalid_argument for a missing optimizer or loss, or an unknown metric name.
+  void compile(CompileOptions options);
+  bool compiled() const { return compiled_; }
+
+  // Trains for options.epochs epochs; returns the per-epoch logs.
+  History fit(const Tensor& x, const Tensor& y, const FitOptions& options = {});
+  // Trains on a dataset of {x, y} batches (each epoch is one pass, or steps_per_epoch batches).
+  History fit(const data::Dataset& dataset, const FitOptions& options = {});
+
+  // Loss (including layer losses) and metrics in inference mode, averaged over examples.
+  Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
+  Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options = {});
+  // Outputs in inference mode, computed batch by batch and concatenated. Shapes: [n, ...] -> [n, ...].
+  Tensor predict(const Tensor& x, const EvaluateOptions& options = {});
+
+  // One training step on a batch {x, y}: tape -> loss (+ layer losses) -> gradient ->
+  // optimizer.apply_gradients; updates the metrics and returns their current values.
+  virtual Logs train_step(const data::Example& batch);
+  // One evaluation step on {x, y}: forward in inference mode, loss, metrics.
+  virtual Logs test_step(const data::Example& batch);
+
+  // The compiled loss of y_pred plus the sum of the model's layer losses (a scalar on the tape).
+  Tensor compute_loss(const Tensor& y, const Tensor& y_pred);
+  // Updates the loss tracker (weighted by the batch size) and every metric; returns the results.
+  Logs compute_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss, std::int64_t batch_size);
+  // Current results of the loss tracker and metrics; reset_metrics() zeroes them.
+  Logs get_metrics_result() const;
+  void reset_metrics();
+
+  // A Keras-style table: "Model: "<name>"", one row per layer "name (Type)  output shape  params",
+  // then total, trainable and non-trainable parameter counts with their float32 size.
+  // Output shapes show the batch as None; they need a built model ("?" otherwise).
+  std::string summary() const;
+
+  const std::shared_ptr<optimizers::Optimizer>& optimizer() const { return optimizer_; }
+  const std::shared_ptr<Loss>& loss() const { return loss_; }
+  const std::vector<std::shared_ptr<PredictionMetric>>& metrics() const { return metrics_; }
+  bool stop_training() const { return stop_training_; }
+  void set_stop_training(bool stop) { stop_training_ = stop; }
+
+  Tensor call(const Tensor& inputs, bool training) override;
+  // Records the input shape (for summary) and marks the model built.
+  void build(const Shape& input_shape) override;
+
+ protected:
+  explicit Model(std::string name = "", std::string class_name = "Model");
+  // Output shapes per row of summary() (default: the input shape the model was built with run
+  // through each tracked layer's compute_output_shape, when known).
+  virtual std::vector<std::string> summary_output_shapes() const;
+  // The input shape of the first call (empty before).
+  const std::optional<Shape>& build_input_shape() const { return build_input_shape_; }
+
+ private:
+  Logs run_evaluation(const data::Dataset& batches, const char* caller);
+  void require_compiled(const char* caller) const;
+
+  bool compiled_ = false;
+  bool stop_training_ = false;
+  std::shared_ptr<optimizers::Optimizer> optimizer_;
+  std::shared_ptr<Loss> loss_;
+  std::vector<std::shared_ptr<PredictionMetric>> metrics_;
+  Mean loss_tracker_{"loss"};
+  std::optional<Shape> build_input_shape_;
+};
+
+// "(None, 256)": a shape with its first dimension shown as None (Keras's batch dimension).
+std::string batch_shape_string(const Shape& shape);
+
+}  // namespace tapeflow::models

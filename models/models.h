@@ -1,0 +1,11 @@
+// models: the umbrella header of tapeflow::models (Model, Sequential, losses, metrics, callbacks,
+// ready-made architectures).
+#pragma once
+
+#include "models/architectures.h"
+#include "models/callbacks.h"
+#include "models/logs.h"
+#include "models/losses.h"
+#include "models/metrics.h"
+#include "models/model.h"
+#include "models/sequential.h"

@@ -1,0 +1,53 @@
+#include "models/sequential.h"
+
+#include <stdexcept>
+
+#include "tape/runtime/recorder.h"
+
+namespace tapeflow::models {
+
+Sequential::Sequential(std::vector<std::shared_ptr<layers::Layer>> layers, std::string name)
+    : Model(std::move(name), "Sequential") {
+  for (auto& l : layers) add(std::move(l));
+}
+
+void Sequential::add(std::shared_ptr<layers::Layer> layer) {
+  if (!layer) throw std::invalid_argument(describe() + ": add() got a null layer");
+  track_layer(std::move(layer));
+}
+
+Tensor Sequential::call(const Tensor& inputs, bool training) {
+  if (layers().empty()) throw std::logic_error(describe() + ": call() on a Sequential model with no layers");
+  Tensor x = inputs;
+  for (const auto& l : layers()) x = (*l)(x, training);
+  return x;
+}
+
+void Sequential::build(const Shape& input_shape) {
+  Model::build(input_shape);
+  if (input_shape.rank() == 0 || layers().empty()) return;
+  // One zero example through every layer in inference mode builds the weights.
+  Shape one = input_shape;
+  one[0] = 1;
+  RecordingPause pause;
+  Tensor x = zeros(one, dtype());
+  for (const auto& l : layers()) x = (*l)(x, /*training=*/false);
+}
+
+Shape Sequential::compute_output_shape(const Shape& input_shape) const {
+  Shape s = input_shape;
+  for (const auto& l : layers()) s = l->compute_output_shape(s);
+  return s;
+}
+
+std::vector<std::string> Sequential::summary_output_shapes() const {
+  std::vector<std::string> out;
+  std::optional<Shape> s = build_input_shape();
+  for (const auto& l : layers()) {
+    if (s) s = l->compute_output_shape(*s);
+    out.push_back(s ? batch_shape_string(*s) : "?");
+  }
+  return out;
+}
+
+}  // namespace tapeflow::models

@@ -1,0 +1,31 @@
+// Sequential: a Model that is a plain stack of layers, each feeding the next.
+//
+// Shapes:   inputs of the first layer -> outputs of the last.
+// Facts:    add() appends a layer (its weights join the model's in order). build(shape) or the
+//           first call builds every layer by running a zero batch of one example through them in
+//           inference mode (nothing is recorded, no state changes), so summary() can show shapes.
+// Errors:   std::invalid_argument for a null layer; std::logic_error for call() with no layers.
+// Ref:      keras/src/models/sequential.py
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/model.h"
+
+namespace tapeflow::models {
+
+class Sequential : public Model {
+ public:
+  explicit Sequential(std::vector<std::shared_ptr<layers::Layer>> layers = {}, std::string name = "");
+  void add(std::shared_ptr<layers::Layer> layer);
+  Tensor call(const Tensor& inputs, bool training) override;
+  void build(const Shape& input_shape) override;
+  Shape compute_output_shape(const Shape& input_shape) const override;
+
+ protected:
+  std::vector<std::string> summary_output_shapes() const override;
+};
+
+}  // namespace tapeflow::models
