@@ -8,6 +8,7 @@
 #include "tape/core/tensor.h"
 #include "tape/core/variable.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/index_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/nn_ops.h"

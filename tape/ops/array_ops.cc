@@ -1,6 +1,10 @@
 // Array ops: forward kernels and gradients.
 #include "tape/ops/array_ops.h"
 
+#include <algorithm>
+#include <string>
+
+#include "tape/kernels/transform.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/op_registry.h"
@@ -8,8 +12,75 @@
 namespace tapeflow {
 
 namespace {
+
+using ops_internal::describe;
+using Ints = std::vector<std::int64_t>;
+
 Attrs shape_attr(const Shape& s) { return Attrs().set("shape", s.to_vector()); }
 Shape attr_shape(const Attrs& a) { return Shape(a.get_ints("shape")); }
+
+template <typename V>
+std::string list_str(const V& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+std::string describe_all(std::span<const Tensor> ts) {
+  std::string s;
+  for (std::size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + describe(ts[i]);
+  return s;
+}
+
+// Resolves tf.slice's size (-1 = to the end) against x's shape and checks the block lies inside x.
+Ints resolve_slice(const Shape& sx, const Ints& begin, const Ints& size) {
+  auto fail = [&](const std::string& why) {
+    return std::invalid_argument("slice: " + why + ": begin " + list_str(begin) + ", size " + list_str(size) +
+                                 " for input " + sx.to_string());
+  };
+  if (begin.size() != static_cast<std::size_t>(sx.rank()) || size.size() != begin.size())
+    throw fail("begin and size need one entry per axis (rank " + std::to_string(sx.rank()) + ")");
+  Ints out(size.size());
+  for (int i = 0; i < sx.rank(); ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    if (begin[k] < 0 || begin[k] > sx[i]) throw fail("begin out of range on axis " + std::to_string(i));
+    out[k] = size[k] == -1 ? sx[i] - begin[k] : size[k];
+    if (out[k] < 0 || begin[k] + out[k] > sx[i]) throw fail("block out of bounds on axis " + std::to_string(i));
+  }
+  return out;
+}
+
+// y (already filled with the pad value) gets x at offset `before` on every axis.
+template <typename T>
+void pad_copy(const T* x, const Shape& sx, const Ints& before, T* y, const Shape& sy) {
+  const int r = sx.rank();
+  const std::int64_t n = sx.num_elements();
+  if (n == 0) return;
+  if (r == 0) {
+    y[0] = x[0];
+    return;
+  }
+  const auto ys = sy.strides();
+  const std::int64_t inner = sx[r - 1];
+  std::int64_t idx[Shape::kMaxRank] = {};
+  for (std::int64_t row = 0; row < n / inner; ++row) {
+    std::int64_t off = before[static_cast<std::size_t>(r - 1)];
+    for (int i = 0; i < r - 1; ++i) off += (idx[i] + before[static_cast<std::size_t>(i)]) * ys[static_cast<std::size_t>(i)];
+    std::copy(x + row * inner, x + (row + 1) * inner, y + off);
+    for (int i = r - 2; i >= 0; --i) {
+      if (++idx[i] < sx[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+Shape squeezed(const Shape& s, std::uint32_t mask) {
+  Shape out;
+  for (int i = 0; i < s.rank(); ++i)
+    if (!(mask & (1u << i))) out.push_back(s[i]);
+  return out;
+}
+
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -50,6 +121,145 @@ Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   static const OpDef& op = op_def("SumToShape");
   return execute1(op, {x}, shape_attr(shape));
+}
+
+Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
+  static const OpDef& op = op_def("Transpose");
+  return execute1(op, {x}, Attrs().set("perm", Ints(perm.begin(), perm.end())));
+}
+
+Tensor transpose(const Tensor& x) {
+  std::vector<int> perm(static_cast<std::size_t>(x.rank()));
+  for (int i = 0; i < x.rank(); ++i) perm[static_cast<std::size_t>(i)] = x.rank() - 1 - i;
+  return transpose(x, perm);
+}
+
+Tensor permute(const Tensor& x, const std::vector<int>& perm) { return transpose(x, perm); }
+
+Tensor expand_dims(const Tensor& x, int axis) {
+  const int a = normalize_axis(axis, x.rank() + 1, "expand_dims");
+  Ints dims = x.shape().to_vector();
+  dims.insert(dims.begin() + a, 1);
+  return reshape(x, Shape(dims));
+}
+
+Tensor squeeze(const Tensor& x) {
+  std::uint32_t mask = 0;
+  for (int i = 0; i < x.rank(); ++i)
+    if (x.shape()[i] == 1) mask |= 1u << i;
+  return reshape(x, squeezed(x.shape(), mask));
+}
+
+Tensor squeeze(const Tensor& x, const std::vector<int>& axes) {
+  std::uint32_t mask = 0;
+  for (int axis : axes) {
+    const int a = normalize_axis(axis, x.rank(), "squeeze");
+    if (x.rank() == 0 || x.shape()[a] != 1)
+      throw std::invalid_argument("squeeze: cannot squeeze axis " + std::to_string(axis) + " of shape " +
+                                  x.shape().to_string() + ": its size is not 1");
+    mask |= 1u << a;
+  }
+  return reshape(x, squeezed(x.shape(), mask));
+}
+
+Tensor concat(const std::vector<Tensor>& values, int axis) {
+  static const OpDef& op = op_def("ConcatV2");
+  return execute(op, std::span<const Tensor>(values), Attrs().set("axis", std::int64_t{axis}))[0];
+}
+
+Tensor stack(const std::vector<Tensor>& values, int axis) {
+  if (values.empty()) throw std::invalid_argument("stack: needs at least one input, got none");
+  for (const Tensor& v : values)
+    if (v.shape() != values[0].shape() || v.dtype() != values[0].dtype())
+      throw std::invalid_argument("stack: inputs differ in shape or dtype: " + describe_all(values));
+  const int a = normalize_axis(axis, values[0].rank() + 1, "stack");
+  std::vector<Tensor> expanded;
+  expanded.reserve(values.size());
+  for (const Tensor& v : values) expanded.push_back(expand_dims(v, a));
+  return expanded.size() == 1 ? expanded[0] : concat(expanded, a);
+}
+
+std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, int axis) {
+  if (x.rank() == 0) throw std::invalid_argument("split: cannot split a scalar");
+  const int a = normalize_axis(axis, x.rank(), "split");
+  const std::int64_t dim = x.shape()[a];
+  Ints resolved = sizes;
+  std::int64_t total = 0;
+  int unknown = -1;
+  bool bad = sizes.empty();
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == -1 && unknown < 0) unknown = static_cast<int>(i);
+    else if (sizes[i] < 0) bad = true;
+    else total += sizes[i];
+  }
+  if (unknown >= 0 && total <= dim) resolved[static_cast<std::size_t>(unknown)] = dim - total;
+  else if (total != dim) bad = true;
+  if (bad)
+    throw std::invalid_argument("split: sizes " + list_str(sizes) + " do not add up to " + std::to_string(dim) +
+                                " on axis " + std::to_string(axis) + " of " + x.shape().to_string());
+  std::vector<Tensor> out;
+  Ints begin(static_cast<std::size_t>(x.rank()), 0), size = x.shape().to_vector();
+  for (std::int64_t s : resolved) {
+    size[static_cast<std::size_t>(a)] = s;
+    out.push_back(slice(x, begin, size));
+    begin[static_cast<std::size_t>(a)] += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
+  if (x.rank() == 0) throw std::invalid_argument("split: cannot split a scalar");
+  const int a = normalize_axis(axis, x.rank(), "split");
+  if (num_splits <= 0 || x.shape()[a] % num_splits != 0)
+    throw std::invalid_argument("split: cannot split axis " + std::to_string(axis) + " of " + x.shape().to_string() +
+                                " into " + std::to_string(num_splits) + " equal parts");
+  return split(x, Ints(static_cast<std::size_t>(num_splits), x.shape()[a] / num_splits), a);
+}
+
+std::vector<Tensor> unstack(const Tensor& x, int axis) {
+  if (x.rank() == 0) throw std::invalid_argument("unstack: cannot unstack a scalar");
+  const int a = normalize_axis(axis, x.rank(), "unstack");
+  std::vector<Tensor> parts = split(x, Ints(static_cast<std::size_t>(x.shape()[a]), 1), a);
+  for (Tensor& p : parts) p = squeeze(p, {a});
+  return parts;
+}
+
+Tensor slice(const Tensor& x, const std::vector<std::int64_t>& begin, const std::vector<std::int64_t>& size) {
+  static const OpDef& op = op_def("Slice");
+  return execute1(op, {x}, Attrs().set("begin", begin).set("size", size));
+}
+
+Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& paddings, double constant_value) {
+  static const OpDef& op = op_def("Pad");
+  Ints flat;
+  for (const auto& [before, after] : paddings) {
+    flat.push_back(before);
+    flat.push_back(after);
+  }
+  return execute1(op, {x}, Attrs().set("paddings", flat).set("constant", constant_value));
+}
+
+Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
+  if (multiples.size() != static_cast<std::size_t>(x.rank()))
+    throw std::invalid_argument("tile: multiples " + list_str(multiples) + " need one entry per axis of " +
+                                x.shape().to_string());
+  for (std::int64_t m : multiples)
+    if (m < 0) throw std::invalid_argument("tile: negative multiple in " + list_str(multiples));
+  // One axis at a time: [pre, d, post] -> [pre, 1, d*post] -> broadcast [pre, m, d*post].
+  Tensor y = x;
+  for (int i = 0; i < x.rank(); ++i) {
+    const std::int64_t m = multiples[static_cast<std::size_t>(i)];
+    if (m == 1) continue;
+    const Shape& s = y.shape();
+    std::int64_t pre = 1, post = 1;
+    for (int j = 0; j < i; ++j) pre *= s[j];
+    for (int j = i; j < s.rank(); ++j) post *= s[j];
+    Tensor b = broadcast_to(reshape(y, Shape{pre, 1, post}), Shape{pre, m, post});
+    Ints dims = s.to_vector();
+    dims[static_cast<std::size_t>(i)] *= m;
+    y = reshape(b, Shape(dims));
+  }
+  return y;
 }
 
 void register_array_ops(OpRegistry& r) {
@@ -94,6 +304,156 @@ void register_array_ops(OpRegistry& r) {
            return TensorList{y};
          },
          [](C c, G g) { return TensorList{broadcast_to(g[0], c.input_shape(0))}; }, kSaveNone});
+
+  // transpose: dx = transpose(g, inverse(perm)).
+  r.add({"Transpose",
+         [](In in, const Attrs& a) {
+           ops_internal::check_arity("transpose", in, 1);
+           const Tensor& x = in[0];
+           const Ints& p = a.get_ints("perm");
+           std::vector<int> perm(p.begin(), p.end());
+           std::uint32_t seen = 0;
+           bool identity = true;
+           for (std::size_t i = 0; i < perm.size(); ++i) {
+             if (perm[i] < 0 || perm[i] >= x.rank() || (seen & (1u << perm[i])))
+               seen = ~0u;
+             else
+               seen |= 1u << perm[i];
+             identity = identity && perm[i] == static_cast<int>(i);
+           }
+           if (p.size() != static_cast<std::size_t>(x.rank()) || seen == ~0u)
+             throw std::invalid_argument("transpose: perm " + list_str(p) + " is not a permutation of the axes of " +
+                                         describe(x));
+           if (identity) return TensorList{x.alias()};
+           Shape sy;
+           for (int d : perm) sy.push_back(x.shape()[d]);
+           Tensor y = Tensor::empty(sy, x.dtype());
+           dispatch_dtype(x.dtype(), [&](auto tag) {
+             using T = decltype(tag);
+             kernels::transpose(x.data<T>(), x.shape(), perm.data(), y.mutable_data<T>());
+           });
+           return TensorList{y};
+         },
+         [](C c, G g) {
+           const Ints& p = c.attrs().get_ints("perm");
+           std::vector<int> inverse(p.size());
+           for (std::size_t i = 0; i < p.size(); ++i) inverse[static_cast<std::size_t>(p[i])] = static_cast<int>(i);
+           return TensorList{transpose(g[0], inverse)};
+         },
+         kSaveNone});
+
+  // concat: input i gets the slice of g at its offset along the axis.
+  r.add({"ConcatV2",
+         [](In in, const Attrs& a) {
+           if (in.empty()) throw std::invalid_argument("concat: needs at least one input, got none");
+           const Tensor& x0 = in[0];
+           const int axis = static_cast<int>(a.get_int("axis"));
+           if (x0.rank() == 0) throw std::invalid_argument("concat: cannot concatenate scalars: " + describe_all(in));
+           if (axis < -x0.rank() || axis >= x0.rank())
+             throw std::invalid_argument("concat: axis " + std::to_string(axis) + " out of range for inputs " +
+                                         describe_all(in));
+           const int ax = axis < 0 ? axis + x0.rank() : axis;
+           Shape sy = x0.shape();
+           for (std::size_t k = 1; k < in.size(); ++k) {
+             const Tensor& x = in[k];
+             bool ok = x.dtype() == x0.dtype() && x.rank() == x0.rank();
+             for (int i = 0; ok && i < x.rank(); ++i) ok = i == ax || x.shape()[i] == x0.shape()[i];
+             if (!ok)
+               throw std::invalid_argument("concat: inputs must match in dtype, rank and every dimension but axis " +
+                                           std::to_string(axis) + ", got " + describe_all(in));
+             sy[ax] += x.shape()[ax];
+           }
+           if (in.size() == 1) return TensorList{x0.alias()};
+           Tensor y = Tensor::empty(sy, x0.dtype());
+           dispatch_dtype(x0.dtype(), [&](auto tag) {
+             using T = decltype(tag);
+             std::vector<const T*> ptrs;
+             std::vector<Shape> shapes;
+             for (const Tensor& x : in) {
+               ptrs.push_back(x.data<T>());
+               shapes.push_back(x.shape());
+             }
+             kernels::concat(ptrs.data(), shapes.data(), static_cast<int>(in.size()), ax, y.mutable_data<T>());
+           });
+           return TensorList{y};
+         },
+         [](C c, G g) {
+           const int rank = c.input_shape(0).rank();
+           const int axis = static_cast<int>(c.attrs().get_int("axis"));
+           const auto ax = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+           TensorList out;
+           Ints begin(static_cast<std::size_t>(rank), 0);
+           for (int i = 0; i < c.num_inputs(); ++i) {
+             Ints size = c.input_shape(i).to_vector();
+             out.push_back(slice(g[0], begin, size));
+             begin[ax] += size[ax];
+           }
+           return out;
+         },
+         kSaveNone});
+
+  // slice: dx = g padded with zeros back to x's shape.
+  r.add({"Slice",
+         [](In in, const Attrs& a) {
+           ops_internal::check_arity("slice", in, 1);
+           const Tensor& x = in[0];
+           const Ints& begin = a.get_ints("begin");
+           Shape sy(resolve_slice(x.shape(), begin, a.get_ints("size")));
+           if (sy == x.shape()) return TensorList{x.alias()};
+           Tensor y = Tensor::empty(sy, x.dtype());
+           dispatch_dtype(x.dtype(), [&](auto tag) {
+             using T = decltype(tag);
+             kernels::slice(x.data<T>(), x.shape(), begin.data(), sy, y.mutable_data<T>());
+           });
+           return TensorList{y};
+         },
+         [](C c, G g) {
+           const Shape& sx = c.input_shape(0);
+           const Ints& begin = c.attrs().get_ints("begin");
+           const Ints size = resolve_slice(sx, begin, c.attrs().get_ints("size"));
+           std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+           for (int i = 0; i < sx.rank(); ++i) {
+             const auto k = static_cast<std::size_t>(i);
+             paddings.emplace_back(begin[k], sx[i] - begin[k] - size[k]);
+           }
+           return TensorList{pad(g[0], paddings)};
+         },
+         kSaveNone});
+
+  // pad: dx = the slice of g where x was placed.
+  r.add({"Pad",
+         [](In in, const Attrs& a) {
+           ops_internal::check_arity("pad", in, 1);
+           const Tensor& x = in[0];
+           const Ints& p = a.get_ints("paddings");
+           if (p.size() != 2 * static_cast<std::size_t>(x.rank()) ||
+               std::any_of(p.begin(), p.end(), [](std::int64_t v) { return v < 0; }))
+             throw std::invalid_argument("pad: paddings " + list_str(p) +
+                                         " must be one non-negative {before, after} pair per axis of " + describe(x));
+           Shape sy = x.shape();
+           Ints before;
+           for (int i = 0; i < x.rank(); ++i) {
+             const auto k = 2 * static_cast<std::size_t>(i);
+             sy[i] += p[k] + p[k + 1];
+             before.push_back(p[k]);
+           }
+           Tensor y = Tensor::empty(sy, x.dtype());
+           const double value = a.get_float("constant");
+           dispatch_dtype(x.dtype(), [&](auto tag) {
+             using T = decltype(tag);
+             T* out = y.mutable_data<T>();
+             std::fill(out, out + sy.num_elements(), static_cast<T>(value));
+             pad_copy(x.data<T>(), x.shape(), before, out, sy);
+           });
+           return TensorList{y};
+         },
+         [](C c, G g) {
+           const Ints& p = c.attrs().get_ints("paddings");
+           Ints begin;
+           for (std::size_t k = 0; k < p.size(); k += 2) begin.push_back(p[k]);
+           return TensorList{slice(g[0], begin, c.input_shape(0).to_vector())};
+         },
+         kSaveNone});
 }
 
 }  // namespace tapeflow

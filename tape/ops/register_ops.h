@@ -7,6 +7,7 @@ class OpRegistry;
 
 void register_math_ops(OpRegistry& registry);
 void register_array_ops(OpRegistry& registry);
+void register_index_ops(OpRegistry& registry);
 void register_reduction_ops(OpRegistry& registry);
 void register_nn_ops(OpRegistry& registry);
 void register_linalg_ops(OpRegistry& registry);
