@@ -10,21 +10,11 @@ namespace tapeflow::optimizers {
 Adam::Adam(AdamOptions o) : Adam(std::move(o), 0.0) {}
 
 Adam::Adam(AdamOptions o, double weight_decay)
-    : Optimizer({.learning_rate = o.learning_rate,
-                 .clipnorm = o.clipnorm,
-                 .clipvalue = o.clipvalue,
-                 .global_clipnorm = o.global_clipnorm,
-                 .weight_decay = weight_decay,
-                 .name = o.name}),
+    : Optimizer(common_config(o, weight_decay)),
       options_(std::move(o)) {
-  auto check_beta = [&](const char* what, double b) {
-    if (!(b >= 0 && b < 1))
-      throw std::invalid_argument(name() + ": " + what + " must be in [0, 1), got " + std::to_string(b));
-  };
-  check_beta("beta_1", options_.beta_1);
-  check_beta("beta_2", options_.beta_2);
-  if (options_.epsilon < 0)
-    throw std::invalid_argument(name() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+  require(options_.beta_1 >= 0 && options_.beta_1 < 1, "beta_1 must be in [0, 1)", options_.beta_1);
+  require(options_.beta_2 >= 0 && options_.beta_2 < 1, "beta_2 must be in [0, 1)", options_.beta_2);
+  require(options_.epsilon >= 0, "epsilon must be >= 0", options_.epsilon);
 }
 
 void Adam::build_slots(const Variable& var) {

@@ -66,13 +66,16 @@ Optimizer::Optimizer(OptimizerConfig config) : config_(std::move(config)) {
   check_positive(config_.name, "clipnorm", config_.clipnorm);
   check_positive(config_.name, "clipvalue", config_.clipvalue);
   check_positive(config_.name, "global_clipnorm", config_.global_clipnorm);
-  if (config_.weight_decay < 0)
-    throw std::invalid_argument(config_.name + ": weight_decay must be >= 0, got " + std::to_string(config_.weight_decay));
+  require(config_.weight_decay >= 0, "weight_decay must be >= 0", config_.weight_decay);
   iterations_ = Variable(constant(std::vector<std::int64_t>{0}, Shape{}),
                          {.name = config_.name + "/iterations:0", .trainable = false});
 }
 
 Optimizer::~Optimizer() = default;
+
+void Optimizer::require(bool ok, const char* what, double value) const {
+  if (!ok) throw std::invalid_argument(config_.name + ": " + what + ", got " + std::to_string(value));
+}
 
 std::int64_t Optimizer::iterations() const { return iterations_.value().data<std::int64_t>()[0]; }
 

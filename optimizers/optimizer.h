@@ -44,6 +44,18 @@ struct OptimizerConfig {
   std::string name;
 };
 
+// The common config from an algorithm's options struct (fields learning_rate, clipnorm, clipvalue,
+// global_clipnorm, name).
+template <class Options>
+OptimizerConfig common_config(const Options& o, double weight_decay = 0.0) {
+  return {.learning_rate = o.learning_rate,
+          .clipnorm = o.clipnorm,
+          .clipvalue = o.clipvalue,
+          .global_clipnorm = o.global_clipnorm,
+          .weight_decay = weight_decay,
+          .name = o.name};
+}
+
 class Optimizer {
  public:
   virtual ~Optimizer();
@@ -80,6 +92,8 @@ class Optimizer {
 
   // A non-trainable slot like `var` filled with `initial_value`.
   Variable add_slot(const Variable& var, const std::string& slot, double initial_value = 0.0);
+  // Throws std::invalid_argument "<name>: <what>, got <value>" unless ok (constructor checks).
+  void require(bool ok, const char* what, double value) const;
   // A slot made by add_slot. Errors: std::invalid_argument if absent.
   const Variable& slot(const Variable& var, const std::string& slot) const;
 

@@ -8,18 +8,11 @@
 namespace tapeflow::optimizers {
 
 RMSprop::RMSprop(RMSpropOptions o)
-    : Optimizer({.learning_rate = o.learning_rate,
-                 .clipnorm = o.clipnorm,
-                 .clipvalue = o.clipvalue,
-                 .global_clipnorm = o.global_clipnorm,
-                 .name = o.name}),
+    : Optimizer(common_config(o)),
       options_(std::move(o)) {
-  if (!(options_.rho >= 0 && options_.rho < 1))
-    throw std::invalid_argument(name() + ": rho must be in [0, 1), got " + std::to_string(options_.rho));
-  if (!(options_.momentum >= 0 && options_.momentum <= 1))
-    throw std::invalid_argument(name() + ": momentum must be in [0, 1], got " + std::to_string(options_.momentum));
-  if (options_.epsilon < 0)
-    throw std::invalid_argument(name() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+  require(options_.rho >= 0 && options_.rho < 1, "rho must be in [0, 1)", options_.rho);
+  require(options_.momentum >= 0 && options_.momentum <= 1, "momentum must be in [0, 1]", options_.momentum);
+  require(options_.epsilon >= 0, "epsilon must be >= 0", options_.epsilon);
 }
 
 void RMSprop::build_slots(const Variable& var) {
@@ -57,17 +50,11 @@ void RMSprop::update_step(const Tensor& grad, const Variable& var, double lr) {
 }
 
 Adagrad::Adagrad(AdagradOptions o)
-    : Optimizer({.learning_rate = o.learning_rate,
-                 .clipnorm = o.clipnorm,
-                 .clipvalue = o.clipvalue,
-                 .global_clipnorm = o.global_clipnorm,
-                 .name = o.name}),
+    : Optimizer(common_config(o)),
       options_(std::move(o)) {
-  if (options_.initial_accumulator_value < 0)
-    throw std::invalid_argument(name() + ": initial_accumulator_value must be >= 0, got " +
-                                std::to_string(options_.initial_accumulator_value));
-  if (options_.epsilon < 0)
-    throw std::invalid_argument(name() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+  require(options_.initial_accumulator_value >= 0, "initial_accumulator_value must be >= 0",
+          options_.initial_accumulator_value);
+  require(options_.epsilon >= 0, "epsilon must be >= 0", options_.epsilon);
 }
 
 void Adagrad::build_slots(const Variable& var) {

@@ -7,14 +7,9 @@
 namespace tapeflow::optimizers {
 
 SGD::SGD(SGDOptions o)
-    : Optimizer({.learning_rate = o.learning_rate,
-                 .clipnorm = o.clipnorm,
-                 .clipvalue = o.clipvalue,
-                 .global_clipnorm = o.global_clipnorm,
-                 .name = o.name}),
+    : Optimizer(common_config(o)),
       options_(std::move(o)) {
-  if (options_.momentum < 0 || options_.momentum > 1)
-    throw std::invalid_argument(name() + ": momentum must be in [0, 1], got " + std::to_string(options_.momentum));
+  require(options_.momentum >= 0 && options_.momentum <= 1, "momentum must be in [0, 1]", options_.momentum);
 }
 
 void SGD::build_slots(const Variable& var) {
