@@ -219,6 +219,7 @@ std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
 std::vector<Tensor> unstack(const Tensor& x, int axis) {
   if (x.rank() == 0) throw std::invalid_argument("unstack: cannot unstack a scalar");
   const int a = normalize_axis(axis, x.rank(), "unstack");
+  if (x.shape()[a] == 0) return {};
   std::vector<Tensor> parts = split(x, Ints(static_cast<std::size_t>(x.shape()[a]), 1), a);
   for (Tensor& p : parts) p = squeeze(p, {a});
   return parts;

@@ -178,6 +178,17 @@ TEST(ArrayOpsSplit, UnstackAndSplitValues) {
   EXPECT_THAT(vals(sized[2]), ElementsAre(3, 4));
 }
 
+TEST(ArrayOpsSplit, UnstackOfEmptyAxisIsEmpty) { EXPECT_TRUE(tf::unstack(tf::zeros({2, 0}), 1).empty()); }
+
+// DESIGN: drop what backward does not need. Only gather / segment sums keep their (index) inputs.
+TEST(ArrayOpsRegistry, SavesOnlyWhatBackwardNeeds) {
+  auto& registry = tf::OpRegistry::global();
+  for (const char* name : {"Transpose", "ConcatV2", "Slice", "Pad", "OneHot", "ArgMax", "ArgMin"})
+    EXPECT_EQ(registry.get(name).saves, tf::kSaveNone) << name;
+  EXPECT_EQ(registry.get("GatherV2").saves, tf::kSaveInputs);
+  EXPECT_EQ(registry.get("UnsortedSegmentSum").saves, tf::kSaveInputs);
+}
+
 TEST(ArrayOpsSplit, Errors) {
   EXPECT_THAT([] { tf::split(iota({5}), 2); },
               invalid(AllOf(HasSubstr("split"), HasSubstr("[5]"), HasSubstr("2 equal parts"))));
