@@ -7,6 +7,12 @@
 #include "models/io/h5_io.h"
 #include "tests/models_io/io_test_util.h"
 
+// HDF5 1.10.8 itself loses ~0.4 KB on the error path when an object header fails its checksum
+// (seen in FlippedMetadataBytes...); bounded per damaged file and inside libhdf5, so LeakSanitizer
+// (TAPEFLOW_SANITIZE builds) ignores leaks allocated there. Ids we leave open are caught instead
+// by the fixture's open-object count.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libhdf5"; }
+
 namespace tapeflow::io {
 namespace {
 

@@ -20,7 +20,7 @@ std::vector<T> iota_values(std::size_t n, T start) {
 template <typename T>
 std::vector<T> as_values(const ArrayData& a) {
   std::vector<T> v(a.bytes.size() / sizeof(T));
-  std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
+  if (!a.bytes.empty()) std::memcpy(v.data(), a.bytes.data(), a.bytes.size());
   return v;
 }
 

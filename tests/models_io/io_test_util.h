@@ -1,8 +1,13 @@
-// Shared fixture for the models/io tests: a fresh scratch directory per test.
+// Shared fixture for the models/io tests: a fresh scratch directory per test, and a check that a
+// test leaves no HDF5 file, group, dataset, named type or attribute open (HDF5 1.10 has no public
+// count of open dataspaces or property lists).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <hdf5.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <filesystem>
 #include <random>
@@ -17,8 +22,10 @@ class ScratchDir : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() /
            ("tapeflow_io_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
     std::filesystem::create_directories(dir_);
+    open_ids_ = count_open_ids();
   }
   void TearDown() override {
+    EXPECT_EQ(count_open_ids(), open_ids_) << "HDF5 files or objects left open";
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
   }
@@ -31,7 +38,10 @@ class ScratchDir : public ::testing::Test {
     return out;
   }
 
+  static ssize_t count_open_ids() { return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL); }
+
   std::filesystem::path dir_;
+  ssize_t open_ids_ = 0;
 };
 
 // Expects `statement` to throw std::runtime_error whose message contains every one of `parts`.
