@@ -3,9 +3,35 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <Eigen/Core>
+
 #include "optimizers/internal/update_loop.h"
 
 namespace tapeflow::optimizers {
+namespace {
+
+template <class T>
+using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// One chunk of the Adam update (Eigen array expressions: vectorized, sqrt included).
+template <class T, bool kAmsgrad>
+void adam_kernel(T* w, T* m, T* v, T* vh, const T* g, std::int64_t n, T a, T eps, T one_b1, T one_b2) {
+  Arr<T> W(w, n), M(m, n), V(v, n);
+  ConstArr<T> G(g, n);
+  M += (G - M) * one_b1;
+  V += (G.square() - V) * one_b2;
+  if constexpr (kAmsgrad) {
+    Arr<T> VH(vh, n);
+    VH = VH.max(V);
+    W -= M * a / (VH.sqrt() + eps);
+  } else {
+    W -= M * a / (V.sqrt() + eps);
+  }
+}
+
+}  // namespace
 
 Adam::Adam(AdamOptions o) : Adam(std::move(o), 0.0) {}
 
@@ -34,22 +60,13 @@ void Adam::update_step(const Tensor& grad, const Variable& var, double lr) {
     T* v = slot(var, "v").mutable_data_for_update<T>();
     const T a = static_cast<T>(alpha), eps = static_cast<T>(options_.epsilon);
     const T one_b1 = static_cast<T>(1.0 - options_.beta_1), one_b2 = static_cast<T>(1.0 - options_.beta_2);
-    const std::int64_t n = var.shape().num_elements();
-    if (options_.amsgrad) {
-      T* vh = slot(var, "vhat").mutable_data_for_update<T>();
-      internal::for_each_index(n, [&](std::int64_t i) {
-        m[i] += (g[i] - m[i]) * one_b1;
-        v[i] += (g[i] * g[i] - v[i]) * one_b2;
-        vh[i] = std::max(vh[i], v[i]);
-        w[i] -= m[i] * a / (std::sqrt(vh[i]) + eps);
-      });
-    } else {
-      internal::for_each_index(n, [&](std::int64_t i) {
-        m[i] += (g[i] - m[i]) * one_b1;
-        v[i] += (g[i] * g[i] - v[i]) * one_b2;
-        w[i] -= m[i] * a / (std::sqrt(v[i]) + eps);
-      });
-    }
+    T* vh = options_.amsgrad ? slot(var, "vhat").mutable_data_for_update<T>() : nullptr;
+    internal::for_each_range(var.shape().num_elements(), [&](std::int64_t b, std::int64_t e) {
+      if (vh)
+        adam_kernel<T, true>(w + b, m + b, v + b, vh + b, g + b, e - b, a, eps, one_b1, one_b2);
+      else
+        adam_kernel<T, false>(w + b, m + b, v + b, nullptr, g + b, e - b, a, eps, one_b1, one_b2);
+    });
   });
 }
 

@@ -3,9 +3,52 @@
 #include <cmath>
 #include <stdexcept>
 
+#include <Eigen/Core>
+
 #include "optimizers/internal/update_loop.h"
 
 namespace tapeflow::optimizers {
+namespace {
+
+template <class T>
+using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// One chunk of the RMSprop update (Eigen array expressions: vectorized, sqrt included).
+template <class T, bool kCentered, bool kMomentum>
+void rmsprop_kernel(T* w, T* rms, T* mom, T* mg, const T* g, std::int64_t n, T rho, T eps, T lr, T mu) {
+  Arr<T> W(w, n), R(rms, n);
+  ConstArr<T> G(g, n);
+  const T one_rho = T(1) - rho;
+  R = rho * R + one_rho * G.square();
+  auto update = [&](const auto& denom) {
+    if constexpr (kMomentum) {
+      Arr<T> MO(mom, n);
+      MO = mu * MO + lr * G / denom.sqrt();
+      W -= MO;
+    } else {
+      W -= lr * G / denom.sqrt();
+    }
+  };
+  if constexpr (kCentered) {
+    Arr<T> MG(mg, n);
+    MG = rho * MG + one_rho * G;
+    update(R - MG.square() + eps);
+  } else {
+    update(R + eps);
+  }
+}
+
+template <class T>
+void adagrad_kernel(T* w, T* acc, const T* g, std::int64_t n, T eps, T lr) {
+  Arr<T> W(w, n), AC(acc, n);
+  ConstArr<T> G(g, n);
+  AC += G.square();
+  W -= lr * G / (AC + eps).sqrt();
+}
+
+}  // namespace
 
 RMSprop::RMSprop(RMSpropOptions o)
     : Optimizer(common_config(o)),
@@ -29,22 +72,14 @@ void RMSprop::update_step(const Tensor& grad, const Variable& var, double lr) {
     T* rms = slot(var, "rms").mutable_data_for_update<T>();
     T* mom = options_.momentum > 0 ? slot(var, "momentum").mutable_data_for_update<T>() : nullptr;
     T* mg = options_.centered ? slot(var, "mg").mutable_data_for_update<T>() : nullptr;
-    const T rho = static_cast<T>(options_.rho), one_rho = static_cast<T>(1.0 - options_.rho);
+    const T rho = static_cast<T>(options_.rho);
     const T eps = static_cast<T>(options_.epsilon), lr_t = static_cast<T>(lr), mu = static_cast<T>(options_.momentum);
-    internal::for_each_index(var.shape().num_elements(), [&](std::int64_t i) {
-      rms[i] = rho * rms[i] + one_rho * g[i] * g[i];
-      T denom = rms[i] + eps;
-      if (mg) {
-        mg[i] = rho * mg[i] + one_rho * g[i];
-        denom = rms[i] - mg[i] * mg[i] + eps;
-      }
-      const T inc = lr_t * g[i] / std::sqrt(denom);
-      if (mom) {
-        mom[i] = mu * mom[i] + inc;
-        w[i] -= mom[i];
-      } else {
-        w[i] -= inc;
-      }
+    internal::for_each_range(var.shape().num_elements(), [&](std::int64_t b, std::int64_t e) {
+      const std::int64_t n = e - b;
+      if (mg && mom) rmsprop_kernel<T, true, true>(w + b, rms + b, mom + b, mg + b, g + b, n, rho, eps, lr_t, mu);
+      else if (mg) rmsprop_kernel<T, true, false>(w + b, rms + b, nullptr, mg + b, g + b, n, rho, eps, lr_t, mu);
+      else if (mom) rmsprop_kernel<T, false, true>(w + b, rms + b, mom + b, nullptr, g + b, n, rho, eps, lr_t, mu);
+      else rmsprop_kernel<T, false, false>(w + b, rms + b, nullptr, nullptr, g + b, n, rho, eps, lr_t, mu);
     });
   });
 }
@@ -68,9 +103,8 @@ void Adagrad::update_step(const Tensor& grad, const Variable& var, double lr) {
     const T* g = grad.data<T>();
     T* acc = slot(var, "accumulator").mutable_data_for_update<T>();
     const T eps = static_cast<T>(options_.epsilon), lr_t = static_cast<T>(lr);
-    internal::for_each_index(var.shape().num_elements(), [&](std::int64_t i) {
-      acc[i] += g[i] * g[i];
-      w[i] -= lr_t * g[i] / std::sqrt(acc[i] + eps);
+    internal::for_each_range(var.shape().num_elements(), [&](std::int64_t b, std::int64_t e) {
+      adagrad_kernel<T>(w + b, acc + b, g + b, e - b, eps, lr_t);
     });
   });
 }

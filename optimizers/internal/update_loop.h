@@ -20,6 +20,13 @@ void for_each_index(std::int64_t n, F&& f) {
   });
 }
 
+// Runs f(begin, end) over chunks of [0, n) (parallel when n > kUpdateGrain). Update kernels take
+// __restrict pointers offset by `begin` so the compiler vectorizes them (sqrt included).
+template <class F>
+void for_each_range(std::int64_t n, F&& f) {
+  kernels::parallel_for(n, kUpdateGrain, std::forward<F>(f));
+}
+
 // Calls f(T{}) with T = float or double for the variable's dtype.
 template <class F>
 void dispatch_update(DType dtype, const char* optimizer, F&& f) {
