@@ -14,8 +14,10 @@
 namespace tapeflow {
 namespace {
 
-using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Vector = Eigen::VectorXd;
+template <class T>
+using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+template <class T>
+using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
 
 // The variable holding flat entry k.
 std::size_t owner_index(const std::vector<std::int64_t>& offsets, std::int64_t k) {
@@ -27,9 +29,10 @@ const Variable& owner(const std::vector<Variable>& vars, const std::vector<std::
   return vars[owner_index(offsets, k)];
 }
 
-void check_finite(const Matrix& h, const Vector& g, const std::vector<Variable>& vars,
+// h is symmetric, so its row-major data read column-major is h itself.
+template <class T>
+void check_finite(const T* h, const T* g, std::int64_t n, const std::vector<Variable>& vars,
                   const std::vector<std::int64_t>& offsets) {
-  const std::int64_t n = g.size();
   for (std::int64_t k = 0; k < n; ++k)
     if (!std::isfinite(g[k]))
       throw std::invalid_argument("newton_step: non-finite gradient (" + std::to_string(g[k]) + ") for variable '" +
@@ -37,58 +40,62 @@ void check_finite(const Matrix& h, const Vector& g, const std::vector<Variable>&
                                   std::to_string(k - offsets[owner_index(offsets, k)]) + ")");
   for (std::int64_t r = 0; r < n; ++r)
     for (std::int64_t c = 0; c < n; ++c)
-      if (!std::isfinite(h(r, c)))
-        throw std::invalid_argument("newton_step: non-finite Hessian entry (" + std::to_string(h(r, c)) +
+      if (!std::isfinite(h[r * n + c]))
+        throw std::invalid_argument("newton_step: non-finite Hessian entry (" + std::to_string(h[r * n + c]) +
                                     ") for variables '" + owner(vars, offsets, r).name() + "' x '" +
                                     owner(vars, offsets, c).name() + "' (row " + std::to_string(r) + ", column " +
                                     std::to_string(c) + ")");
 }
 
 struct Solution {
-  Vector u;
+  std::vector<double> u;
   double damping;
   std::string solver;
 };
 
-bool finite(const Vector& v) { return v.allFinite(); }
-
-Solution solve_damped(const Matrix& h, const Vector& g, const NewtonOptions& o) {
-  const std::int64_t n = g.size();
-  Matrix a = h;
-  a.diagonal().array() += o.damping;
+// Solves (H + λI) u = g in H's precision (Cholesky; LM damping increases or LDLT, see newton.h).
+template <class T>
+Solution solve_damped(const T* h_data, const T* g_data, std::int64_t n, const NewtonOptions& o) {
+  Eigen::Map<const Matrix<T>> h(h_data, n, n);
+  Eigen::Map<const Vector<T>> g(g_data, n);
+  Matrix<T> a = h;
+  a.diagonal().array() += static_cast<T>(o.damping);
+  auto done = [](const Vector<T>& u, double lambda, const char* solver) {
+    return Solution{std::vector<double>(u.data(), u.data() + u.size()), lambda, solver};
+  };
+  Eigen::LLT<Matrix<T>> llt(a);
+  if (llt.info() == Eigen::Success) {
+    Vector<T> u = llt.solve(g);
+    if (u.allFinite()) return done(u, o.damping, "llt");
+  }
   if (o.fallback == NewtonFallback::kLevenbergMarquardt) {
     double lambda = o.damping;
-    for (int attempt = 0; attempt <= o.max_damping_increases; ++attempt) {
-      Eigen::LLT<Matrix> llt(a);
-      if (llt.info() == Eigen::Success) {
-        Vector u = llt.solve(g);
-        if (finite(u)) {
-          if (attempt > 0)
-            spdlog::info("newton_step: H + {:g} I is not positive definite; Levenberg-Marquardt raised the damping "
-                         "to {:g} (Cholesky)", o.damping, lambda);
-          return {u, lambda, attempt ? "llt (damping raised)" : "llt"};
-        }
-      }
+    for (int attempt = 0; attempt < o.max_damping_increases; ++attempt) {
       const double next = lambda > 0 ? lambda * o.damping_factor : 1e-8;
-      a.diagonal().array() += next - lambda;
+      a.diagonal().array() += static_cast<T>(next - lambda);
       lambda = next;
+      llt.compute(a);
+      if (llt.info() != Eigen::Success) continue;
+      Vector<T> u = llt.solve(g);
+      if (!u.allFinite()) continue;
+      spdlog::info("newton_step: H + {:g} I is not positive definite; Levenberg-Marquardt raised the damping to {:g} "
+                   "(Cholesky)", o.damping, lambda);
+      return done(u, lambda, "llt (damping raised)");
     }
     a = h;
-    a.diagonal().array() += o.damping;
+    a.diagonal().array() += static_cast<T>(o.damping);
     spdlog::info("newton_step: H + λI stayed indefinite up to λ = {:g}; falling back to LDLT with λ = {:g}", lambda,
                  o.damping);
+  } else {
+    spdlog::info("newton_step: H + {:g} I is not positive definite; solving with LDLT (symmetric indefinite)",
+                 o.damping);
   }
-  Eigen::LDLT<Matrix> ldlt(a);
-  Vector u = ldlt.info() == Eigen::Success ? Vector(ldlt.solve(g)) : Vector::Constant(n, NAN);
-  if (!finite(u))
+  Eigen::LDLT<Matrix<T>> ldlt(a);
+  Vector<T> u = ldlt.info() == Eigen::Success ? Vector<T>(ldlt.solve(g)) : Vector<T>::Constant(n, T(NAN));
+  if (!u.allFinite())
     throw std::runtime_error("newton_step: the symmetric indefinite (LDLT) solve of H + " + std::to_string(o.damping) +
                              " I gave a non-finite step (singular system)");
-  if (o.fallback == NewtonFallback::kIndefinite) {
-    Eigen::LLT<Matrix> llt(a);
-    if (llt.info() == Eigen::Success) return {Vector(llt.solve(g)), o.damping, "llt"};
-    spdlog::info("newton_step: H + {:g} I is not positive definite; solved with LDLT (symmetric indefinite)", o.damping);
-  }
-  return {u, o.damping, "ldlt"};
+  return done(u, o.damping, "ldlt");
 }
 
 double to_double(const Tensor& t) { return convert(t, DType::kFloat64).data<double>()[0]; }
@@ -101,19 +108,24 @@ NewtonStepResult newton_step(const LossFn& loss_fn, const std::vector<Variable>&
   std::vector<Source> sources(variables.begin(), variables.end());
   HessianResult hr = hessian(loss_fn, sources, options.hessian);
   const std::int64_t n = hr.gradient.num_elements();
-  Tensor h64 = convert(hr.matrix, DType::kFloat64), g64 = convert(hr.gradient, DType::kFloat64);
-  Matrix h = Eigen::Map<const Matrix>(h64.data<double>(), n, n);
-  Vector g = Eigen::Map<const Vector>(g64.data<double>(), n);
-  check_finite(h, g, variables, hr.offsets);
-  Solution sol = solve_damped(h, g, options);
+  Solution sol;
+  if (hr.matrix.dtype() == DType::kFloat64) {
+    check_finite(hr.matrix.data<double>(), hr.gradient.data<double>(), n, variables, hr.offsets);
+    sol = solve_damped(hr.matrix.data<double>(), hr.gradient.data<double>(), n, options);
+  } else {
+    check_finite(hr.matrix.data<float>(), hr.gradient.data<float>(), n, variables, hr.offsets);
+    sol = solve_damped(hr.matrix.data<float>(), hr.gradient.data<float>(), n, options);
+  }
   NewtonStepResult out;
   out.loss_before = to_double(hr.loss);
-  out.step_norm = sol.u.norm();
+  double norm2 = 0;
+  for (double v : sol.u) norm2 += v * v;
+  out.step_norm = std::sqrt(norm2);
   out.damping = sol.damping;
   out.solver = sol.solver;
   for (std::size_t i = 0; i < variables.size(); ++i) {
     const Variable& v = variables[i];
-    std::vector<double> part(sol.u.data() + hr.offsets[i], sol.u.data() + hr.offsets[i + 1]);
+    std::vector<double> part(sol.u.begin() + hr.offsets[i], sol.u.begin() + hr.offsets[i + 1]);
     Tensor u = constant(part, v.shape(), v.dtype());
     v.assign_sub(u);
     out.updates.push_back(u);

@@ -2,7 +2,7 @@
 //
 // Shapes:   g and H span all variables (flattened row-major, in the order given, as hessian());
 //           u is split and reshaped back to each variable's shape.
-// DTypes:   float32, float64 variables (one dtype); the linear solve runs in float64 (Eigen).
+// DTypes:   float32, float64 variables (one dtype); the solve runs in that precision (Eigen).
 // Solver:   Cholesky (LLT) of H + λI. If that matrix is not positive definite: with
 //           kLevenbergMarquardt, λ is multiplied by damping_factor until LLT succeeds (at most
 //           max_damping_increases times, then LDLT); with kIndefinite, a symmetric indefinite

@@ -16,18 +16,24 @@
 namespace tapeflow::internal {
 namespace {
 
-enum class Rule { kNone, kPointwise, kReduce, kMinMax, kMatMul };
+enum class Rule { kNone, kPointwise, kScale, kAddSub, kMul, kSelect, kReduce, kMinMax, kMatMul };
 
 Rule rule_for(const OpRecord& r) {
   if (r.custom_gradient || !r.op) return Rule::kNone;
   static const std::unordered_map<std::string, Rule> kTable = [] {
     std::unordered_map<std::string, Rule> t;
     for (const char* name :
-         {"AddV2", "Sub", "Mul", "RealDiv", "Pow", "Maximum", "Minimum", "Neg", "Square", "Sqrt", "Rsqrt",
-          "Reciprocal", "Exp", "Log", "Abs", "Sign", "Sin", "Cos", "Tanh", "Sigmoid", "Relu", "Elu",
-          "LeakyRelu", "Softplus", "Identity", "ReadVariableOp", "Cast", "SelectV2", "Reshape", "BroadcastTo",
+         {"RealDiv", "Pow", "Maximum", "Minimum", "Identity", "ReadVariableOp", "Cast", "Reshape", "BroadcastTo",
           "SumToShape"})
       t.emplace(name, Rule::kPointwise);
+    // Unary element-wise ops: gradient = g ⊙ f(x, y), f independent of g.
+    for (const char* name : {"Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Exp", "Log", "Abs", "Sign", "Sin", "Cos",
+                             "Tanh", "Sigmoid", "Relu", "Elu", "LeakyRelu", "Softplus"})
+      t.emplace(name, Rule::kScale);
+    t.emplace("AddV2", Rule::kAddSub);
+    t.emplace("Sub", Rule::kAddSub);
+    t.emplace("Mul", Rule::kMul);
+    t.emplace("SelectV2", Rule::kSelect);
     t.emplace("Sum", Rule::kReduce);
     t.emplace("Mean", Rule::kReduce);
     t.emplace("Max", Rule::kMinMax);
@@ -75,6 +81,39 @@ TensorList pointwise(const OpRecord& r, std::span<const Tensor> g, std::int64_t 
   return res;
 }
 
+// Unary element-wise op whose gradient is g ⊙ f (f from the saved tensors): f is computed once,
+// unbatched (the op's own gradient of ones), and broadcast against the K cotangents.
+TensorList scale(const OpRecord& r, std::span<const Tensor> g) {
+  Tensor one = ones(r.output_shapes[0], r.output_dtypes[0]);
+  TensorList f = call_gradient(r, std::span<const Shape>(r.input_shapes.begin(), r.input_shapes.end()), r.attrs,
+                               std::span<const Tensor>(&one, 1));
+  return TensorList{g[0] * f[0]};
+}
+
+// Binary broadcasting ops by hand, computing only the gradients that are needed: d(a±b) = (g, ±g),
+// d(ab) = (g b, g a), where(c, a, b): (g ⊙ c, g ⊙ !c); each summed back to [K, input shape].
+TensorList binary(const OpRecord& r, Rule rule, std::span<const Tensor> g, std::int64_t k, const bool needed[3]) {
+  int rank = r.output_shapes[0].rank();
+  const std::size_t first = rule == Rule::kSelect ? 1 : 0;  // where's condition has no gradient
+  Tensor gp = reshape_to(g[0], padded(k, r.output_shapes[0], rank));
+  Tensor mask;
+  if (rule == Rule::kSelect)
+    mask = where(r.saved_inputs[0], scalar(1.0, r.output_dtypes[0]), scalar(0.0, r.output_dtypes[0]));
+  TensorList out(r.input_ids.size());
+  for (std::size_t j = first; j < r.input_ids.size(); ++j) {
+    if (!needed[j]) continue;
+    Tensor t;
+    switch (rule) {
+      case Rule::kAddSub: t = (j == 1 && r.op->name == "Sub") ? negative(gp) : gp; break;
+      case Rule::kMul: t = gp * r.saved_inputs[1 - j]; break;
+      default: t = j == 1 ? gp * mask : gp - gp * mask; break;
+    }
+    const Shape& in = r.input_shapes[j];
+    out[j] = reshape_to(sum_to_shape(t, padded(k, in, rank)), padded(k, in, in.rank()));
+  }
+  return out;
+}
+
 // Sum/Mean: the batch dimension shifts every reduced axis by one.
 TensorList reduction(const OpRecord& r, std::span<const Tensor> g, std::int64_t k) {
   Attrs attrs = r.attrs;
@@ -101,7 +140,7 @@ TensorList min_max(const OpRecord& r, std::span<const Tensor> g, std::int64_t k)
 
 // 2-D matmul: fold K into the rows where the batched gradient is the left operand (one GEMM),
 // otherwise a broadcast batched product; only the gradients that are needed are computed.
-TensorList matmul_rule(const OpRecord& r, std::span<const Tensor> g, std::int64_t k, const bool needed[2]) {
+TensorList matmul_rule(const OpRecord& r, std::span<const Tensor> g, std::int64_t k, const bool needed[3]) {
   if (r.input_shapes[0].rank() != 2 || r.input_shapes[1].rank() != 2) return pointwise(r, g, k);
   const Tensor &a = r.saved_inputs[0], &b = r.saved_inputs[1], &gy = g[0];
   const bool ta = r.attrs.get_bool("transpose_a"), tb = r.attrs.get_bool("transpose_b");
@@ -211,10 +250,16 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
     if (!any) continue;
     std::span<const Tensor> g(out_grads.begin(), out_grads.end());
     TensorList in_grads;
-    bool needed[2] = {false, false};
-    for (std::size_t j = 0; j < r.input_ids.size() && j < 2; ++j) needed[j] = p.reachable.count(r.input_ids[j]) != 0;
-    switch (rule_for(r)) {
+    bool needed[3] = {false, false, false};
+    for (std::size_t j = 0; j < r.input_ids.size() && j < 3; ++j)
+      needed[j] = p.reachable.count(r.input_ids[j]) != 0 && is_floating(r.input_dtypes[j]);
+    const Rule rule = rule_for(r);
+    switch (rule) {
       case Rule::kPointwise: in_grads = pointwise(r, g, k); break;
+      case Rule::kScale: in_grads = scale(r, g); break;
+      case Rule::kAddSub:
+      case Rule::kMul:
+      case Rule::kSelect: in_grads = binary(r, rule, g, k, needed); break;
       case Rule::kReduce: in_grads = reduction(r, g, k); break;
       case Rule::kMinMax: in_grads = min_max(r, g, k); break;
       case Rule::kMatMul: in_grads = matmul_rule(r, g, k, needed); break;
