@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <unordered_set>
 
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/math_ops.h"
@@ -16,27 +15,34 @@ namespace internal {
 void TapeState::record(const OpDef& op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                        const Attrs& attrs, const std::shared_ptr<const GradientFn>& custom_gradient) {
   if (!custom_gradient && !op.gradient) return;  // not differentiable: outputs stay untracked
+  SmallVector<std::int64_t, 3> producers;
   bool any = false;
-  for (const Tensor& t : inputs)
-    if (is_floating(t.dtype()) && producer_.count(t.id())) {
-      any = true;
-      break;
-    }
+  for (const Tensor& t : inputs) {
+    std::int64_t p = is_floating(t.dtype()) ? producer_.find(t.id()) : kUntracked;
+    any = any || p != kUntracked;
+    producers.push_back(p);
+  }
   if (!any) return;
+  if (outputs.size() > 0xffff)
+    throw std::invalid_argument(op.name + ": too many outputs to record (" + std::to_string(outputs.size()) + ")");
   std::int64_t index = static_cast<std::int64_t>(ops_.size());
   OpRecord& r = ops_.emplace_back();
   r.op = &op;
   r.custom_gradient = custom_gradient;
+  r.input_producers = std::move(producers);
   for (const Tensor& t : inputs) {
     r.input_ids.push_back(t.id());
     r.input_shapes.push_back(t.shape());
     r.input_dtypes.push_back(t.dtype());
   }
-  for (const Tensor& t : outputs) {
+  r.first_slot = num_slots_;
+  num_slots_ += static_cast<std::int64_t>(outputs.size());
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const Tensor& t = outputs[k];
     r.output_ids.push_back(t.id());
     r.output_shapes.push_back(t.shape());
     r.output_dtypes.push_back(t.dtype());
-    producer_[t.id()] = index;
+    producer_.set(t.id(), encode_slot(index, static_cast<std::int64_t>(k)));
   }
   std::uint8_t saves = custom_gradient ? kSaveAll : op.saves;
   if (saves & kSaveInputs) r.saved_inputs = TensorList(inputs.begin(), inputs.end());
@@ -53,7 +59,7 @@ void TapeState::watch(const Tensor& t) {
     spdlog::warn("The dtype of the watched tensor must be floating (e.g. tf.float32), got {}", dtype_name(t.dtype()));
     return;
   }
-  producer_.emplace(t.id(), -1);
+  producer_.insert(t.id(), kWatched);
 }
 
 void TapeState::watch(const Variable& v) {
@@ -62,7 +68,7 @@ void TapeState::watch(const Variable& v) {
                  dtype_name(v.dtype()));
     return;
   }
-  if (producer_.emplace(v.handle_id(), -1).second ||
+  if (producer_.insert(v.handle_id(), kWatched) ||
       std::none_of(watched_variables_.begin(), watched_variables_.end(),
                    [&](const Variable& w) { return w.same_as(v); }))
     watched_variables_.push_back(v);
@@ -108,6 +114,7 @@ void TapeState::resume(int position) {
 void TapeState::reset() {
   ops_.clear();
   producer_.clear();
+  num_slots_ = 0;
   watched_variables_.clear();
   used_ = false;
 }
@@ -122,31 +129,60 @@ void TapeState::begin_gradient_call(const char* what) {
 }
 
 // ---- backward ----
+namespace {
+void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+}  // namespace
+
 std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::span<const Tensor> seeds,
                                         std::span<const std::int64_t> source_ids) const {
   const std::size_t n_ops = ops_.size();  // the pass may append records (persistent tape in context)
-  // Forward sweep: ops on a path from a source (prunes everything else).
-  std::unordered_set<std::int64_t> reachable(source_ids.begin(), source_ids.end());
+  const std::int64_t n_slots = num_slots_;
+  // Sources are watched tensors/variables (gradients kept by id) or recorded outputs (kept in slots).
+  std::vector<std::int64_t> watched_sources;
+  std::vector<std::int64_t> source_codes(source_ids.size());
+  std::vector<char> relevant_out(n_ops, 0);  // op is on a path from a source (or produces one)
+  for (std::size_t s = 0; s < source_ids.size(); ++s) {
+    std::int64_t code = producer_.find(source_ids[s]);
+    source_codes[s] = code;
+    if (code == kWatched) watched_sources.push_back(source_ids[s]);
+    if (code >= 0 && static_cast<std::size_t>(slot_op(code)) < n_ops) relevant_out[static_cast<std::size_t>(slot_op(code))] = 1;
+  }
+  std::sort(watched_sources.begin(), watched_sources.end());
+  auto is_watched_source = [&](std::int64_t id) {
+    return std::binary_search(watched_sources.begin(), watched_sources.end(), id);
+  };
+  // Forward sweep: prune to ops that depend on a source.
   std::vector<char> relevant(n_ops, 0);
   for (std::size_t i = 0; i < n_ops; ++i) {
     const OpRecord& r = ops_[i];
-    for (std::int64_t id : r.input_ids)
-      if (reachable.count(id)) {
+    for (std::size_t j = 0; j < r.input_producers.size(); ++j) {
+      std::int64_t p = r.input_producers[j];
+      if (p >= 0 ? relevant_out[static_cast<std::size_t>(slot_op(p))] != 0 : (p == kWatched && is_watched_source(r.input_ids[j]))) {
         relevant[i] = 1;
+        relevant_out[i] = 1;
         break;
       }
-    if (relevant[i])
-      for (std::int64_t id : r.output_ids) reachable.insert(id);
+    }
   }
-  std::unordered_map<std::int64_t, Tensor> grads;
-  auto accumulate = [&](std::int64_t id, const Tensor& g) {
-    auto [it, inserted] = grads.try_emplace(id, g);
-    if (!inserted) it->second = add(it->second, g);
+  std::vector<Tensor> slots(static_cast<std::size_t>(n_slots));
+  std::vector<char> keep(static_cast<std::size_t>(n_slots), 0);  // slots that are sources outlive the pass
+  for (std::int64_t code : source_codes)
+    if (code >= 0 && static_cast<std::size_t>(slot_op(code)) < n_ops)
+      keep[static_cast<std::size_t>(ops_[static_cast<std::size_t>(slot_op(code))].first_slot + slot_output(code))] = 1;
+  std::vector<Tensor> watched_grads(watched_sources.size());
+  auto watched_index = [&](std::int64_t id) {
+    return static_cast<std::size_t>(std::lower_bound(watched_sources.begin(), watched_sources.end(), id) - watched_sources.begin());
   };
-  for (std::size_t t = 0; t < targets.size(); ++t)
-    if (reachable.count(targets[t].id())) accumulate(targets[t].id(), seeds[t]);
+  auto route = [&](std::int64_t code, std::int64_t id, const Tensor& g) {
+    if (code >= 0) {
+      std::size_t op = static_cast<std::size_t>(slot_op(code));
+      if (op < n_ops && relevant_out[op]) accumulate(slots[static_cast<std::size_t>(ops_[op].first_slot + slot_output(code))], g);
+    } else if (code == kWatched && is_watched_source(id)) {
+      accumulate(watched_grads[watched_index(id)], g);
+    }
+  };
+  for (std::size_t t = 0; t < targets.size(); ++t) route(producer_.find(targets[t].id()), targets[t].id(), seeds[t]);
 
-  std::unordered_set<std::int64_t> keep(source_ids.begin(), source_ids.end());
   // Reverse sweep: records are in execution order, so reverse order is a topological order.
   for (std::size_t i = n_ops; i-- > 0;) {
     if (!relevant[i]) continue;
@@ -154,18 +190,15 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
     TensorList out_grads;
     bool any = false;
     for (std::size_t k = 0; k < r.output_ids.size(); ++k) {
-      auto it = grads.find(r.output_ids[k]);
-      if (it != grads.end()) {
-        any = true;
-        out_grads.push_back(it->second);
-      } else {
-        out_grads.push_back(Tensor());
-      }
+      Tensor& slot = slots[static_cast<std::size_t>(r.first_slot) + k];
+      any = any || slot.defined();
+      out_grads.push_back(slot);
     }
     if (!any) continue;
     for (std::size_t k = 0; k < out_grads.size(); ++k)
       if (!out_grads[k].defined()) out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
     const GradientFn& fn = r.custom_gradient ? *r.custom_gradient : r.op->gradient;
+    if (!fn) continue;  // gradient removed from the registry after recording
     GradContext ctx(std::span<const Tensor>(r.saved_inputs), std::span<const Tensor>(r.saved_outputs),
                     std::span<const Shape>(r.input_shapes), std::span<const DType>(r.input_dtypes), r.attrs,
                     r.op->name.c_str());
@@ -175,20 +208,27 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
                              " gradients for " + std::to_string(r.input_ids.size()) + " inputs");
     for (std::size_t k = 0; k < in_grads.size(); ++k) {
       const Tensor& g = in_grads[k];
-      if (!g.defined() || !reachable.count(r.input_ids[k]) || !is_floating(r.input_dtypes[k])) continue;
+      if (!g.defined() || r.input_producers[k] == kUntracked) continue;
       if (g.shape() != r.input_shapes[k])
         throw std::logic_error("gradient of " + r.op->name + " returned shape " + g.shape().to_string() +
                                " for input " + std::to_string(k) + " of shape " + r.input_shapes[k].to_string());
-      accumulate(r.input_ids[k], g.dtype() == r.input_dtypes[k] ? g : convert(g, r.input_dtypes[k]));
+      route(r.input_producers[k], r.input_ids[k], g.dtype() == r.input_dtypes[k] ? g : convert(g, r.input_dtypes[k]));
     }
-    for (std::int64_t id : r.output_ids)  // free what no earlier op needs
-      if (!keep.count(id)) grads.erase(id);
+    for (std::size_t k = 0; k < r.output_ids.size(); ++k) {  // free what no earlier op needs
+      std::size_t slot = static_cast<std::size_t>(r.first_slot) + k;
+      if (!keep[slot]) slots[slot] = Tensor();
+    }
   }
   std::vector<Tensor> result;
   result.reserve(source_ids.size());
-  for (std::int64_t id : source_ids) {
-    auto it = grads.find(id);
-    result.push_back(it == grads.end() ? Tensor() : it->second);
+  for (std::size_t s = 0; s < source_ids.size(); ++s) {
+    std::int64_t code = source_codes[s];
+    if (code == kWatched)
+      result.push_back(watched_grads[watched_index(source_ids[s])]);
+    else if (code >= 0 && static_cast<std::size_t>(slot_op(code)) < n_ops)
+      result.push_back(slots[static_cast<std::size_t>(ops_[static_cast<std::size_t>(slot_op(code))].first_slot + slot_output(code))]);
+    else
+      result.push_back(Tensor());
   }
   return result;
 }

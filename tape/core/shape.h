@@ -16,7 +16,7 @@ class Shape {
  public:
   static constexpr int kMaxRank = 8;
 
-  Shape() = default;
+  Shape() {}  // user-provided: value-initialisation must not zero the 8 dims
   Shape(std::initializer_list<std::int64_t> dims);
   explicit Shape(const std::vector<std::int64_t>& dims);
   template <typename It>
@@ -48,7 +48,7 @@ class Shape {
   std::string to_tf_string() const;
 
  private:
-  std::array<std::int64_t, kMaxRank> dims_{};
+  std::array<std::int64_t, kMaxRank> dims_;  // only the first rank_ are meaningful (no zeroing: shapes are made on every op)
   int rank_ = 0;
 };
 

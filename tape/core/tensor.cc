@@ -81,9 +81,8 @@ long Tensor::use_count() const {
   return me.buffer.use_count();  // other tensors (reshapes, aliases) viewing the same elements
 }
 
-void Tensor::check_type(DType requested) const {
-  if (impl().dtype != requested)
-    throw std::invalid_argument(std::string("Tensor: requested element type ") + dtype_name(requested) +
+void Tensor::throw_type_mismatch(DType requested) const {
+  throw std::invalid_argument(std::string("Tensor: requested element type ") + dtype_name(requested) +
                                 " from a " + dtype_name(impl().dtype) + " tensor of shape " +
                                 impl().shape.to_string());
 }

@@ -38,6 +38,7 @@ namespace internal {
 // so a scalar op costs one allocation.
 struct TensorImpl {
   static constexpr std::size_t kInlineBytes = 64;
+  TensorImpl() {}  // user-provided: make_shared must not zero the inline buffer
   Shape shape;
   DType dtype = DType::kFloat32;
   std::int64_t id = 0;
@@ -128,7 +129,10 @@ class Tensor {
     if (!impl_) throw std::logic_error("Tensor: use of an undefined (empty or moved-from) tensor");
     return *impl_;
   }
-  void check_type(DType requested) const;
+  void check_type(DType requested) const {
+    if (impl().dtype != requested) throw_type_mismatch(requested);
+  }
+  [[noreturn]] void throw_type_mismatch(DType requested) const;
   std::shared_ptr<internal::TensorImpl> impl_;
   friend class Variable;
 };

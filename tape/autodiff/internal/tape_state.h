@@ -1,23 +1,28 @@
 // The data behind a GradientTape: recorded ops keyed by tensor id, and the backward pass.
 #pragma once
 
-#include <deque>
 #include <memory>
 #include <optional>
 #include <unordered_map>
 #include <vector>
 
 #include "tape/autodiff/gradient_tape.h"
+#include "tape/autodiff/internal/flat_id_map.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::internal {
 
 // One recorded op call. Keeps only what its gradient needs (OpDef::saves).
 struct OpRecord {
+  OpRecord() {}  // user-provided: chunk allocation must not zero every record first
   const OpDef* op = nullptr;
   std::shared_ptr<const GradientFn> custom_gradient;  // set for custom_gradient calls
   SmallVector<std::int64_t, 3> input_ids;
+  // Where each input came from when recorded: encode_slot(op, output) of its producer, kWatched,
+  // or kUntracked. Cached here so the backward pass needs no id lookups.
+  SmallVector<std::int64_t, 3> input_producers;
   SmallVector<std::int64_t, 2> output_ids;
+  std::int64_t first_slot = 0;  // index of output 0 among all recorded outputs (backward's grad slots)
   SmallVector<Shape, 2> input_shapes;
   SmallVector<DType, 3> input_dtypes;
   SmallVector<Shape, 1> output_shapes;
@@ -34,7 +39,13 @@ class TapeState final : public Recorder {
   void record(const OpDef& op, std::span<const Tensor> inputs, std::span<const Tensor> outputs, const Attrs& attrs,
               const std::shared_ptr<const GradientFn>& custom_gradient) override;
   void variable_accessed(const Variable& variable) override;
-  bool tracks(std::int64_t id) const override { return producer_.count(id) != 0; }
+  bool tracks(std::int64_t id) const override { return producer_.contains(id); }
+
+  static constexpr std::int64_t kWatched = -1;
+  static constexpr std::int64_t kUntracked = FlatIdMap::kAbsent;
+  static constexpr std::int64_t encode_slot(std::int64_t op, std::int64_t output) { return (op << 16) | output; }
+  static constexpr std::int64_t slot_op(std::int64_t code) { return code >> 16; }
+  static constexpr std::int64_t slot_output(std::int64_t code) { return code & 0xffff; }
 
   void watch(const Tensor& t);
   void watch(const Variable& v);
@@ -56,7 +67,9 @@ class TapeState final : public Recorder {
   const GradientTapeOptions& options() const { return options_; }
   std::vector<Variable> watched_variables() const;
   std::size_t num_records() const { return ops_.size(); }
-  const std::deque<OpRecord>& records() const { return ops_; }
+  const StableVector<OpRecord>& records() const { return ops_; }
+  // Producer code of a tensor id (encode_slot, kWatched or kUntracked).
+  std::int64_t producer(std::int64_t id) const { return producer_.find(id); }
 
   // StopRecording support: position in the stack while paused.
   int pause();
@@ -66,8 +79,9 @@ class TapeState final : public Recorder {
   GradientTapeOptions options_;
   bool recording_ = false;
   bool used_ = false;
-  std::deque<OpRecord> ops_;  // deque: records stay put while the backward pass appends more
-  std::unordered_map<std::int64_t, std::int64_t> producer_;  // tensor id -> op index, -1 if watched
+  StableVector<OpRecord> ops_;  // records stay put while the backward pass appends more
+  FlatIdMap producer_;          // tensor id -> encode_slot(op, output), kWatched if watched
+  std::int64_t num_slots_ = 0;  // outputs recorded so far
   std::vector<Variable> watched_variables_;
 };
 
