@@ -1,12 +1,15 @@
-// Kill test: a child process saves in a loop and is SIGKILLed at random moments; the target file
-// must always be absent (before the first commit) or a complete file holding one of the two
-// contents, and the killed writers' temporary files must not disturb later saves.
+// Kill test: a child process saves (H5Writer, then atomic_write_file of an index) in a loop and is
+// SIGKILLed at random moments; each target must always be absent (before its first commit) or
+// complete with one of the two contents, and the killed writers' temporary files must not disturb
+// later saves.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 
@@ -20,6 +23,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::ScratchDir;
 using Crash = ScratchDir;
+
+// The small index file rewritten with atomic_write_file after each save.
+const std::string kIndexA(3000, 'a'), kIndexB = "model_checkpoint_path: \"ckpt-2\"\n";
 
 constexpr int kDatasets = 8;
 constexpr std::int64_t kRows = 128, kCols = 256;  // 128 KiB per dataset, 1 MiB per save
@@ -50,7 +56,7 @@ int load(const std::string& path) {
 }
 
 TEST_F(Crash, KilledSaverAlwaysLeavesTheOldOrTheNewFile) {
-  const std::string path = file("ckpt.h5");
+  const std::string path = file("ckpt.h5"), index = file("checkpoint");
   // Scale the kill delays to how long one save takes here.
   const auto start = std::chrono::steady_clock::now();
   save(file("probe.h5"), 1);
@@ -60,13 +66,16 @@ TEST_F(Crash, KilledSaverAlwaysLeavesTheOldOrTheNewFile) {
   std::mt19937 rng(12345);
   std::uniform_int_distribution<long> delay_us(0, 3 * std::max<long>(save_us, 1000));
   std::set<int> versions_seen;
-  bool committed_once = false;
+  bool committed_once = false, index_once = false;
   for (int kill_round = 0; kill_round < 20; ++kill_round) {
     const pid_t child = ::fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
       try {
-        for (int i = kill_round;; ++i) save(path, 1 + i % 2);
+        for (int i = kill_round;; ++i) {
+          save(path, 1 + i % 2);
+          atomic_write_file(index, i % 2 ? kIndexB : kIndexA);
+        }
       } catch (...) {
       }
       ::_exit(1);  // only reached if a save failed
@@ -77,6 +86,13 @@ TEST_F(Crash, KilledSaverAlwaysLeavesTheOldOrTheNewFile) {
     ASSERT_EQ(::waitpid(child, &status, 0), child);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the saver exited by itself: a save failed";
 
+    EXPECT_TRUE(fs::exists(index) || !index_once) << "round " << kill_round << ": the index vanished";
+    if (fs::exists(index)) {
+      index_once = true;
+      std::ifstream in(index, std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      EXPECT_TRUE(text == kIndexA || text == kIndexB) << "round " << kill_round << ": torn index '" << text << "'";
+    }
     if (!fs::exists(path)) {
       EXPECT_FALSE(committed_once) << "round " << kill_round << ": the file vanished";
       continue;
@@ -93,11 +109,12 @@ TEST_F(Crash, KilledSaverAlwaysLeavesTheOldOrTheNewFile) {
 
   // Leftover temporary files (from kills mid-save) belong to dead processes: cleanup removes them
   // all, and neither they nor their removal disturb a later save.
-  const std::size_t leftovers = entries().size() - (fs::exists(path) ? 1 : 0);
+  const std::size_t leftovers = entries().size() - (fs::exists(path) ? 1 : 0) - (fs::exists(index) ? 1 : 0);
   RecordProperty("leftover_temp_files", static_cast<int>(leftovers));
   save(path, 2);
   EXPECT_EQ(load(path), 2);
-  EXPECT_EQ(remove_stale_temp_files(path), static_cast<int>(leftovers));
+  EXPECT_EQ(remove_stale_temp_files(path) + remove_stale_temp_files(index), static_cast<int>(leftovers));
+  fs::remove(index);
   EXPECT_EQ(entries(), std::vector<std::string>{"ckpt.h5"});
   EXPECT_EQ(load(path), 2);
 }

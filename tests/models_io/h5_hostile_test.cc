@@ -345,7 +345,30 @@ TEST_F(Hostile, ForeignLayoutsStillLoad) {
     const std::int32_t y[5] = {5, 4, 3, 2, 1};
     write_raw_dataset(f, "gzip", H5T_STD_I32LE, {5}, dcpl, y);
   }
+  {
+    Id f{H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose};
+    Id vlen{H5Tcopy(H5T_C_S1), H5Tclose};
+    H5Tset_size(vlen, H5T_VARIABLE);
+    const hsize_t n = 3;
+    Id space{H5Screate_simple(1, &n, nullptr), H5Sclose};
+    Id a{H5Acreate2(f, "names", vlen, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+    const char* names[3] = {"dense", "", "batch_normalization"};
+    ASSERT_GE(H5Awrite(a, vlen, names), 0);
+    Id null_space{H5Screate(H5S_NULL), H5Sclose};
+    Id none{H5Acreate2(f, "none", vlen, null_space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+    Id spaced{H5Tcopy(H5T_C_S1), H5Tclose};
+    H5Tset_size(spaced, 4);
+    H5Tset_strpad(spaced, H5T_STR_SPACEPAD);
+    Id one{H5Screate(H5S_SCALAR), H5Sclose};
+    Id fortran{H5Acreate2(f, "fortran", spaced, one, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+    ASSERT_GE(H5Awrite(fortran, spaced, "ab  "), 0);
+    Id empty_data{H5Dcreate2(f, "null_data", H5T_IEEE_F32LE, null_space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose};
+  }
   H5Reader r(path);
+  EXPECT_EQ(r.read_string_array_attribute("/", "names"), (std::vector<std::string>{"dense", "", "batch_normalization"}));
+  EXPECT_EQ(r.read_string_array_attribute("/", "none"), std::vector<std::string>{});
+  EXPECT_EQ(r.read_string_attribute("/", "fortran"), "ab");
+  EXPECT_RUNTIME_ERROR(r.read_dataset("null_data"), path, "'/null_data'", "null or unknown dataspace");
   const ArrayData a = r.read_dataset("big_endian");
   ASSERT_EQ(a.dtype, DType::kFloat64);
   double got[3];

@@ -90,6 +90,19 @@ TEST_F(RoundTrip, Attributes) {
   EXPECT_FALSE(r.has_attribute("dense", "nope"));
 }
 
+// Beyond HDF5's 64 KiB object-header limit (where TF-Keras splits `layer_names` into chunks): the
+// 1.8+ format keeps large attributes in dense storage, so one attribute holds them all.
+TEST_F(RoundTrip, LargeStringArrayAttribute) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 5000; ++i) names.push_back("layer_with_a_long_name_" + std::to_string(i));
+  H5Writer w(file("big.h5"));
+  w.write_attribute("/", "layer_names", names);
+  w.commit();
+  EXPECT_EQ(H5Reader(file("big.h5")).read_string_array_attribute("/", "layer_names"), names);
+  EXPECT_RUNTIME_ERROR(H5Reader(file("big.h5"), {.max_attribute_bytes = 1000}).read_string_array_attribute("/", "layer_names"),
+                       file("big.h5"), "attribute 'layer_names'", "absurd");
+}
+
 TEST_F(RoundTrip, ListGroupInCreationOrder) {
   H5Writer w(file("g.h5"));
   const float x = 1.0f;
