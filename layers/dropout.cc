@@ -19,9 +19,10 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   dispatch_floating(x.dtype(), "Dropout", [&](auto tag) {
     using T = decltype(tag);
     T* m = mask.mutable_data<T>();
-    const T keep = static_cast<T>(1.0 / (1.0 - rate));
-    Generator& gen = generator();
-    for (std::int64_t i = 0, n = x.num_elements(); i < n; ++i) m[i] = gen.next_double() >= rate ? keep : T(0);
+    const T keep = static_cast<T>(1.0 / (1.0 - rate)), r = static_cast<T>(rate);
+    const std::int64_t n = x.num_elements();
+    generator().fill_uniform<T>(m, n, T(0), T(1));  // bulk draw (inlined generator), then threshold
+    for (std::int64_t i = 0; i < n; ++i) m[i] = m[i] >= r ? keep : T(0);
   });
   return x * mask;
 }
