@@ -1,0 +1,156 @@
+// train_classifier: trains the Fashion-MNIST classifier MLP (784-256-BN-ReLU-256-BN-ReLU-10) and
+// reports test loss and accuracy. The main job of tapeflow; see --help.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "data/fashion_mnist_tensors.h"
+#include "models/models.h"
+#include "optimizers/optimizers.h"
+#include "tape/kernels/parallel.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+struct Flags {
+  std::string data_dir = tf::data::kDefaultFashionMnistDir;
+  int epochs = 12;
+  std::int64_t batch_size = 128;
+  std::string optimizer = "adam";
+  double learning_rate = 2e-3;
+  std::string schedule = "cosine";
+  std::uint64_t seed = 42;
+  int threads = 0;
+  std::int64_t limit = 0;
+  std::string metrics_out;
+  std::string log_level = "info";
+};
+
+// The optimizer named on the command line with the learning rate (a number or a schedule).
+std::shared_ptr<tf::optimizers::Optimizer> make_optimizer(const std::string& name, tf::optimizers::LearningRate lr) {
+  namespace opt = tf::optimizers;
+  if (name == "adam") return std::make_shared<opt::Adam>(opt::AdamOptions{.learning_rate = lr});
+  if (name == "adamw") return std::make_shared<opt::AdamW>(opt::AdamWOptions{.learning_rate = lr});
+  if (name == "sgd") return std::make_shared<opt::SGD>(opt::SGDOptions{.learning_rate = lr, .momentum = 0.9});
+  if (name == "rmsprop") return std::make_shared<opt::RMSprop>(opt::RMSpropOptions{.learning_rate = lr});
+  return std::make_shared<opt::Adagrad>(opt::AdagradOptions{.learning_rate = lr});
+}
+
+std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+
+void write_metrics(const std::string& path, const Flags& f, const tf::models::Logs& test,
+                   const tf::models::History& h, const std::vector<double>& epoch_seconds, double total_seconds) {
+  std::string times;
+  for (double t : epoch_seconds) times += (times.empty() ? "" : ", ") + json_number(t);
+  const std::string json = fmt::format(
+      "{{\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
+      "  \"epochs\": {},\n  \"batch_size\": {},\n  \"optimizer\": \"{}\",\n  \"learning_rate\": {},\n"
+      "  \"seed\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {}\n}}\n",
+      json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
+      json_number(h["accuracy"].back()), h.epoch.size(), f.batch_size, f.optimizer, json_number(f.learning_rate),
+      f.seed, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds));
+  std::ofstream out(path);
+  out << json;
+  if (!out.flush()) throw std::runtime_error("--metrics-out: cannot write '" + path + "'");
+}
+
+int run(const Flags& f) {
+  const auto t_start = std::chrono::steady_clock::now();
+  if (f.threads > 0) tf::kernels::set_num_threads(f.threads);
+  if (!f.metrics_out.empty() && !std::ofstream(f.metrics_out, std::ios::app))  // fail before training
+    throw std::runtime_error("--metrics-out: cannot write '" + f.metrics_out + "'");
+
+  tf::data::FashionMnistTensors ds;
+  try {
+    ds = tf::data::load_fashion_mnist_tensors(f.data_dir, f.limit);
+  } catch (const std::runtime_error& e) {
+    std::fprintf(stderr,
+                 "train_classifier: cannot load Fashion-MNIST from '%s':\n  %s\n"
+                 "Install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) "
+                 "or pass --data-dir DIR holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].\n",
+                 f.data_dir.c_str(), e.what());
+    return 2;
+  }
+  spdlog::info("Fashion-MNIST: {} training and {} test examples from {}", ds.x_train.shape()[0],
+               ds.x_test.shape()[0], f.data_dir);
+
+  auto model = tf::models::make_classifier_mlp({.seed = f.seed});
+  spdlog::info("\n{}", model->summary());
+
+  const std::int64_t n = ds.x_train.shape()[0];
+  const std::int64_t steps = f.epochs * ((n + f.batch_size - 1) / f.batch_size);
+  tf::optimizers::LearningRate lr = f.learning_rate;
+  if (f.schedule == "cosine" && steps > 0) lr = tf::optimizers::CosineDecay(f.learning_rate, steps);
+  model->compile({.optimizer = make_optimizer(f.optimizer, lr),
+                  .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
+                      tf::models::CrossentropyOptions{.from_logits = true}),
+                  .metrics = {"accuracy"}});
+
+  std::vector<double> epoch_seconds;
+  std::chrono::steady_clock::time_point t_epoch;
+  auto timer = std::make_shared<tf::models::LambdaCallback>(tf::models::LambdaCallbackOptions{
+      .on_epoch_begin = [&](int, const tf::models::Logs&) { t_epoch = std::chrono::steady_clock::now(); },
+      .on_epoch_end =
+          [&](int, const tf::models::Logs&) {
+            epoch_seconds.push_back(
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count());
+          }});
+  const tf::models::History history = model->fit(
+      ds.x_train, ds.y_train,
+      {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = {timer}, .verbose = 1, .seed = f.seed});
+  if (history.epoch.empty()) throw std::runtime_error("training ran no epoch (--epochs 0?)");
+
+  const tf::models::Logs test = model->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000});
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  double train_seconds = 0;
+  for (double t : epoch_seconds) train_seconds += t;
+  spdlog::info("Test loss: {:.4f} - test accuracy: {:.4f}", test.at("loss"), test.at("accuracy"));
+  spdlog::info("Wall time: {:.2f}s total, {:.2f}s per epoch on average ({} epochs, {} threads)", total,
+               train_seconds / static_cast<double>(epoch_seconds.size()), epoch_seconds.size(),
+               tf::kernels::num_threads());
+  if (!f.metrics_out.empty()) write_metrics(f.metrics_out, f, test, history, epoch_seconds, total);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"Train the tapeflow Fashion-MNIST classifier (784-256-BN-ReLU-256-BN-ReLU-10, softmax "
+               "cross-entropy) and report test loss and accuracy."};
+  app.add_option("--data-dir", f.data_dir, "Directory with the Fashion-MNIST IDX files (Debian: dataset-fashion-mnist)")
+      ->capture_default_str();
+  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size", f.batch_size, "Examples per training step")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--optimizer", f.optimizer, "Optimizer")
+      ->capture_default_str()->check(CLI::IsMember({"adam", "sgd", "rmsprop", "adagrad", "adamw"}));
+  app.add_option("--learning-rate", f.learning_rate, "Initial learning rate")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--lr-schedule", f.schedule, "Learning-rate schedule over the whole run")
+      ->capture_default_str()->check(CLI::IsMember({"cosine", "constant"}));
+  app.add_option("--seed", f.seed, "Seed of the weights and the shuffling (same seed, same threads: same result)")
+      ->capture_default_str();
+  app.add_option("--threads", f.threads, "Kernel threads (0: all cores)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--limit", f.limit, "Use only the first N training and test examples (0: all)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics-out", f.metrics_out, "Write the final metrics as JSON to FILE");
+  app.add_option("--log-level", f.log_level, "Log level")
+      ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_level(spdlog::level::from_str(f.log_level));
+  try {
+    return run(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_classifier: error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,130 @@
+// W1 (../shared/peers/RESULTS.md): one training step of the classifier MLP at batch 128 with Adam
+// 1e-3 (ms/step), and one full Fashion-MNIST epoch through Model::fit (s/epoch), on 1 and 2 threads.
+// Batches: step k uses training examples [128 (k mod 468), +128) in file order, as the peers do.
+// Without the dataset installed, random data of the same shapes is used (the label says so).
+// Peers (2 threads, OpenBLAS): PyTorch 0.964 ms/step, libtorch 0.818 ms/step; 0.479 / 0.420 s/epoch.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/fashion_mnist_tensors.h"
+#include "models/models.h"
+#include "optimizers/adam.h"
+#include "tape/autodiff/gradient_tape.h"
+#include "tape/core/random.h"
+#include "tape/kernels/parallel.h"
+
+namespace {
+
+using namespace tapeflow;
+
+constexpr std::int64_t kBatch = 128;
+
+struct Data {
+  Tensor x, y;
+  bool real = true;
+};
+
+const Data& train_data() {
+  static const Data d = [] {
+    try {
+      auto t = data::load_fashion_mnist_tensors(data::kDefaultFashionMnistDir, 0, DType::kInt64);
+      return Data{t.x_train, t.y_train, true};
+    } catch (const std::runtime_error&) {
+      Generator g(1);
+      Tensor x = random_uniform(Shape{60000, 784}, g);
+      std::vector<std::int64_t> y(60000);
+      for (auto& v : y) v = static_cast<std::int64_t>(g.uniform_int(10));
+      return Data{x, constant(y, Shape{60000}), false};
+    }
+  }();
+  return d;
+}
+
+// The 468 contiguous batches of W1's BatchCycler, copied once.
+const std::vector<data::Example>& w1_batches() {
+  static const std::vector<data::Example> batches = [] {
+    std::vector<data::Example> out;
+    const Data& d = train_data();
+    for (std::int64_t b = 0; b < 60000 / kBatch; ++b) {
+      std::vector<std::int64_t> rows(kBatch);
+      std::iota(rows.begin(), rows.end(), b * kBatch);
+      out.push_back({data::gather_rows(d.x, rows), data::gather_rows(d.y, rows)});
+    }
+    return out;
+  }();
+  return batches;
+}
+
+struct ThreadCap {
+  explicit ThreadCap(int n) : prev(kernels::set_num_threads(n)) {}
+  ~ThreadCap() { kernels::set_num_threads(prev); }
+  int prev;
+};
+
+std::shared_ptr<models::Sequential> compiled_mlp() {
+  auto model = models::make_classifier_mlp({.seed = 0});
+  model->compile({.optimizer = std::make_shared<optimizers::Adam>(optimizers::AdamOptions{.learning_rate = 1e-3}),
+                  .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
+                      models::CrossentropyOptions{.from_logits = true}),
+                  .metrics = {"accuracy"}});
+  return model;
+}
+
+void label(benchmark::State& state) {
+  state.SetLabel(train_data().real ? "fashion-mnist" : "random data (dataset missing)");
+}
+
+// Model::train_step: forward, loss, tape gradient, Adam update, loss tracker and accuracy metric.
+void BM_W1TrainStep(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(0)));
+  const auto& batches = w1_batches();
+  auto model = compiled_mlp();
+  std::size_t k = 0;
+  for (int i = 0; i < 20; ++i) model->train_step(batches[k++ % batches.size()]);  // warm-up
+  for (auto _ : state) model->train_step(batches[k++ % batches.size()]);
+  state.counters["examples/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
+                                                    benchmark::Counter::kIsRate);
+  label(state);
+}
+BENCHMARK(BM_W1TrainStep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// The same step written as a custom loop (tape -> loss -> gradient -> apply_gradients), no metrics:
+// the exact work of the PyTorch step.
+void BM_W1TapeStep(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(0)));
+  const auto& batches = w1_batches();
+  auto model = models::make_classifier_mlp({.seed = 0});
+  optimizers::Adam adam({.learning_rate = 1e-3});
+  models::SparseCategoricalCrossentropy loss_fn({.from_logits = true});
+  std::size_t k = 0;
+  auto step = [&] {
+    const data::Example& b = batches[k++ % batches.size()];
+    GradientTape tape;
+    const Tensor loss = loss_fn(b[1], (*model)(b[0], true));
+    const auto vars = model->trainable_variables();
+    adam.apply_gradients(tape.gradient(loss, vars), vars);
+  };
+  for (int i = 0; i < 20; ++i) step();
+  for (auto _ : state) step();
+  label(state);
+}
+BENCHMARK(BM_W1TapeStep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
+// One epoch of Model::fit on the 60k training set (shuffled, batch 128, 469 steps, loss.item() per step).
+void BM_W1FitEpoch(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(0)));
+  const Data& d = train_data();
+  auto model = compiled_mlp();
+  std::uint64_t seed = 1234;
+  for (auto _ : state) model->fit(d.x, d.y, {.epochs = 1, .batch_size = kBatch, .verbose = 0, .seed = seed++});
+  label(state);
+}
+BENCHMARK(BM_W1FitEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1)->Repetitions(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();
