@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <numbers>
 
 #include "optimizers/optimizers.h"
 #include "tests/optimizers/optimizer_test_util.h"
@@ -157,4 +158,22 @@ TEST(Optimizer, ApplyGradientsErrorsAndSkips) {
   EXPECT_THROW(Adam({.beta_1 = 1.0}), std::invalid_argument);
   EXPECT_THROW(Adam({.epsilon = -1}), std::invalid_argument);
   EXPECT_THROW(AdamW({.weight_decay = -1}), std::invalid_argument);
+}
+
+TEST(Adam, TrajectoryWithCosineDecaySchedule) {
+  // lr at step s (0-based iterations) = CosineDecay(0.2, 4, alpha 0.1); t = s + 1 in the bias correction.
+  Vec m(kW0.size()), v(kW0.size());
+  auto want = tf::testing::run_reference(kW0, 6, [&](Vec& w, const Vec& g, int t) {
+    const double s = std::min(t - 1, 4) / 4.0;
+    const double lr = 0.2 * (0.9 * 0.5 * (1 + std::cos(std::numbers::pi * s)) + 0.1);
+    const double a = lr * std::sqrt(1 - std::pow(0.999, t)) / (1 - std::pow(0.9, t));
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      m[i] += (g[i] - m[i]) * 0.1;
+      v[i] += (g[i] * g[i] - v[i]) * 0.001;
+      w[i] -= a * m[i] / (std::sqrt(v[i]) + 1e-7);
+    }
+  });
+  Adam opt({.learning_rate = CosineDecay(0.2, 4, 0.1)});
+  expect_trajectories_near(tf::testing::run_optimizer(opt, kW0, 6), want, 1e-12);
+  EXPECT_NEAR(opt.current_learning_rate(), 0.02, 1e-15);
 }
