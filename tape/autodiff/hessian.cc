@@ -2,6 +2,7 @@
 // and Hessian-vector products by double backward. See hessian.h.
 #include "tape/autodiff/hessian.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -100,7 +101,16 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
   };
   std::string op = targets.empty() ? std::string() : internal::first_unbatched_op(s, targets, ids);
   if (!targets.empty() && options.experimental_use_pfor && op.empty()) {
-    const std::int64_t chunk = options.parallel_iterations > 0 ? options.parallel_iterations : n;
+    std::int64_t chunk = options.parallel_iterations;
+    if (chunk <= 0) {  // automatic: one row's largest gradient times the chunk <= max(H / 4, 256K elements)
+      std::int64_t widest = 1;
+      for (std::size_t i = 0; i < s.num_records(); ++i) {
+        const internal::OpRecord& r = s.records()[i];
+        for (const Shape& sh : r.input_shapes) widest = std::max(widest, sh.num_elements());
+        for (const Shape& sh : r.output_shapes) widest = std::max(widest, sh.num_elements());
+      }
+      chunk = std::clamp<std::int64_t>(std::max<std::int64_t>(n * n / 4, 1 << 18) / widest, 1, n);
+    }
     RecordingPause pause;  // the matrix is assembled in raw memory
     for (std::int64_t first = 0; first < n; first += chunk) {
       const std::int64_t count = std::min(chunk, n - first);

@@ -8,8 +8,8 @@
 //           single element, HVP vectors whose count or shapes do not match; std::logic_error as for
 //           GradientTape::jacobian (loop path on a non-persistent tape, second use).
 // Facts:    a source the loss does not depend on gets zero rows and columns. The matrix is built by
-//           one batched backward pass over the gradient graph (all n one-hot cotangents at once,
-//           in chunks of parallel_iterations if set), or by a loop of backward passes when the
+//           batched backward passes over the gradient graph (n one-hot cotangents, in chunks, see
+//           HessianOptions::parallel_iterations), or by a loop of backward passes when the
 //           graph has an op without a batched rule; it is plain data (not recorded on tapes).
 // Ref:      the "Example: Hessian" section of TF's advanced autodiff guide; torch.autograd.functional.hessian
 #pragma once
@@ -29,7 +29,9 @@ using LossFn = std::function<Tensor()>;
 struct HessianOptions {
   bool blocks = false;  // also fill HessianResult::blocks
   bool experimental_use_pfor = true;  // one batched backward pass (else the loop)
-  int parallel_iterations = 0;        // as in JacobianOptions (loop threads / rows per batched pass)
+  // Loop: threads (1 = sequential, 0 = all). Batched pass: rows of H per pass; 0 = automatic, so
+  // that one batched gradient stays within max(n² / 4, 2^18) elements (peak memory ~ H, not K x H).
+  int parallel_iterations = 0;
 };
 
 struct HessianResult {

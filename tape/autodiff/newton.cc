@@ -53,27 +53,34 @@ struct Solution {
   std::string solver;
 };
 
-// Solves (H + λI) u = g in H's precision (Cholesky; LM damping increases or LDLT, see newton.h).
+// Solves (H + λI) u = g in H's precision, in place in h_data (no copy of H: the factorisation
+// overwrites the lower triangle; a retry restores it from the untouched upper one). Cholesky, then
+// LM damping increases or LDLT (see newton.h).
 template <class T>
-Solution solve_damped(const T* h_data, const T* g_data, std::int64_t n, const NewtonOptions& o) {
-  Eigen::Map<const Matrix<T>> h(h_data, n, n);
+Solution solve_damped(T* h_data, const T* g_data, std::int64_t n, const NewtonOptions& o) {
+  Eigen::Map<Matrix<T>> a(h_data, n, n);  // H is symmetric: its row-major data read column-major is H
   Eigen::Map<const Vector<T>> g(g_data, n);
-  Matrix<T> a = h;
-  a.diagonal().array() += static_cast<T>(o.damping);
+  const Vector<T> diag = a.diagonal();
+  auto load = [&](double lambda, bool restore_lower) {
+    if (restore_lower)
+      for (std::int64_t c = 0; c < n; ++c)
+        for (std::int64_t r = c + 1; r < n; ++r) a(r, c) = a(c, r);
+    a.diagonal() = (diag.array() + static_cast<T>(lambda)).matrix();
+  };
   auto done = [](const Vector<T>& u, double lambda, const char* solver) {
     return Solution{std::vector<double>(u.data(), u.data() + u.size()), lambda, solver};
   };
-  Eigen::LLT<Matrix<T>> llt(a);
+  load(o.damping, false);
+  Eigen::LLT<Eigen::Ref<Matrix<T>>> llt(a);
   if (llt.info() == Eigen::Success) {
     Vector<T> u = llt.solve(g);
     if (u.allFinite()) return done(u, o.damping, "llt");
   }
+  double lambda = o.damping;
   if (o.fallback == NewtonFallback::kLevenbergMarquardt) {
-    double lambda = o.damping;
     for (int attempt = 0; attempt < o.max_damping_increases; ++attempt) {
-      const double next = lambda > 0 ? lambda * o.damping_factor : 1e-8;
-      a.diagonal().array() += static_cast<T>(next - lambda);
-      lambda = next;
+      lambda = lambda > 0 ? lambda * o.damping_factor : 1e-8;
+      load(lambda, true);
       llt.compute(a);
       if (llt.info() != Eigen::Success) continue;
       Vector<T> u = llt.solve(g);
@@ -82,15 +89,14 @@ Solution solve_damped(const T* h_data, const T* g_data, std::int64_t n, const Ne
                    "(Cholesky)", o.damping, lambda);
       return done(u, lambda, "llt (damping raised)");
     }
-    a = h;
-    a.diagonal().array() += static_cast<T>(o.damping);
     spdlog::info("newton_step: H + λI stayed indefinite up to λ = {:g}; falling back to LDLT with λ = {:g}", lambda,
                  o.damping);
   } else {
     spdlog::info("newton_step: H + {:g} I is not positive definite; solving with LDLT (symmetric indefinite)",
                  o.damping);
   }
-  Eigen::LDLT<Matrix<T>> ldlt(a);
+  load(o.damping, true);
+  Eigen::LDLT<Eigen::Ref<Matrix<T>>> ldlt(a);
   Vector<T> u = ldlt.info() == Eigen::Success ? Vector<T>(ldlt.solve(g)) : Vector<T>::Constant(n, T(NAN));
   if (!u.allFinite())
     throw std::runtime_error("newton_step: the symmetric indefinite (LDLT) solve of H + " + std::to_string(o.damping) +
@@ -111,10 +117,10 @@ NewtonStepResult newton_step(const LossFn& loss_fn, const std::vector<Variable>&
   Solution sol;
   if (hr.matrix.dtype() == DType::kFloat64) {
     check_finite(hr.matrix.data<double>(), hr.gradient.data<double>(), n, variables, hr.offsets);
-    sol = solve_damped(hr.matrix.data<double>(), hr.gradient.data<double>(), n, options);
+    sol = solve_damped(hr.matrix.mutable_data<double>(), hr.gradient.data<double>(), n, options);
   } else {
     check_finite(hr.matrix.data<float>(), hr.gradient.data<float>(), n, variables, hr.offsets);
-    sol = solve_damped(hr.matrix.data<float>(), hr.gradient.data<float>(), n, options);
+    sol = solve_damped(hr.matrix.mutable_data<float>(), hr.gradient.data<float>(), n, options);
   }
   NewtonStepResult out;
   out.loss_before = to_double(hr.loss);
