@@ -5,13 +5,17 @@
 //
 // Paths:    object paths are '/'-separated from the root ("dense/dense/kernel:0"); a leading '/' is
 //           optional; "" and "/" name the root group. Empty components are ignored.
-// Layout:   files use the HDF5 1.10 format (libver bounds v110..v110: readable by HDF5 >= 1.10,
-//           i.e. h5py >= 2.7 wheels) so every metadata block (superblock, object headers, and the
-//           single-chunk / fixed-array chunk indexes) carries a checksum; the 1.8 format's v1
-//           B-tree chunk index has none, and a flipped byte there silently reads as zeros. Groups track link
-//           creation order. Non-empty arrays of rank >= 1 are chunked (chunks of about 1 MiB) with the
-//           Fletcher-32 filter; scalars are compact (their bytes live in the checksummed object
-//           header); empty arrays are contiguous with no storage.
+// Layout:   files use the HDF5 1.10 format (libver bounds v110..v110; readable by HDF5 >= 1.10, e.g.
+//           h5py 3 and Debian 12's h5dump) so every metadata block (superblock, object headers, and
+//           the single-chunk / fixed-array chunk indexes) carries a checksum; the 1.8 format's v1
+//           B-tree chunk index has none, and a flipped byte there silently reads as zeros. Groups
+//           track link creation order. Non-empty arrays of rank >= 1 are chunked (about 1 MiB per
+//           chunk, each a contiguous run of the row-major array) with the Fletcher-32 filter;
+//           scalars are compact (their bytes live in the checksummed object header); empty arrays
+//           are contiguous with no storage.
+// Speed:    on little-endian hosts chunks are written and read directly (H5Dwrite_chunk /
+//           H5Dread_chunk) with a vectorised Fletcher-32 that is bit-identical to HDF5's filter, so
+//           any HDF5 reader verifies them; other layouts go through HDF5's filter pipeline.
 // DTypes:   float32 -> H5T_IEEE_F32LE, float64 -> H5T_IEEE_F64LE, int32 -> H5T_STD_I32LE,
 //           int64 -> H5T_STD_I64LE, bool -> enum {FALSE = 0, TRUE = 1} over int8, exactly what
 //           h5py writes for numpy bool (so h5py reads it back as bool). The reader also accepts
