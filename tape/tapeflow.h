@@ -2,6 +2,9 @@
 #pragma once
 
 #include "tape/autodiff/gradient_tape.h"
+#include "tape/autodiff/hessian.h"
+#include "tape/autodiff/jacobian.h"
+#include "tape/autodiff/newton.h"
 #include "tape/core/dtype.h"
 #include "tape/core/random.h"
 #include "tape/core/shape.h"
