@@ -1,0 +1,104 @@
+// GAN training step and classifier score; see gan.h.
+#include "models/gan.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "tape/autodiff/gradient_tape.h"
+#include "tape/ops/array_ops.h"
+#include "tape/ops/index_ops.h"
+#include "tape/ops/math_ops.h"
+#include "tape/ops/nn_ops.h"
+#include "tape/ops/reduction_ops.h"
+
+namespace tapeflow::models {
+namespace {
+
+// Mean binary cross-entropy from logits against a constant target (0 or 1).
+Tensor bce_from_logits(const Tensor& logits, double target) {
+  return reduce_mean(sigmoid_cross_entropy_with_logits(fill(logits.shape(), target, logits.dtype()), logits));
+}
+
+double mean_sigmoid(const Tensor& logits) { return reduce_mean(sigmoid(logits)).item(); }
+
+}  // namespace
+
+GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discriminator,
+                             optimizers::Optimizer& g_optimizer, optimizers::Optimizer& d_optimizer,
+                             const Tensor& real, const Tensor& noise, const GanStepOptions& options) {
+  if (!(options.r1_gamma >= 0))
+    throw std::invalid_argument("gan_train_step: r1_gamma must be >= 0, got " + std::to_string(options.r1_gamma));
+  if (real.shape().rank() < 1 || noise.shape().rank() < 1 || real.shape()[0] != noise.shape()[0])
+    throw std::invalid_argument("gan_train_step: real " + real.shape().to_string() + " and noise " +
+                                noise.shape().to_string() + " must have the same batch size");
+  Tensor d_loss, g_loss, r1, d_real, d_fake;
+  std::vector<std::optional<Tensor>> g_grads, d_grads;
+  std::vector<Variable> g_vars, d_vars;
+  {
+    GradientTape gen_tape;
+    GradientTape disc_tape;
+    const Tensor fake = generator(noise, /*training=*/true);
+    if (options.r1_gamma > 0) {
+      // R1: the input gradient of D at the real batch, kept on both outer tapes (double backward).
+      GradientTape inner({.watch_accessed_variables = false});
+      inner.watch(real);
+      d_real = discriminator(real, true);
+      const Tensor gx =
+          *inner.gradient(reduce_sum(d_real), real, {.unconnected_gradients = UnconnectedGradients::kZero});
+      r1 = (0.5 * options.r1_gamma) * reduce_mean(reduce_sum(square(gx), 1));
+    } else {
+      d_real = discriminator(real, true);
+    }
+    d_fake = discriminator(fake, true);
+    g_loss = bce_from_logits(d_fake, 1.0);
+    d_loss = bce_from_logits(d_real, 1.0) + bce_from_logits(d_fake, 0.0);
+    if (r1.defined()) d_loss = d_loss + r1;
+    g_vars = generator.trainable_variables();
+    d_vars = discriminator.trainable_variables();
+    // Stop both tapes before the backward passes: nothing above a first order is needed here.
+    gen_tape.stop();
+    disc_tape.stop();
+    g_grads = gen_tape.gradient(g_loss, g_vars);
+    d_grads = disc_tape.gradient(d_loss, d_vars);
+  }
+  d_optimizer.apply_gradients(d_grads, d_vars);
+  g_optimizer.apply_gradients(g_grads, g_vars);
+  GanStepResult r;
+  r.d_loss = d_loss.item();
+  r.g_loss = g_loss.item();
+  r.r1_penalty = r1.defined() ? r1.item() : 0.0;
+  r.d_real = mean_sigmoid(d_real);
+  r.d_fake = mean_sigmoid(d_fake);
+  return r;
+}
+
+ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images, std::int64_t batch_size) {
+  if (batch_size < 1)
+    throw std::invalid_argument("classifier_score: batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (images.shape().rank() != 2 || images.shape()[0] == 0)
+    throw std::invalid_argument("classifier_score: images must be a non-empty [n, features] tensor, got " +
+                                images.shape().to_string());
+  const std::int64_t n = images.shape()[0], features = images.shape()[1];
+  ClassifierScore s;
+  double confidence_sum = 0;
+  for (std::int64_t b = 0; b < n; b += batch_size) {
+    const std::int64_t m = std::min(batch_size, n - b);
+    const Tensor probs = softmax(classifier(slice(images, {b, 0}, {m, features}), false));
+    const auto conf = cast(reduce_max(probs, 1), DType::kFloat64).to_vector<double>();
+    const auto pred = argmax(probs, 1).to_vector<std::int64_t>();
+    if (s.histogram.empty()) s.histogram.assign(static_cast<std::size_t>(probs.shape()[1]), 0);
+    for (double c : conf) confidence_sum += c;
+    for (std::int64_t p : pred) ++s.histogram[static_cast<std::size_t>(p)];
+  }
+  s.mean_confidence = confidence_sum / static_cast<double>(n);
+  for (std::int64_t c : s.histogram) {
+    if (c == 0) continue;
+    const double p = static_cast<double>(c) / static_cast<double>(n);
+    s.class_entropy -= p * std::log(p);
+  }
+  return s;
+}
+
+}  // namespace tapeflow::models

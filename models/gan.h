@@ -1,0 +1,55 @@
+// GAN training step (two tapes, as in TF's DCGAN tutorial) with an optional R1 penalty, and a
+// classifier-based sample-quality score.
+//
+// Facts:    The generator maps noise [batch, noise_dim] to images [batch, features] (tanh, [-1, 1]);
+//           the discriminator maps images to one logit [batch, 1]. Losses are binary cross-entropy
+//           from logits: L_D = BCE(D(real), 1) + BCE(D(G(z)), 0) (+ R1), L_G = BCE(D(G(z)), 1).
+// Ref:      tensorflow.org/tutorials/generative/dcgan (train_step); Mescheder et al. 2018 (R1);
+//           ../shared/peers/RESULTS.md workload W4
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "layers/layer.h"
+#include "optimizers/optimizer.h"
+#include "tape/core/tensor.h"
+
+namespace tapeflow::models {
+
+struct GanStepOptions {
+  // R1 penalty weight γ: L_D += γ/2 · mean over the batch of ‖∂D(real)/∂real‖² (double backward).
+  double r1_gamma = 0;
+};
+
+// Scalars of one step (evaluated; nothing of them stays on a tape).
+struct GanStepResult {
+  double d_loss = 0;      // including the R1 term
+  double g_loss = 0;
+  double r1_penalty = 0;  // γ/2 · E‖∇D‖² (0 when r1_gamma == 0)
+  double d_real = 0;      // mean sigmoid(D(real))
+  double d_fake = 0;      // mean sigmoid(D(G(z)))
+};
+
+// One step: fake = G(noise, training); both losses from the same forward pass, recorded on two
+// tapes (one per network); then d_optimizer and g_optimizer apply their gradients.
+// Shapes:   real [batch, features]; noise [batch, noise_dim].
+// Errors:   std::invalid_argument for r1_gamma < 0 or real and noise of different batch sizes;
+//           those of the networks and optimizers.
+GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discriminator,
+                             optimizers::Optimizer& g_optimizer, optimizers::Optimizer& d_optimizer,
+                             const Tensor& real, const Tensor& noise, const GanStepOptions& options = {});
+
+// Classifier-based score of a set of images.
+struct ClassifierScore {
+  double mean_confidence = 0;           // mean over images of max softmax probability
+  double class_entropy = 0;             // entropy (nats) of the predicted-class histogram; ln 10 = 2.303 is uniform
+  std::vector<std::int64_t> histogram;  // predicted-class counts
+};
+
+// Scores images with a classifier (logits out), in inference mode, batch by batch.
+// Shapes:   images [n, features] in the classifier's input range.
+// Errors:   std::invalid_argument for an empty images tensor or batch_size < 1.
+ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images, std::int64_t batch_size = 1000);
+
+}  // namespace tapeflow::models
