@@ -14,9 +14,9 @@
 //           watching them); Keras's BatchNormalization then runs in inference mode.
 //           losses(): the add_loss() tensors of the last call plus regularization losses computed
 //           now from the current weights (so they are differentiable inside the caller's tape).
-// Errors:   std::logic_error for count_params() before build and for add_weight after build has
-//           finished in a layer that forbids it; layers throw std::invalid_argument naming the layer
-//           and the shapes received for incompatible inputs.
+// Errors:   std::logic_error for count_params() before build and for an initializer that returns
+//           the wrong shape/dtype; std::invalid_argument for a non-float layer dtype; layers throw
+//           std::invalid_argument naming the layer and the shapes received for incompatible inputs.
 // Ref:      keras/src/layers/layer.py, keras/src/backend/common/variables.py
 #pragma once
 

@@ -109,7 +109,6 @@ class Optimizer {
   Variable iterations_;
   std::vector<Tracked> tracked_;
   std::unordered_map<std::int64_t, std::size_t> index_;  // handle id -> tracked_ index
-  bool building_ = false;
 };
 
 }  // namespace tapeflow::optimizers

@@ -70,3 +70,27 @@ TEST(Layer, SublayersAndTrainableSwitch) {
   EXPECT_EQ(m.trainable_variables().size(), 4u);
   EXPECT_TRUE(m.variables()[3].trainable());
 }
+
+namespace {
+// A layer whose initializer returns the wrong shape (misuse add_weight must report).
+class BadInit : public Layer {
+ public:
+  BadInit() : Layer("BadInit") {}
+  void build(const tf::Shape& s) override {
+    Initializer wrong("wrong", [](const tf::Shape&, tf::DType dt, tf::Generator&) { return tf::zeros({1}, dt); });
+    add_weight("w", {2, 2}, wrong);
+    Layer::build(s);
+  }
+  tf::Tensor call(const tf::Tensor& x, bool) override { return x; }
+};
+}  // namespace
+
+TEST(Layer, AddWeightChecksTheInitializerResult) {
+  BadInit l;
+  try {
+    l(tf::ones({1}));
+    FAIL();
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'wrong'"), std::string::npos) << e.what();
+  }
+}

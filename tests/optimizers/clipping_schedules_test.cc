@@ -130,3 +130,23 @@ TEST(Optimizer, UpdatesAreNotRecordedAndDoNotDisturbSavedValues) {
   tf::Variable a(tf::Tensor{0.0});
   EXPECT_TRUE(tape.watched_variables().size() == 1u);
 }
+
+namespace {
+// An optimizer that (wrongly) creates a slot outside build_slots.
+class SlotOutsideBuild : public SGD {
+ public:
+  using SGD::SGD;
+
+ protected:
+  void update_step(const tf::Tensor& g, const tf::Variable& v, double lr) override {
+    add_slot(tf::Variable(1.0), "late");
+  }
+};
+}  // namespace
+
+TEST(Optimizer, AddSlotOutsideBuildSlotsIsMisuse) {
+  SlotOutsideBuild opt;
+  tf::Variable w(tf::Tensor{1.0});
+  EXPECT_THROW(opt.apply_gradients({tf::Tensor{1.0}}, {w}), std::logic_error);
+  EXPECT_THROW(opt.slot_names(tf::Variable(2.0)), std::invalid_argument);
+}
