@@ -21,7 +21,7 @@ namespace {
 
 struct Flags {
   std::string data_dir = tf::data::kDefaultFashionMnistDir;
-  int epochs = 12;
+  int epochs = 8;
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";
   double learning_rate = 2e-3;
