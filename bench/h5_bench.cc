@@ -101,9 +101,11 @@ BENCHMARK(BM_RawLoad)->UseRealTime()->Unit(benchmark::kMillisecond);
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
+    // One run per benchmark, or with --benchmark_repetitions its median.
     for (const Run& run : runs)
-      if (run.run_type == Run::RT_Iteration && run.iterations > 0)
-        seconds_[run.run_name.function_name] = run.real_accumulated_time / static_cast<double>(run.iterations);
+      if ((run.run_type == Run::RT_Iteration && run.iterations > 0) ||
+          (run.run_type == Run::RT_Aggregate && run.aggregate_name == "median"))
+        seconds_[run.run_name.function_name] = run.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(run.time_unit);
     ConsoleReporter::ReportRuns(runs);
   }
   void summary() const {
