@@ -73,7 +73,7 @@ TEST(Dense, Float64GradcheckAndCastInputs) {
   tf::Tensor x = tf::testing::random_f64({4, 2}, 3);
   EXPECT_EQ(d(x).dtype(), tf::DType::kFloat64);
   EXPECT_EQ(d(tf::convert(x, tf::DType::kFloat32)).dtype(), tf::DType::kFloat64);
-  EXPECT_TRUE(tf::testing::gradcheck([&](const std::vector<tf::Tensor>& in) { return d(in[0]); }, {x}));
+  EXPECT_TRUE(tf::testing::gradcheck_both([&](const std::vector<tf::Tensor>& in) { return d(in[0]); }, {x}));
 }
 
 TEST(Dense, KernelRegularizerL2InLosses) {
@@ -123,4 +123,36 @@ TEST(Dense, SameSeedSameWeightsDefaultSeedsDiffer) {
   for (Dense* d : {&a, &b, &c, &e}) (*d)(tf::ones({1, 4}));
   EXPECT_EQ(a.kernel().value().to_vector<float>(), b.kernel().value().to_vector<float>());
   EXPECT_NE(c.kernel().value().to_vector<float>(), e.kernel().value().to_vector<float>());
+}
+
+TEST(Dense, MixedSecondOrderThroughTheInputGradient) {
+  // d/dkernel of ||d(sum y)/dx||² (input-gradient penalty) against central differences, float64.
+  Dense d(DenseOptions{.units = 3, .activation = "tanh", .seed = 5, .dtype = tf::DType::kFloat64});
+  tf::Tensor x = tf::testing::random_f64({4, 2}, 6);
+  d(x);
+  auto penalty = [&] {
+    tf::GradientTape inner;
+    inner.watch(x);
+    tf::Tensor y = tf::reduce_sum(d(x));
+    return tf::reduce_sum(tf::square(*inner.gradient(y, x)));
+  };
+  std::optional<tf::Tensor> g;
+  {
+    tf::GradientTape outer;
+    tf::Tensor p = penalty();
+    g = outer.gradient(p, d.kernel());
+  }
+  ASSERT_TRUE(g);
+  auto analytic = g->to_vector<double>();
+  auto w0 = d.kernel().value().to_vector<double>();
+  for (std::size_t i = 0; i < w0.size(); ++i) {
+    auto at = [&](double delta) {
+      auto w = w0;
+      w[i] += delta;
+      d.kernel().assign(tf::constant(w, d.kernel().shape()));
+      return penalty().item();
+    };
+    const double numeric = (at(1e-6) - at(-1e-6)) / 2e-6;
+    EXPECT_NEAR(analytic[i], numeric, 1e-6 + 1e-5 * std::abs(numeric)) << i;
+  }
 }
