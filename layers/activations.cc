@@ -3,20 +3,16 @@
 #include <stdexcept>
 
 #include "tape/ops/math_ops.h"
-#include "tape/ops/reduction_ops.h"
+#include "tape/ops/nn_ops.h"
 
 namespace tapeflow::layers::activations {
 
-Tensor softmax(const Tensor& x, int axis) {
-  Tensor shifted = x - stop_gradient(reduce_max(x, axis, /*keepdims=*/true));
-  Tensor e = exp(shifted);
-  return e / reduce_sum(e, axis, /*keepdims=*/true);
-}
+Tensor softmax(const Tensor& x, int axis) { return tapeflow::softmax(x, axis); }
 
 Tensor linear(const Tensor& x) { return x; }
 
 namespace {
-Tensor softmax_last(const Tensor& x) { return softmax(x, -1); }
+Tensor softmax_last(const Tensor& x) { return tapeflow::softmax(x, -1); }
 Tensor relu_fn(const Tensor& x) { return tapeflow::relu(x); }
 Tensor sigmoid_fn(const Tensor& x) { return tapeflow::sigmoid(x); }
 Tensor tanh_fn(const Tensor& x) { return tapeflow::tanh(x); }

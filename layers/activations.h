@@ -17,8 +17,7 @@ using ActivationFn = Tensor (*)(const Tensor&);
 
 // The function for a Keras name; nullptr for "linear" / "" (callers skip the op).
 ActivationFn get(const std::string& name);
-// Softmax over `axis`, computed stably as exp(x - max) / sum (max held constant for the gradient).
-// Shapes: any rank >= 1; same shape out.
+// Softmax over `axis` (the fused tapeflow::softmax op). Shapes: any rank >= 1; same shape out.
 Tensor softmax(const Tensor& x, int axis = -1);
 // Identity (what "linear" means).
 Tensor linear(const Tensor& x);
