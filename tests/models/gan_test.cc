@@ -1,0 +1,125 @@
+// One GAN step on tiny random data (losses against Keras's BinaryCrossentropy, R1 against a
+// hand-made input gradient, both networks updated), the classifier score, and the error paths.
+#include "models/gan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "layers/dense.h"
+#include "models/architectures.h"
+#include "models/losses.h"
+#include "optimizers/adam.h"
+#include "tape/autodiff/gradient_tape.h"
+#include "tape/core/random.h"
+#include "tape/ops/math_ops.h"
+#include "tape/ops/reduction_ops.h"
+
+namespace tapeflow::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Gan {
+  std::shared_ptr<Sequential> g = make_gan_generator({.noise_dim = 4, .image_dim = 6, .seed = 1});
+  std::shared_ptr<Sequential> d = make_gan_discriminator({.noise_dim = 4, .image_dim = 6, .seed = 2});
+  optimizers::Adam g_opt{{.learning_rate = 2e-4, .beta_1 = 0.5}};
+  optimizers::Adam d_opt{{.learning_rate = 2e-4, .beta_1 = 0.5}};
+  Tensor real, noise;
+  Gan() {
+    Generator gen(5);
+    real = random_uniform(Shape{8, 6}, gen, -1.0, 1.0);
+    noise = random_normal(Shape{8, 4}, gen);
+  }
+};
+
+std::vector<std::vector<float>> values(const std::vector<Variable>& vars) {
+  std::vector<std::vector<float>> out;
+  for (const Variable& v : vars) out.push_back(v.value().to_vector<float>());
+  return out;
+}
+
+TEST(GanStepTest, LossesAreKerasBinaryCrossentropyAndBothNetworksMove) {
+  Gan gan;
+  const auto g_before = values(gan.g->trainable_variables()), d_before = values(gan.d->trainable_variables());
+  // The same forward pass the step makes (BN in training mode uses the batch statistics).
+  const Tensor d_real = (*gan.d)(gan.real, true), d_fake = (*gan.d)((*gan.g)(gan.noise, true), true);
+  const BinaryCrossentropy bce({.from_logits = true});
+  const double expected_g = bce(ones(Shape{8, 1}), d_fake).item();
+  const double expected_d = bce(ones(Shape{8, 1}), d_real).item() + bce(zeros(Shape{8, 1}), d_fake).item();
+
+  const GanStepResult r = gan_train_step(*gan.g, *gan.d, gan.g_opt, gan.d_opt, gan.real, gan.noise);
+  EXPECT_NEAR(r.g_loss, expected_g, 1e-5);
+  EXPECT_NEAR(r.d_loss, expected_d, 1e-5);
+  EXPECT_EQ(r.r1_penalty, 0.0);
+  EXPECT_GT(r.d_real, 0.0);
+  EXPECT_LT(r.d_real, 1.0);
+  EXPECT_GT(r.d_fake, 0.0);
+  EXPECT_LT(r.d_fake, 1.0);
+  EXPECT_EQ(gan.g_opt.iterations(), 1);
+  EXPECT_EQ(gan.d_opt.iterations(), 1);
+  const auto g_after = values(gan.g->trainable_variables()), d_after = values(gan.d->trainable_variables());
+  for (std::size_t i = 0; i < g_after.size(); ++i) EXPECT_NE(g_after[i], g_before[i]) << "generator variable " << i;
+  for (std::size_t i = 0; i < d_after.size(); ++i) EXPECT_NE(d_after[i], d_before[i]) << "discriminator variable " << i;
+}
+
+TEST(GanStepTest, R1PenaltyIsHalfGammaTimesMeanSquaredInputGradient) {
+  Gan gan;
+  double expected = 0;
+  {
+    GradientTape t({.watch_accessed_variables = false});
+    t.watch(gan.real);
+    const Tensor gx = *t.gradient(reduce_sum((*gan.d)(gan.real, true)), gan.real);
+    expected = 0.5 * 3.0 * reduce_mean(reduce_sum(square(gx), 1)).item();
+  }
+  const GanStepResult r = gan_train_step(*gan.g, *gan.d, gan.g_opt, gan.d_opt, gan.real, gan.noise, {.r1_gamma = 3.0});
+  EXPECT_GT(expected, 0.0);
+  EXPECT_NEAR(r.r1_penalty, expected, 1e-6 * std::max(1.0, expected));
+  EXPECT_TRUE(std::isfinite(r.d_loss));
+  EXPECT_GT(r.d_loss, r.r1_penalty);  // the BCE terms are positive
+}
+
+TEST(GanStepTest, R1ChangesTheDiscriminatorUpdate) {
+  Gan a, b;  // identical networks and data
+  gan_train_step(*a.g, *a.d, a.g_opt, a.d_opt, a.real, a.noise);
+  gan_train_step(*b.g, *b.d, b.g_opt, b.d_opt, b.real, b.noise, {.r1_gamma = 10.0});
+  EXPECT_NE(values(a.d->trainable_variables())[0], values(b.d->trainable_variables())[0]);
+}
+
+TEST(GanStepTest, Errors) {
+  Gan gan;
+  try {
+    gan_train_step(*gan.g, *gan.d, gan.g_opt, gan.d_opt, gan.real, gan.noise, {.r1_gamma = -1});
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("gan_train_step: r1_gamma must be >= 0, got -1"));
+  }
+  try {
+    gan_train_step(*gan.g, *gan.d, gan.g_opt, gan.d_opt, gan.real, zeros(Shape{3, 4}));
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("real [8, 6] and noise [3, 4] must have the same batch size"));
+  }
+}
+
+TEST(ClassifierScoreTest, ConfidenceAndHistogramEntropy) {
+  layers::Dense clf({.units = 3, .use_bias = false});
+  clf(zeros(Shape{1, 3}));
+  clf.trainable_variables()[0].assign(constant<float>({10, 0, 0, 0, 10, 0, 0, 0, 10}, Shape{3, 3}));
+  const Tensor images = constant<float>({1, 0, 0, 0, 1, 0, 1, 0, 0, 0, 0, 1}, Shape{4, 3});
+  const ClassifierScore s = classifier_score(clf, images, 3);  // two batches
+  EXPECT_EQ(s.histogram, (std::vector<std::int64_t>{2, 1, 1}));
+  EXPECT_NEAR(s.mean_confidence, std::exp(10.0) / (std::exp(10.0) + 2.0), 1e-6);
+  EXPECT_NEAR(s.class_entropy, -(0.5 * std::log(0.5) + 0.5 * std::log(0.25)), 1e-12);
+  EXPECT_THROW(classifier_score(clf, images, 0), std::invalid_argument);
+  try {
+    classifier_score(clf, zeros(Shape{0, 3}));
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("classifier_score: images must be a non-empty [n, features] tensor, got [0, 3]"));
+  }
+}
+
+}  // namespace
+}  // namespace tapeflow::models
