@@ -23,7 +23,7 @@ struct ClassifierMlpOptions {
   std::int64_t classes = 10;
   bool batch_norm = true;
   double dropout = 0.0;  // a Dropout after each hidden ReLU when > 0
-  std::optional<std::uint64_t> seed;
+  std::optional<std::uint64_t> seed = std::nullopt;
   std::string name = "classifier_mlp";
 };
 
@@ -36,7 +36,7 @@ std::shared_ptr<Sequential> make_classifier_mlp(const ClassifierMlpOptions& opti
 struct GanOptions {
   std::int64_t noise_dim = 100;
   std::int64_t image_dim = 784;
-  std::optional<std::uint64_t> seed;
+  std::optional<std::uint64_t> seed = std::nullopt;
 };
 
 // noise [batch, 100] -> Dense 256 -> LeakyReLU(0.2) -> Dense 512 -> BN -> LeakyReLU(0.2) -> Dense 784 -> tanh.

@@ -61,7 +61,7 @@ struct EarlyStoppingOptions {
   double min_delta = 0.0;
   int patience = 0;
   MonitorMode mode = MonitorMode::kAuto;
-  std::optional<double> baseline;
+  std::optional<double> baseline = std::nullopt;
   bool restore_best_weights = false;
   int start_from_epoch = 0;
 };
@@ -125,7 +125,7 @@ class LearningRateScheduler : public Callback {
 
 struct CheckpointHookOptions {
   // Called with the epoch (from 0) and its logs whenever a checkpoint is due.
-  std::function<void(int epoch, const Logs& logs)> save;
+  std::function<void(int epoch, const Logs& logs)> save = nullptr;
   int every_n_epochs = 1;
   std::string monitor = "val_loss";  // used only with save_best_only
   bool save_best_only = false;
@@ -150,9 +150,9 @@ class CheckpointHook : public Callback {
 
 // Calls the given functions (any may be empty). Ref: keras.callbacks.LambdaCallback
 struct LambdaCallbackOptions {
-  std::function<void(int, const Logs&)> on_epoch_begin;
-  std::function<void(int, const Logs&)> on_epoch_end;
-  std::function<void(std::int64_t, const Logs&)> on_train_batch_end;
+  std::function<void(int, const Logs&)> on_epoch_begin = nullptr;
+  std::function<void(int, const Logs&)> on_epoch_end = nullptr;
+  std::function<void(std::int64_t, const Logs&)> on_train_batch_end = nullptr;
 };
 class LambdaCallback : public Callback {
  public:

@@ -58,19 +58,19 @@ struct LossSpec {
 
 // Keyword arguments of Model.compile.
 struct CompileOptions {
-  std::shared_ptr<optimizers::Optimizer> optimizer;
-  LossSpec loss;
-  std::vector<MetricSpec> metrics;
+  std::shared_ptr<optimizers::Optimizer> optimizer = nullptr;
+  LossSpec loss = {};
+  std::vector<MetricSpec> metrics = {};
 };
 
 // Keyword arguments of Model.fit.
 struct FitOptions {
   int epochs = 1;
   std::int64_t batch_size = 32;        // used with x, y (a Dataset is already batched)
-  std::vector<Tensor> validation_data;  // {x_val, y_val}, evaluated after each epoch
-  std::optional<data::Dataset> validation_dataset;  // or a batched dataset of {x, y}
+  std::vector<Tensor> validation_data = {};  // {x_val, y_val}, evaluated after each epoch
+  std::optional<data::Dataset> validation_dataset = std::nullopt;  // or a batched dataset of {x, y}
   bool shuffle = true;                 // with x, y: a full reshuffle every epoch
-  std::vector<std::shared_ptr<Callback>> callbacks;
+  std::vector<std::shared_ptr<Callback>> callbacks = {};
   int verbose = 1;                     // 0 silent, >= 1 one spdlog line per epoch
   std::uint64_t seed = 0;              // shuffle seed
   int initial_epoch = 0;
