@@ -10,6 +10,7 @@
 #include "tape/core/shape.h"
 #include "tape/core/tensor.h"
 #include "tape/core/variable.h"
+#include "tape/function/function.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/index_ops.h"
 #include "tape/ops/linalg_ops.h"

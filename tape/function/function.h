@@ -1,0 +1,101 @@
+// function: traces a C++ callable into a FunctionGraph of registered ops that can be replayed,
+// differentiated, serialised and registered again in another process (with its custom gradient).
+//
+// Facts:    trace() runs the callable once on example inputs with a tracer (a Recorder) active and
+//           records every op executed: op name, attrs, edges, and every tensor it did not produce
+//           as a constant (so Variables read inside are captured by value; their reads are not
+//           tracked). trace_custom_gradient() also runs the forward of a custom_gradient function
+//           un-paused, then its gradient function on upstream gradients of ones, into the same
+//           graph: gradient nodes may use forward values, which replay recomputes.
+//           call() replays the forward nodes through execute(), so tapes differentiate it with the
+//           ops' own gradients; gradient() replays the saved gradient nodes.
+//           register_function() installs a graph as op "Function:<name>": its gradient is the saved
+//           gradient graph, or (if none was traced) the derivative of the traced forward graph,
+//           logged once per function. Registering the same name again replaces the graph.
+// Errors:   trace*: std::invalid_argument for a bad name (allowed: [A-Za-z0-9_.-]), an op missing
+//           from the registry, or a custom_gradient call inside a plain trace (trace it with
+//           trace_custom_gradient instead). call/gradient: std::invalid_argument for a wrong number,
+//           shape or dtype of inputs. deserialize: std::runtime_error naming the function and the
+//           problem (unknown op name, malformed program, bad edge, wrong constant count).
+// Ref:      tf.function, tf.saved_model.SaveOptions(experimental_custom_gradients=True)
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tape/autodiff/custom_gradient.h"
+#include "tape/core/tensor.h"
+#include "tape/runtime/attrs.h"
+
+namespace tapeflow {
+
+// Output `index` of node `node`.
+struct ValueRef {
+  int node = 0;
+  int index = 0;
+};
+
+struct TensorSpec {
+  Shape shape;
+  DType dtype = DType::kFloat32;
+};
+
+// One node: a forward input, an upstream gradient (gradient section), a constant, or an op call.
+struct FunctionNode {
+  enum class Kind { kInput, kUpstream, kConstant, kOp };
+  Kind kind = Kind::kOp;
+  int position = 0;         // kInput / kUpstream: which one; kConstant: index into constants
+  std::string op;           // kOp: registered op name
+  Attrs attrs;              // kOp
+  std::vector<ValueRef> inputs;  // kOp
+  int num_outputs = 1;
+};
+
+// A traced program as text plus its constant tensors (what a checkpoint stores).
+struct SerializedFunction {
+  std::string program;
+  std::vector<Tensor> constants;
+};
+
+class FunctionGraph {
+ public:
+  std::string name;
+  std::vector<TensorSpec> input_specs;
+  std::vector<TensorSpec> output_specs;
+  std::vector<FunctionNode> nodes;
+  std::vector<Tensor> constants;
+  std::vector<ValueRef> outputs;
+  bool has_gradient = false;
+  std::vector<std::optional<ValueRef>> gradient_outputs;  // one per input; nullopt = None
+
+  // Replays the forward graph on `inputs` (one per input spec).
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs) const;
+  // Replays the saved gradient: one gradient per input (undefined = None) from the forward inputs
+  // and one upstream gradient per output. Errors: std::logic_error if !has_gradient.
+  std::vector<Tensor> gradient(const std::vector<Tensor>& inputs, const std::vector<Tensor>& upstream) const;
+
+  SerializedFunction serialize() const;
+  static FunctionGraph deserialize(const std::string& name, const SerializedFunction& serialized);
+
+ private:
+  std::vector<Tensor> run(const std::vector<ValueRef>& wanted, const std::vector<Tensor>& inputs,
+                          const std::vector<Tensor>* upstream) const;
+};
+
+using TracedFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Traces `fn` on `example_inputs` into a graph called `name`.
+FunctionGraph trace(const std::string& name, const TracedFn& fn, const std::vector<Tensor>& example_inputs);
+// Traces a custom-gradient forward (the CustomForwardFn given to custom_gradient) and its gradient.
+FunctionGraph trace_custom_gradient(const std::string& name, const CustomForwardFn& forward,
+                                    const std::vector<Tensor>& example_inputs);
+
+// Registers `graph` as op "Function:<name>" and returns a callable that executes it.
+TracedFn register_function(FunctionGraph graph);
+// Calls a registered function by name. Errors: std::invalid_argument if none is registered.
+std::vector<Tensor> call_function(const std::string& name, const std::vector<Tensor>& inputs);
+
+}  // namespace tapeflow
