@@ -120,6 +120,25 @@ std::vector<Tensor> Layer::losses() const {
   return out;
 }
 
+std::vector<Tensor> Layer::get_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& v : variables()) out.push_back(v.value());
+  return out;
+}
+
+void Layer::set_weights(const std::vector<Tensor>& values) {
+  auto vars = variables();
+  if (values.size() != vars.size())
+    throw std::invalid_argument(describe() + ": set_weights got " + std::to_string(values.size()) + " values for " +
+                                std::to_string(vars.size()) + " weights");
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    if (values[i].shape() != vars[i].shape() || values[i].dtype() != vars[i].dtype())
+      throw std::invalid_argument(describe() + ": set_weights: weight '" + vars[i].name() + "' has shape " +
+                                  vars[i].shape().to_string() + " " + dtype_name(vars[i].dtype()) + ", got " +
+                                  values[i].shape().to_string() + " " + dtype_name(values[i].dtype()));
+  for (std::size_t i = 0; i < vars.size(); ++i) vars[i].assign(values[i]);
+}
+
 std::int64_t Layer::count_params() const {
   if (!built_)
     throw std::logic_error(describe() + ": count_params() before the layer is built (call it on an input first)");

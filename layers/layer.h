@@ -61,6 +61,11 @@ class Layer {
   std::vector<Variable> trainable_weights() const { return trainable_variables(); }
   std::vector<Variable> non_trainable_weights() const { return non_trainable_variables(); }
   std::vector<Tensor> losses() const;
+  // Current values of variables() (copies of nothing: tensors are immutable). Ref: Layer.get_weights
+  std::vector<Tensor> get_weights() const;
+  // Assigns values to variables() in order. Errors: std::invalid_argument for a count, shape or
+  // dtype mismatch (names the layer, the weight and both shapes). Ref: Layer.set_weights
+  void set_weights(const std::vector<Tensor>& values);
   // Total elements of variables(). Errors: std::logic_error if not built.
   std::int64_t count_params() const;
   virtual std::string class_name() const { return class_name_; }

@@ -94,3 +94,19 @@ TEST(Layer, AddWeightChecksTheInitializerResult) {
     EXPECT_NE(std::string(e.what()).find("'wrong'"), std::string::npos) << e.what();
   }
 }
+
+TEST(Layer, GetAndSetWeights) {
+  Dense a(DenseOptions{.units = 2}), b(DenseOptions{.units = 2});
+  a(tf::ones({1, 3}));
+  b(tf::ones({1, 3}));
+  b.set_weights(a.get_weights());
+  EXPECT_EQ(b.kernel().value().to_vector<float>(), a.kernel().value().to_vector<float>());
+  EXPECT_THROW(b.set_weights({a.get_weights()[0]}), std::invalid_argument);
+  try {
+    b.set_weights({tf::ones({2, 3}), tf::ones({2})});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("kernel:0"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b.kernel().value().to_vector<float>(), a.kernel().value().to_vector<float>());  // unchanged
+}
