@@ -196,3 +196,20 @@ TEST(ModelTest, SequentialSummaryShowsShapesAndCounts) {
 
 }  // namespace
 }  // namespace tapeflow::models
+
+namespace tapeflow::models {
+namespace {
+
+TEST(ModelTest, ValidationDatasetIsEvaluatedEveryEpoch) {
+  auto [x, y] = blobs(20, 8);
+  auto model = small_mlp(50);
+  compile_adam(*model);
+  const data::Dataset val = data::Dataset::from_tensor_slices({x, y}).batch(25);
+  const History h = model->fit(x, y, {.epochs = 2, .batch_size = 20, .validation_dataset = val, .verbose = 0});
+  ASSERT_EQ(h["val_loss"].size(), 2u);
+  EXPECT_NEAR(h["val_loss"].back(), model->evaluate(x, y).at("loss"), 1e-6);
+  EXPECT_EQ(model->predict(x).shape(), (Shape{60, 3}));
+}
+
+}  // namespace
+}  // namespace tapeflow::models
