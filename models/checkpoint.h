@@ -1,0 +1,103 @@
+// Checkpoint (model + optimizer + counters + RNG state + traced functions in one HDF5 file) and
+// CheckpointManager (numbered checkpoints in a directory with an atomically updated index).
+//
+// Layout:   root attributes format "tapeflow-checkpoint", format_version 1;
+//           model_weights/   the Keras weights layout of models/saving.h;
+//           optimizer_weights/  attributes weight_names (optimizer.variables() names: iterations,
+//                            then slots), optimizer (its name), learning_rate_schedule (schedule
+//                            name or "constant"); one dataset per name;
+//           variables/<name>, counters/<name> (int64 scalar), generators/<name> (int64 [6], the
+//           Generator state bits); functions/<name>: attribute program (FunctionGraph text) and
+//           datasets constants/<i>.
+// Facts:    write() goes through io::H5Writer (temporary file + fsync + rename, Fletcher-32 per
+//           chunk), so a crash leaves the old file or the new one. read() checks everything it
+//           restores (shapes, dtypes, counts) before assigning anything, builds the optimizer's
+//           slots for the model's trainable variables first, restores optimizer weights by order
+//           (as Keras), and registers every saved function (register_function) so call_function
+//           and tape.gradient use its saved custom gradient. Entries in the file that nothing
+//           tracks are ignored; a tracked entry missing from the file is an error. Learning-rate
+//           schedules are pure functions of `iterations`, so restoring iterations restores them.
+//           Layers' private generators (Dropout masks) are not saved.
+// Errors:   std::runtime_error "<file>: <problem>" for I/O, hostile or mismatched files (missing
+//           group/attribute/dataset, wrong shape or dtype naming the variable and both shapes,
+//           a different schedule, an unknown op in a saved function); std::invalid_argument for a
+//           bad tracking name or a duplicate.
+// Ref:      tf.train.Checkpoint, tf.train.CheckpointManager
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "layers/layer.h"
+#include "optimizers/optimizer.h"
+#include "tape/core/random.h"
+#include "tape/core/variable.h"
+#include "tape/function/function.h"
+
+namespace tapeflow::models {
+
+struct CheckpointOptions {
+  std::shared_ptr<layers::Layer> model;
+  std::shared_ptr<optimizers::Optimizer> optimizer;
+};
+
+class Checkpoint {
+ public:
+  explicit Checkpoint(CheckpointOptions options = {});
+
+  // Extra state. Names: [A-Za-z0-9_.-]+, unique per kind. Pointers are not owned and must outlive
+  // the checkpoint's write()/read() calls.
+  void track_variable(const std::string& name, const Variable& variable);
+  void track_counter(const std::string& name, std::int64_t* counter);
+  void track_generator(const std::string& name, Generator* generator);
+  // Saves a traced function (with its gradient when traced with trace_custom_gradient).
+  void add_function(const FunctionGraph& function);
+
+  void write(const std::string& path) const;
+  void read(const std::string& path);
+  // Names of the functions registered by the last read().
+  const std::vector<std::string>& loaded_functions() const { return loaded_functions_; }
+
+ private:
+  CheckpointOptions options_;
+  std::vector<std::pair<std::string, Variable>> variables_;
+  std::vector<std::pair<std::string, std::int64_t*>> counters_;
+  std::vector<std::pair<std::string, Generator*>> generators_;
+  std::vector<FunctionGraph> functions_;
+  std::vector<std::string> loaded_functions_;
+};
+
+// Keeps the newest `max_to_keep` checkpoints "<directory>/ckpt-<n>.h5" and an index file
+// "<directory>/checkpoint" listing them (oldest first), replaced atomically after each save.
+// Facts:    save() writes the new file (atomically), then the index, then deletes checkpoints that
+//           fell out of the window: a crash at any point leaves the index naming complete files.
+//           Numbers continue from the index across processes. The constructor creates the
+//           directory and removes temporary files of dead writers.
+// Errors:   std::invalid_argument for a null checkpoint or max_to_keep < 1; std::runtime_error for
+//           I/O and a malformed index (naming the index file and the line).
+class CheckpointManager {
+ public:
+  CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std::string directory, int max_to_keep = 5);
+  // Saves a new checkpoint; returns its path.
+  std::string save();
+  // The newest checkpoint's path, if any.
+  std::optional<std::string> latest_checkpoint() const;
+  // Paths of the kept checkpoints, oldest first.
+  std::vector<std::string> checkpoints() const;
+  // Restores the newest checkpoint; returns its path (nullopt when there is none: nothing changes).
+  std::optional<std::string> restore();
+  const std::string& directory() const { return directory_; }
+
+ private:
+  void write_index() const;
+  std::shared_ptr<Checkpoint> checkpoint_;
+  std::string directory_;
+  int max_to_keep_;
+  std::int64_t next_ = 1;
+  std::vector<std::string> kept_;  // file names, oldest first
+};
+
+}  // namespace tapeflow::models

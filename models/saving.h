@@ -1,0 +1,41 @@
+// save_weights / load_weights in the TF-Keras 2 HDF5 weights layout.
+//
+// Layout:   root attributes layer_names (fixed-length strings, every top-level layer), backend
+//           ("tensorflow"), keras_version ("2.15.0"); one group per layer with attribute
+//           weight_names ("dense/kernel:0", ...; empty for layers without weights) holding one
+//           dataset per weight at that name (so "dense/dense/kernel:0" from the root), row-major,
+//           Dense kernel [in, out]; BatchNormalization gamma, beta, moving_mean, moving_variance.
+//           The layers are the model's tracked sublayers (Sequential's stack); a layer without
+//           sublayers is saved as one layer. Files are written through io::H5Writer (temporary
+//           file, fsync, rename; Fletcher-32 per chunk), read through io::H5Reader.
+// Facts:    load matches each weighted model layer to the file's group of the same name, else to
+//           the file's weighted layer at the same position (Keras's topological loading); weights
+//           inside a layer match by order. Every shape and dtype is checked before any variable is
+//           assigned, so a failed load changes nothing.
+// Errors:   std::runtime_error "<file>: ..." for I/O and hostile files (not HDF5, missing
+//           layer_names / group / weight_names / dataset, different weighted-layer or weight
+//           counts), and for a mismatch: "layer 'dense' weight 'dense/kernel:0': shape in file
+//           [3, 5], model expects [4, 5]" (dtype likewise).
+// Ref:      tf_keras/src/saving/legacy/hdf5_format.py (save_weights_to_hdf5_group,
+//           load_weights_from_hdf5_group)
+#pragma once
+
+#include <string>
+
+#include "layers/layer.h"
+#include "models/io/h5_io.h"
+
+namespace tapeflow::models {
+
+void save_weights(const layers::Layer& model, const std::string& path);
+void load_weights(layers::Layer& model, const std::string& path);
+
+// The same layout under `group` of an open file ("" = root); used by Checkpoint.
+void write_keras_weights(io::H5Writer& writer, const std::string& group, const layers::Layer& model);
+void read_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model);
+
+// A tensor from a dataset read by io::H5Reader, and back.
+Tensor tensor_from_array(io::ArrayData array);
+void write_tensor(io::H5Writer& writer, const std::string& path, const Tensor& t);
+
+}  // namespace tapeflow::models
