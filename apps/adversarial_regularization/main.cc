@@ -29,7 +29,7 @@ struct Flags {
   std::string data_dir = tf::data::kDefaultFashionMnistDir;
   int epochs = 10;
   std::int64_t batch_size = 128;
-  double lambda = 1.0;
+  double lambda = 5.0;
   double learning_rate = 1e-3;
   std::vector<double> epsilons = {0.01, 0.03, 0.05, 0.1};
   int pgd_steps = 0;

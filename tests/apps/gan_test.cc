@@ -1,0 +1,113 @@
+// Smoke tests of the gan app: --help, a missing dataset, bad flags, and a short real run
+// (--limit 256 --epochs 1) whose PNG grid (header, size) and metrics JSON are checked and whose
+// losses repeat for a seed. Skips when the binary was not built or the dataset is not installed.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+
+// Helpers defined in adversarial_test.cc (same test_apps executable).
+namespace tapeflow_app_test {
+std::string temp_path(const std::string& name);
+std::string slurp(const std::string& path);
+std::pair<int, std::string> run_app(const std::string& binary, const std::string& args);
+std::string json_field(const std::string& json, const std::string& key, std::size_t from);
+void expect_well_formed(const std::string& json);
+bool dataset_installed();
+}  // namespace tapeflow_app_test
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace tapeflow_app_test;
+using ::testing::HasSubstr;
+
+const std::string kBinary = std::string(TAPEFLOW_BINARY_DIR) + "/apps/gan";
+
+class GanAppTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " was not built (TAPEFLOW_BUILD_APPS=OFF?)";
+  }
+};
+
+std::uint32_t big_endian32(const std::string& s, std::size_t at) {
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < 4; ++i) v = (v << 8) | static_cast<unsigned char>(s[at + i]);
+  return v;
+}
+
+TEST_F(GanAppTest, HelpListsTheFlags) {
+  const auto [code, out] = run_app(kBinary, "--help");
+  EXPECT_EQ(code, 0);
+  for (const char* flag : {"--data-dir", "--epochs", "--r1-gamma", "--samples-dir", "--score-samples", "--seed",
+                           "--threads", "--limit", "--metrics-out", "--grid"})
+    EXPECT_THAT(out, HasSubstr(flag));
+}
+
+TEST_F(GanAppTest, MissingDatasetIsAClearError) {
+  const std::string dir = temp_path("gan_missing");
+  const auto [code, out] = run_app(kBinary, "--data-dir /nonexistent/tapeflow-fmnist --samples-dir " + dir);
+  EXPECT_EQ(code, 2);
+  EXPECT_THAT(out, HasSubstr("gan: cannot load Fashion-MNIST from '/nonexistent/tapeflow-fmnist'"));
+  EXPECT_THAT(out, HasSubstr("dataset-fashion-mnist"));
+  fs::remove_all(dir);
+}
+
+TEST_F(GanAppTest, BadFlagsAreRejected) {
+  EXPECT_NE(run_app(kBinary, "--r1-gamma -1").first, 0);
+  EXPECT_NE(run_app(kBinary, "--grid 0").first, 0);
+  EXPECT_NE(run_app(kBinary, "--beta-1 1.5").first, 0);
+  EXPECT_NE(run_app(kBinary, "--epochs 0").first, 0);
+  EXPECT_NE(run_app(kBinary, "--no-such-flag").first, 0);
+  const auto [code, out] = run_app(kBinary, "--samples-dir /proc/tapeflow-no");
+  EXPECT_EQ(code, 1);
+  EXPECT_THAT(out, HasSubstr("gan: error: --samples-dir: cannot create '/proc/tapeflow-no'"));
+}
+
+TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
+  if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string dir = temp_path("gan_samples"), a = temp_path("gan_a.json"), b = temp_path("gan_b.json");
+  const std::string args = "--limit 256 --epochs 1 --batch-size 64 --grid 4 --score-samples 200 "
+                           "--classifier-epochs 1 --r1-gamma 1 --threads 1 --seed 9 --log-level warn --samples-dir " +
+                           dir + " --metrics-out ";
+  const auto [code, out] = run_app(kBinary, args + a);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("uniform noise"));
+  const std::string png = slurp(dir + "/epoch_001.png");
+  ASSERT_GT(png.size(), 33u);
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_EQ(png.substr(12, 4), "IHDR");
+  // 4 x 4 images of 28 pixels with a 2-pixel border, zoomed 2x: (4 * 30 + 2) * 2 = 244.
+  EXPECT_EQ(big_endian32(png, 16), 244u);
+  EXPECT_EQ(big_endian32(png, 20), 244u);
+  const std::string ja = slurp(a);
+  expect_well_formed(ja);
+  EXPECT_EQ(json_field(ja, "train_examples", 0), "256");
+  EXPECT_EQ(json_field(ja, "score_samples", 0), "200");
+  EXPECT_GT(std::stod(json_field(ja, "r1_penalty", 0)), 0.0);
+  EXPECT_THAT(json_field(ja, "grid", 0), HasSubstr("epoch_001.png"));
+  for (const char* score : {"score_gan", "score_noise", "score_real"}) {
+    const std::size_t at = ja.find(std::string("\"") + score + "\"");
+    ASSERT_NE(at, std::string::npos) << score;
+    const double conf = std::stod(json_field(ja, "mean_confidence", at));
+    EXPECT_GE(conf, 0.1) << score;  // a max-softmax is at least 1/10
+    EXPECT_LE(conf, 1.0) << score;
+    const double entropy = std::stod(json_field(ja, "class_entropy", at));
+    EXPECT_GE(entropy, 0.0) << score;
+    EXPECT_LE(entropy, 2.3026) << score;  // ln 10
+  }
+  const auto [code_b, out_b] = run_app(kBinary, args + b);
+  ASSERT_EQ(code_b, 0) << out_b;
+  const std::string jb = slurp(b);
+  for (const char* key : {"d_loss", "g_loss", "r1_penalty", "score_gan"})
+    EXPECT_EQ(json_field(ja, key, 0), json_field(jb, key, 0)) << key << ": same seed and threads must repeat";
+  fs::remove_all(dir);
+  fs::remove(a);
+  fs::remove(b);
+}
+
+}  // namespace
