@@ -84,7 +84,8 @@ void Checkpoint::write(const std::string& path) const {
   w.write_attribute("", "format_version", std::int64_t{1});
   if (options_.model) write_keras_weights(w, "model_weights", *options_.model);
   if (options_.optimizer) {
-    const optimizers::Optimizer& opt = *options_.optimizer;
+    optimizers::Optimizer& opt = *options_.optimizer;
+    if (options_.model) opt.build(options_.model->trainable_variables());  // as read() does
     w.create_group("optimizer_weights");
     std::vector<std::string> names;
     for (const Variable& v : opt.variables()) {

@@ -10,9 +10,9 @@
 //           Generator state bits); functions/<name>: attribute program (FunctionGraph text) and
 //           datasets constants/<i>.
 // Facts:    write() goes through io::H5Writer (temporary file + fsync + rename, Fletcher-32 per
-//           chunk), so a crash leaves the old file or the new one. read() checks everything it
-//           restores (shapes, dtypes, counts) before assigning anything, builds the optimizer's
-//           slots for the model's trainable variables first, restores optimizer weights by order
+//           chunk), so a crash leaves the old file or the new one. write() and read() first build
+//           the optimizer's slots for the model's trainable variables. read() checks everything it
+//           restores (shapes, dtypes, counts) before assigning anything, restores optimizer weights by order
 //           (as Keras), and registers every saved function (register_function) so call_function
 //           and tape.gradient use its saved custom gradient. Entries in the file that nothing
 //           tracks are ignored; a tracked entry missing from the file is an error. Learning-rate
