@@ -173,7 +173,8 @@ class GradientTape {
     return jacobian(target, std::vector<Source>(std::begin(sources), std::end(sources)), options);
   }
   // Per-example jacobians: result[i] = d target[i] / d source[i], in prod(y) backward passes
-  // (or one batched pass), assuming target[i] depends on source[i] only.
+  // (or one batched pass), assuming target[i] depends on source[i] only. The result is plain data
+  // (not recorded by outer tapes).
   // Shapes:   target [b, y...], source [b, x...] -> [b, y..., x...].
   // Errors:   std::invalid_argument if either rank is < 2 or the first dimensions differ, and (with
   //           check_independence) if examples mix, naming the first op whose gradient mixes them;

@@ -162,6 +162,21 @@ TEST(Jacobian, SourcesAsMapAndUnconnected) {
   EXPECT_EQ(bz->shape(), tf::Shape({1, 1, 1}));
 }
 
+TEST(Jacobian, TargetThatIsTheSourceGivesIdentity) {
+  tf::Tensor x = tf::Tensor({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor eye = tf::reshape(tf::eye(6), tf::Shape{2, 3, 2, 3});
+  for (bool pfor : {true, false}) {
+    auto j = tape.jacobian(x, x, {.experimental_use_pfor = pfor});
+    ASSERT_TRUE(j);
+    EXPECT_TRUE(bitwise_equal(*j, eye));
+  }
+  auto bj = tape.batch_jacobian(x, x);
+  ASSERT_TRUE(bj);
+  EXPECT_EQ(bj->to_vector<float>(), (std::vector<float>{1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0, 1}));
+}
+
 TEST(Jacobian, IntegerTargetOrSourceGivesNone) {
   tf::Tensor x = tf::Tensor({1.0, 2.0});
   tf::GradientTape tape({.persistent = true});
