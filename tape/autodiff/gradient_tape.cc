@@ -112,11 +112,15 @@ void TapeState::resume(int position) {
 }
 
 void TapeState::reset() {
+  release();
+  watched_variables_.clear();
+  used_ = false;
+}
+
+void TapeState::release() {
   ops_.clear();
   producer_.clear();
   num_slots_ = 0;
-  watched_variables_.clear();
-  used_ = false;
 }
 
 void TapeState::begin_gradient_call(const char* what) {
@@ -318,6 +322,7 @@ std::vector<std::optional<Tensor>> GradientTape::gradient(const std::vector<Tens
     ids.push_back(src.id());
   }
   std::vector<Tensor> grads = s.backward(live_targets, seeds, ids);
+  if (!s.options().persistent) s.release();  // TF: a non-persistent tape frees its records here
   std::vector<std::optional<Tensor>> out;
   for (std::size_t i = 0; i < sources.size(); ++i) {
     if (!floating[i]) {

@@ -53,6 +53,8 @@ class TapeState final : public Recorder {
   void stop();   // removes from it
   bool recording() const { return recording_; }
   void reset();
+  // Drops the recorded ops (a non-persistent tape after its gradient call); watched variables stay listed.
+  void release();
 
   // Marks a gradient()/jacobian() call; throws std::logic_error on a second call of a
   // non-persistent tape, and stops recording a non-persistent tape (as TF does).
