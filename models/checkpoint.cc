@@ -1,6 +1,7 @@
 #include "models/checkpoint.h"
 
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -234,6 +235,20 @@ CheckpointManager::CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std
     if (pos != std::string::npos) targets.insert((fs::path(directory_) / n.substr(0, pos)).string());
   }
   for (const std::string& t : targets) io::remove_stale_temp_files(t);
+  read_index();
+  // Checkpoint files the index does not list: a save killed between its rename and the index
+  // update, or old files whose deletion was cut short.
+  std::vector<fs::path> orphans;
+  for (const auto& e : fs::directory_iterator(directory_, ec)) {
+    const std::string n = e.path().filename().string();
+    if (number_of(n) > 0 && std::find(kept_.begin(), kept_.end(), n) == kept_.end()) orphans.push_back(e.path());
+  }
+  for (const fs::path& p : orphans) fs::remove(p, ec);
+}
+
+void CheckpointManager::read_index() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
 
   const std::string index = (fs::path(directory_) / "checkpoint").string();
   if (!fs::exists(index)) return;

@@ -75,7 +75,8 @@ class Checkpoint {
 // Facts:    save() writes the new file (atomically), then the index, then deletes checkpoints that
 //           fell out of the window: a crash at any point leaves the index naming complete files.
 //           Numbers continue from the index across processes. The constructor creates the
-//           directory and removes temporary files of dead writers.
+//           directory, removes temporary files of dead writers and deletes "ckpt-<n>.h5" files the
+//           index does not list (left by a save or a clean-up that was cut short).
 // Errors:   std::invalid_argument for a null checkpoint or max_to_keep < 1; std::runtime_error for
 //           I/O and a malformed index (naming the index file and the line).
 class CheckpointManager {
@@ -92,6 +93,7 @@ class CheckpointManager {
   const std::string& directory() const { return directory_; }
 
  private:
+  void read_index();
   void write_index() const;
   std::shared_ptr<Checkpoint> checkpoint_;
   std::string directory_;
