@@ -37,8 +37,14 @@ GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discrimina
   std::vector<std::optional<Tensor>> g_grads, d_grads;
   std::vector<Variable> g_vars, d_vars;
   {
-    GradientTape gen_tape;
-    GradientTape disc_tape;
+    // Each tape watches only its own network's variables, so the generator tape skips D(real) and
+    // the discriminator tape skips G's forward pass (fake is a constant to it): half the recording.
+    g_vars = generator.trainable_variables();
+    d_vars = discriminator.trainable_variables();
+    GradientTape gen_tape({.watch_accessed_variables = false});
+    GradientTape disc_tape({.watch_accessed_variables = false});
+    gen_tape.watch(g_vars);
+    disc_tape.watch(d_vars);
     const Tensor fake = generator(noise, /*training=*/true);
     if (options.r1_gamma > 0) {
       // R1: the input gradient of D at the real batch, kept on both outer tapes (double backward).
@@ -55,8 +61,6 @@ GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discrimina
     g_loss = bce_from_logits(d_fake, 1.0);
     d_loss = bce_from_logits(d_real, 1.0) + bce_from_logits(d_fake, 0.0);
     if (r1.defined()) d_loss = d_loss + r1;
-    g_vars = generator.trainable_variables();
-    d_vars = discriminator.trainable_variables();
     // Stop both tapes before the backward passes: nothing above a first order is needed here.
     gen_tape.stop();
     disc_tape.stop();
