@@ -274,3 +274,46 @@ TEST_F(CheckpointTest, MalformedIndexIsReported) {
 
 }  // namespace
 }  // namespace tapeflow::models
+
+namespace tapeflow::models {
+namespace {
+
+// Flipped bytes anywhere in a checkpoint either give a runtime_error naming the file or (in unused
+// space) the exact saved values; truncation always fails.
+TEST_F(CheckpointTest, FlippedBytesAndTruncationNeverLoadWrongValues) {
+  auto m = small_model(1);
+  Variable big(fill(Shape{4096}, 1.5), {.name = "big"});
+  {
+    Checkpoint w(CheckpointOptions{.model = m});
+    w.track_variable("big", big);
+    w.write(file("c.h5"));
+  }
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(file("c.h5")));
+  std::ifstream in(file("c.h5"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  int failures = 0;
+  for (std::int64_t pos = 0; pos < size; pos += std::max<std::int64_t>(1, size / 97)) {
+    std::string bad = bytes;
+    bad[static_cast<std::size_t>(pos)] = static_cast<char>(bad[static_cast<std::size_t>(pos)] ^ 0x5a);
+    { std::ofstream(file("bad.h5"), std::ios::binary) << bad; }
+    auto m2 = small_model(9);
+    Variable big2(fill(Shape{4096}, 0.0), {.name = "big2"});
+    Checkpoint r(CheckpointOptions{.model = m2});
+    r.track_variable("big", big2);
+    try {
+      r.read(file("bad.h5"));
+      EXPECT_EQ(big2.value().to_vector<float>(), big.value().to_vector<float>()) << "flip at " << pos;
+      expect_bit_identical(m->variables(), m2->variables());
+    } catch (const std::runtime_error& e) {
+      ++failures;
+      EXPECT_THAT(e.what(), testing::HasSubstr(file("bad.h5"))) << "flip at " << pos;
+    }
+  }
+  EXPECT_GT(failures, 10);
+  std::filesystem::resize_file(file("c.h5"), static_cast<std::uintmax_t>(size) * 3 / 4);
+  Checkpoint r(CheckpointOptions{.model = small_model(9)});
+  EXPECT_RUNTIME_ERROR(r.read(file("c.h5")), file("c.h5"));
+}
+
+}  // namespace
+}  // namespace tapeflow::models
