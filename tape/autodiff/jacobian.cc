@@ -224,7 +224,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
       const std::int64_t count = std::min(chunk, ny - first);
       Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), first, count);
       std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                         std::span<const Tensor>(&seeds, 1), src.ids);
+                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, true);
       if (!g[0].defined()) return unconnected();
       internal::swap_leading_into(out, ny, first, g[0]);
       connected = true;

@@ -281,6 +281,27 @@ TEST(BatchJacobian, EqualsFullJacobianSummedOverBatchAxis) {
   EXPECT_TRUE(bitwise_equal(*seq, *par));
 }
 
+// [b, n] targets take the one-hot-seed shortcut (scales, adds, then a broadcast product for the
+// first matmul); it must agree with the loop, also when an op forces the dense form (reshape).
+TEST(BatchJacobian, OneHotSeedShortcutEqualsLoop) {
+  tf::Tensor x = random_f64({5, 3}, 51), w1 = random_f64({3, 4}, 52), w2 = random_f64({2, 4}, 53);
+  tf::Tensor b1 = random_f64({4}, 54);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tf::Tensor h = tf::tanh(tf::matmul(x, w1) + b1);                                        // [5, 4]
+  std::vector<tf::Tensor> targets = {
+      tf::elu(tf::matmul(h, w2, false, true) + 0.5),                                      // shortcut to the matmul
+      tf::sigmoid(tf::matmul(h, w2, false, true)) * 2.0 - 1.0,                            // Mul: dense from there
+      tf::reshape(tf::exp(tf::matmul(x, w1)), tf::Shape{5, 4}) + h,                       // fan-out + reshape
+  };
+  for (const tf::Tensor& y : targets) {
+    auto fast = tape.batch_jacobian(y, x);
+    auto slow = tape.batch_jacobian(y, x, {.parallel_iterations = 1, .experimental_use_pfor = false});
+    ASSERT_TRUE(fast && slow);
+    EXPECT_TRUE(all_close(*fast, *slow, 1e-14, 1e-14));
+  }
+}
+
 TEST(BatchJacobian, IndependenceCheckNamesTheMixingOp) {
   tf::Tensor x = random_f64({6, 3}, 31);
   for (bool pfor : {true, false}) {

@@ -83,11 +83,10 @@ TensorList pointwise(const OpRecord& r, std::span<const Tensor> g, std::int64_t 
 
 // Unary element-wise op whose gradient is g ⊙ f (f from the saved tensors): f is computed once,
 // unbatched (the op's own gradient of ones), and broadcast against the K cotangents.
-TensorList scale(const OpRecord& r, std::span<const Tensor> g) {
+Tensor scale_factor(const OpRecord& r) {
   Tensor one = ones(r.output_shapes[0], r.output_dtypes[0]);
-  TensorList f = call_gradient(r, std::span<const Shape>(r.input_shapes.begin(), r.input_shapes.end()), r.attrs,
-                               std::span<const Tensor>(&one, 1));
-  return TensorList{g[0] * f[0]};
+  return call_gradient(r, std::span<const Shape>(r.input_shapes.begin(), r.input_shapes.end()), r.attrs,
+                       std::span<const Tensor>(&one, 1))[0];
 }
 
 // Binary broadcasting ops by hand, computing only the gradients that are needed: d(a±b) = (g, ±g),
@@ -216,7 +215,7 @@ std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> ta
 
 std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
                                      std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
-                                     const BatchedOpHook& hook) {
+                                     const BatchedOpHook& hook, bool batch_one_hot_seed) {
   if (seeds.size() != targets.size() || seeds.empty())
     throw std::logic_error("batched_backward: " + std::to_string(seeds.size()) + " seeds for " +
                            std::to_string(targets.size()) + " targets");
@@ -224,20 +223,89 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
   Plan p = make_plan(tape, targets, source_ids);
   const auto& ops = tape.records();
   std::unordered_map<std::int64_t, Tensor> grads;
+  // batch_one_hot_seed: gradients of the form seed ⊙ s (s [b, n], unbatched) are kept as s until an
+  // op needs them dense; element-wise scales and same-shape adds keep the form, and a 2-D matmul
+  // turns it into a broadcast product (da[k, i, :] = s[i, k] op(b)ᵀ[k, :]) instead of a GEMM.
+  std::unordered_map<std::int64_t, Tensor> diag;
+  const Tensor& pattern = seeds[0];
   auto accumulate = [&](std::int64_t id, const Tensor& g) {
     auto [it, inserted] = grads.try_emplace(id, g);
     if (!inserted) it->second = add(it->second, g);
+    auto d = diag.find(id);
+    if (d != diag.end()) {
+      it->second = add(it->second, pattern * d->second);
+      diag.erase(d);
+    }
+  };
+  auto add_diag = [&](std::int64_t id, const Tensor& scale) {
+    if (grads.count(id)) return accumulate(id, pattern * scale);
+    auto [it, inserted] = diag.try_emplace(id, scale);
+    if (!inserted) it->second = add(it->second, scale);
+  };
+  auto materialize = [&](std::int64_t id) {
+    auto d = diag.find(id);
+    if (d == diag.end()) return;
+    Tensor dense = pattern * d->second;
+    diag.erase(d);
+    accumulate(id, dense);
+  };
+  // Propagates a diagonal gradient through op r; false if r needs it dense.
+  auto try_diag = [&](const OpRecord& r, const Tensor& sc, const bool needed[3]) {
+    const Shape& out = r.output_shapes[0];
+    switch (rule_for(r)) {
+      case Rule::kScale:
+        if (r.input_shapes[0] != out) return false;
+        add_diag(r.input_ids[0], sc * scale_factor(r));
+        return true;
+      case Rule::kAddSub:
+        for (int j = 0; j < 2; ++j)
+          if (needed[j] && r.input_shapes[static_cast<std::size_t>(j)] != out) return false;
+        for (int j = 0; j < 2; ++j)
+          if (needed[j]) add_diag(r.input_ids[static_cast<std::size_t>(j)], j == 1 && r.op->name == "Sub" ? negative(sc) : sc);
+        return true;
+      case Rule::kMatMul: {
+        if (needed[1] || !needed[0] || r.attrs.get_bool("transpose_a") || r.input_shapes[0].rank() != 2 ||
+            r.input_shapes[1].rank() != 2)
+          return false;
+        const Tensor& b = r.saved_inputs[1];
+        Tensor bt = r.attrs.get_bool("transpose_b") ? b : transpose(b);  // op(b)ᵀ [n, in]
+        const std::int64_t rows = out[0], n = out[1], in = bt.shape()[1];
+        accumulate(r.input_ids[0], reshape(transpose(sc), Shape{n, rows, 1}) * reshape(bt, Shape{n, 1, in}));
+        return true;
+      }
+      default: return false;
+    }
   };
   for (std::size_t t = 0; t < targets.size(); ++t) {
     if (seeds[t].shape() != padded(k, targets[t].shape(), targets[t].rank()))
       throw std::logic_error("batched_backward: seed of shape " + seeds[t].shape().to_string() + " for target " +
                              targets[t].shape().to_string());
-    if (p.reachable.count(targets[t].id())) accumulate(targets[t].id(), seeds[t]);
+    if (!p.reachable.count(targets[t].id())) continue;
+    if (batch_one_hot_seed && targets.size() == 1 && targets[0].rank() == 2 && k == targets[0].shape()[1])
+      diag.emplace(targets[t].id(), ones(targets[t].shape(), targets[t].dtype()));
+    else
+      accumulate(targets[t].id(), seeds[t]);
   }
   std::unordered_set<std::int64_t> keep(source_ids.begin(), source_ids.end());
   for (std::size_t i = p.n_ops; i-- > 0;) {
     if (!p.active[i]) continue;
     const OpRecord& r = ops[i];
+    bool needed[3] = {false, false, false};
+    for (std::size_t j = 0; j < r.input_ids.size() && j < 3; ++j)
+      needed[j] = p.reachable.count(r.input_ids[j]) != 0 && is_floating(r.input_dtypes[j]);
+    if (!diag.empty()) {
+      for (std::int64_t id : r.output_ids) {
+        auto d = diag.find(id);
+        if (d == diag.end()) continue;
+        if (r.output_ids.size() == 1 && !hook && try_diag(r, d->second, needed)) {
+          if (!keep.count(id)) diag.erase(id);
+          break;
+        }
+        materialize(id);
+        break;
+      }
+      if (r.output_ids.size() == 1 && !grads.count(r.output_ids[0])) continue;
+    }
     TensorList out_grads;
     bool any = false;
     for (std::size_t j = 0; j < r.output_ids.size(); ++j) {
@@ -250,13 +318,10 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
     if (!any) continue;
     std::span<const Tensor> g(out_grads.begin(), out_grads.end());
     TensorList in_grads;
-    bool needed[3] = {false, false, false};
-    for (std::size_t j = 0; j < r.input_ids.size() && j < 3; ++j)
-      needed[j] = p.reachable.count(r.input_ids[j]) != 0 && is_floating(r.input_dtypes[j]);
     const Rule rule = rule_for(r);
     switch (rule) {
       case Rule::kPointwise: in_grads = pointwise(r, g, k); break;
-      case Rule::kScale: in_grads = scale(r, g); break;
+      case Rule::kScale: in_grads = TensorList{g[0] * scale_factor(r)}; break;
       case Rule::kAddSub:
       case Rule::kMul:
       case Rule::kSelect: in_grads = binary(r, rule, g, k, needed); break;
@@ -298,6 +363,7 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
       if (!keep.count(id)) grads.erase(id);
   }
   std::vector<Tensor> result;
+  for (std::int64_t id : source_ids) materialize(id);
   for (std::int64_t id : source_ids) {
     auto it = grads.find(id);
     result.push_back(it == grads.end() ? Tensor() : it->second);
