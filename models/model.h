@@ -121,6 +121,11 @@ class Model : public layers::Layer {
   // Output shapes show the batch as None; they need a built model ("?" otherwise).
   std::string summary() const;
 
+  // Writes / reads the weights in the TF-Keras 2 HDF5 layout (thin wrappers over models/saving.h,
+  // defined in models/saving.cc). Errors: std::runtime_error naming the file and the problem.
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path);
+
   const std::shared_ptr<optimizers::Optimizer>& optimizer() const { return optimizer_; }
   const std::shared_ptr<Loss>& loss() const { return loss_; }
   const std::vector<std::shared_ptr<PredictionMetric>>& metrics() const { return metrics_; }

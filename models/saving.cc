@@ -1,5 +1,7 @@
 #include "models/saving.h"
 
+#include "models/model.h"
+
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -123,5 +125,8 @@ void load_weights(layers::Layer& model, const std::string& path) {
   io::H5Reader reader(path);
   read_keras_weights(reader, "", model);
 }
+
+void Model::save_weights(const std::string& path) const { models::save_weights(*this, path); }
+void Model::load_weights(const std::string& path) { models::load_weights(*this, path); }
 
 }  // namespace tapeflow::models

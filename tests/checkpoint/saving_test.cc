@@ -144,9 +144,9 @@ TEST_F(Saving, MatchesByNameWhenNamesAgree) {
   };
   auto a = make({"p", "q"});
   perturb(*a->layers()[0]);
-  save_weights(*a, file("n.h5"));
+  a->save_weights(file("n.h5"));
   auto b = make({"q", "p"});  // same names, swapped order
-  load_weights(*b, file("n.h5"));
+  b->load_weights(file("n.h5"));
   expect_same_weights(*a->layers()[0], *b->layers()[1]);
   expect_same_weights(*a->layers()[1], *b->layers()[0]);
 }
