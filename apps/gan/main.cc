@@ -17,6 +17,7 @@
 #include "data/dataset.h"
 #include "data/fashion_mnist_tensors.h"
 #include "models/architectures.h"
+#include "models/checkpoint.h"
 #include "models/gan.h"
 #include "models/losses.h"
 #include "optimizers/adam.h"
@@ -41,6 +42,8 @@ struct Flags {
   double r1_gamma = 0;
   int grid = 8;
   std::string samples_dir = "gan_samples";
+  std::string checkpoint_dir;
+  bool resume = false;
   std::int64_t score_samples = 10000;
   int classifier_epochs = 2;
   std::uint64_t seed = 42;
@@ -51,6 +54,7 @@ struct Flags {
 };
 
 struct EpochLog {
+  int epoch = 0;
   double d_loss = 0, g_loss = 0, r1 = 0, d_real = 0, d_fake = 0, seconds = 0;
   std::string grid_path;
 };
@@ -120,24 +124,44 @@ int run(const Flags& f) {
 
   auto generator = tf::models::make_gan_generator({.noise_dim = kNoiseDim, .seed = f.seed});
   auto discriminator = tf::models::make_gan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100});
-  tf::optimizers::Adam g_opt({.learning_rate = f.learning_rate, .beta_1 = f.beta_1});
-  tf::optimizers::Adam d_opt({.learning_rate = f.learning_rate, .beta_1 = f.beta_1});
+  const tf::optimizers::AdamOptions adam{.learning_rate = f.learning_rate, .beta_1 = f.beta_1};
+  auto g_opt = std::make_shared<tf::optimizers::Adam>(adam), d_opt = std::make_shared<tf::optimizers::Adam>(adam);
   tf::Generator noise_gen(f.seed + 1), shuffle_gen(f.seed + 2), fixed_gen(f.seed + 3);
+  std::int64_t epochs_done = 0;
+  std::unique_ptr<tf::models::CheckpointManager> manager;
+  if (!f.checkpoint_dir.empty()) {
+    // One checkpoint holds both networks, both optimizers, the epoch and the data/noise generators.
+    auto ckpt = std::make_shared<tf::models::Checkpoint>(tf::models::CheckpointOptions{.model = generator, .optimizer = g_opt});
+    d_opt->build(discriminator->trainable_variables());
+    const auto d_vars = discriminator->variables(), d_slots = d_opt->variables();
+    for (std::size_t i = 0; i < d_vars.size(); ++i) ckpt->track_variable(fmt::format("discriminator.{}", i), d_vars[i]);
+    for (std::size_t i = 0; i < d_slots.size(); ++i) ckpt->track_variable(fmt::format("d_optimizer.{}", i), d_slots[i]);
+    ckpt->track_counter("epoch", &epochs_done);
+    ckpt->track_generator("noise", &noise_gen);
+    ckpt->track_generator("shuffle", &shuffle_gen);
+    manager = std::make_unique<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
+    if (f.resume) {
+      if (const auto path = manager->restore())
+        spdlog::info("resumed from {} after epoch {}", *path, epochs_done);
+      else
+        spdlog::info("--resume: no checkpoint in {} yet; starting from scratch", f.checkpoint_dir);
+    }
+  }
   const tf::Tensor fixed_noise = tf::random_normal(tf::Shape{static_cast<std::int64_t>(f.grid) * f.grid, kNoiseDim}, fixed_gen);
 
   std::vector<EpochLog> epochs;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, n / f.batch_size);  // full batches only
-  for (int epoch = 0; epoch < f.epochs; ++epoch) {
+  for (int epoch = static_cast<int>(epochs_done); epoch < f.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle_gen.uniform_int(i)]);
-    EpochLog log;
+    EpochLog log{.epoch = epoch + 1};
     for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
       const std::int64_t b = s * f.batch_size;
       const std::vector<std::int64_t> rows(order.begin() + b, order.begin() + std::min(n, b + f.batch_size));
       const tf::Tensor noise = tf::random_normal(tf::Shape{static_cast<std::int64_t>(rows.size()), kNoiseDim}, noise_gen);
-      const auto r = tf::models::gan_train_step(*generator, *discriminator, g_opt, d_opt,
+      const auto r = tf::models::gan_train_step(*generator, *discriminator, *g_opt, *d_opt,
                                                 tf::data::gather_rows(real_all, rows), noise, {.r1_gamma = f.r1_gamma});
       log.d_loss += r.d_loss, log.g_loss += r.g_loss, log.r1 += r.r1_penalty, log.d_real += r.d_real,
           log.d_fake += r.d_fake;
@@ -151,6 +175,8 @@ int run(const Flags& f) {
                  epoch + 1, f.epochs, log.seconds, log.d_loss, log.g_loss,
                  f.r1_gamma > 0 ? fmt::format(" - R1 {:.4f}", log.r1) : "", log.d_real, log.d_fake, log.grid_path);
     epochs.push_back(log);
+    epochs_done = epoch + 1;
+    if (manager) spdlog::info("checkpoint {}", manager->save());
   }
 
   double scorer_accuracy = 0;
@@ -174,7 +200,7 @@ int run(const Flags& f) {
     for (std::size_t i = 0; i < epochs.size(); ++i)
       rows += fmt::format("{}    {{\"epoch\": {}, \"d_loss\": {}, \"g_loss\": {}, \"r1_penalty\": {}, \"d_real\": {}, "
                           "\"d_fake\": {}, \"seconds\": {}, \"grid\": \"{}\"}}",
-                          i ? ",\n" : "", i + 1, json_number(epochs[i].d_loss), json_number(epochs[i].g_loss),
+                          i ? ",\n" : "", epochs[i].epoch, json_number(epochs[i].d_loss), json_number(epochs[i].g_loss),
                           json_number(epochs[i].r1), json_number(epochs[i].d_real), json_number(epochs[i].d_fake),
                           json_number(epochs[i].seconds), epochs[i].grid_path);
     const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
@@ -208,6 +234,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--grid", f.grid, "Sample grid is N x N images")->capture_default_str()->check(CLI::Range(1, 32));
   app.add_option("--samples-dir", f.samples_dir, "Directory for epoch_NNN.png sample grids")->capture_default_str();
+  auto* ckpt_opt = app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                                  "Save both networks, optimizers and RNG state here after every epoch (HDF5)");
+  app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs(ckpt_opt);
   app.add_option("--score-samples", f.score_samples, "Generated and noise images scored by the classifier")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--classifier-epochs", f.classifier_epochs, "Epochs of the scoring classifier")

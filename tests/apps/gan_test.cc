@@ -1,6 +1,6 @@
 // Smoke tests of the gan app: --help, a missing dataset, bad flags, and a short real run
 // (--limit 256 --epochs 1) whose PNG grid (header, size) and metrics JSON are checked and whose
-// losses repeat for a seed. Skips when the binary was not built or the dataset is not installed.
+// losses repeat for a seed; --checkpoint-dir/--resume continue bit for bit. Skips when the binary was not built or the dataset is not installed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -108,6 +108,33 @@ TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
   fs::remove_all(dir);
   fs::remove(a);
   fs::remove(b);
+}
+
+TEST_F(GanAppTest, ResumeFromACheckpointRepeatsTheUninterruptedRun) {
+  if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string samples = temp_path("gan_resume_samples"), ckpt = temp_path("gan_ckpt");
+  const std::string full = temp_path("gan_full.json"), resumed = temp_path("gan_resumed.json");
+  const std::string args = "--limit 256 --batch-size 64 --grid 2 --score-samples 100 --classifier-epochs 1 "
+                           "--threads 1 --seed 4 --samples-dir " + samples;
+  ASSERT_EQ(run_app(kBinary, args + " --log-level warn --epochs 2 --metrics-out " + full).first, 0);
+  ASSERT_EQ(run_app(kBinary, args + " --log-level warn --epochs 1 --checkpoint-dir " + ckpt).first, 0);
+  EXPECT_TRUE(fs::exists(ckpt + "/ckpt-1.h5"));
+  const auto [code, out] = run_app(kBinary, args + " --epochs 2 --resume --checkpoint-dir " + ckpt +
+                                                " --metrics-out " + resumed);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_THAT(out, HasSubstr("resumed from " + ckpt + "/ckpt-1.h5 after epoch 1"));
+  const std::string jf = slurp(full), jr = slurp(resumed);
+  const std::size_t at_f = jf.find("\"epoch\": 2"), at_r = jr.find("\"epoch\": 2");
+  ASSERT_NE(at_f, std::string::npos);
+  ASSERT_NE(at_r, std::string::npos);
+  EXPECT_EQ(jr.find("\"epoch\": 1,"), std::string::npos) << "the resumed run must not train epoch 1 again";
+  for (const char* key : {"d_loss", "g_loss", "d_real", "d_fake"})
+    EXPECT_EQ(json_field(jf, key, at_f), json_field(jr, key, at_r)) << key;
+  EXPECT_NE(run_app(kBinary, "--resume").first, 0);  // --resume needs --checkpoint-dir
+  fs::remove_all(samples);
+  fs::remove_all(ckpt);
+  fs::remove(full);
+  fs::remove(resumed);
 }
 
 }  // namespace
