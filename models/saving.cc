@@ -87,7 +87,7 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
     fail(reader, "file has " + std::to_string(file_layers.size()) + " layers with weights, the model has " +
                      std::to_string(model_layers.size()));
   // Check everything first, then assign: a failed load changes nothing.
-  std::vector<std::pair<Variable, Tensor>> plan;
+  std::vector<std::pair<Variable, io::ArrayData>> plan;
   for (std::size_t i = 0; i < model_layers.size(); ++i) {
     const layers::Layer& layer = *model_layers[i];
     const FileLayer* match = &file_layers[i];
@@ -109,10 +109,14 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
       const DType dtype = reader.dataset_dtype(path);
       if (dtype != vars[k].dtype())
         fail(reader, what + "dtype in file " + dtype_name(dtype) + ", model expects " + dtype_name(vars[k].dtype()));
-      plan.emplace_back(vars[k], tensor_from_array(reader.read_dataset(path)));
+      io::ArrayData data = reader.read_dataset(path);
+      if (data.bytes.size() != vars[k].value().nbytes()) fail(reader, what + "byte count does not match the shape");
+      plan.emplace_back(vars[k], std::move(data));
     }
   }
-  for (auto& [var, value] : plan) var.assign(value);
+  // Straight into the variables' storage (copy-on-write if a tape still holds the old value).
+  for (auto& [var, data] : plan)
+    if (!data.bytes.empty()) std::memcpy(var.mutable_raw_data_for_update(), data.bytes.data(), data.bytes.size());
 }
 
 void save_weights(const layers::Layer& model, const std::string& path) {
