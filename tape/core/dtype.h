@@ -46,6 +46,11 @@ decltype(auto) dispatch_dtype(DType dtype, F&& f) {
   return f(float{});
 }
 
+// Like dispatch_dtype, for the numeric dtypes only (bool is rejected before any bool code is
+// instantiated). Errors: std::invalid_argument naming `op`.
+template <typename F>
+decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& f);
+
 // Like dispatch_dtype, for float32/float64 only. Errors: std::invalid_argument naming `op`.
 template <typename F>
 decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f);
@@ -54,6 +59,17 @@ decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f);
 
 #include <stdexcept>
 namespace tapeflow {
+template <typename F>
+decltype(auto) dispatch_numeric(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::kFloat64: return f(double{});
+    case DType::kInt32: return f(std::int32_t{});
+    case DType::kInt64: return f(std::int64_t{});
+    case DType::kBool: throw std::invalid_argument(std::string(op) + ": bool tensors are not supported");
+    default: return f(float{});
+  }
+}
+
 template <typename F>
 decltype(auto) dispatch_floating(DType dtype, const char* op, F&& f) {
   if (dtype == DType::kFloat64) return f(double{});

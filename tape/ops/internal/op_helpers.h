@@ -32,9 +32,9 @@ template <Kinds K, typename F>
 decltype(auto) dispatch_kind(const char* op, DType d, F&& f) {
   if constexpr (K == Kinds::kFloat) {
     return dispatch_floating(d, op, std::forward<F>(f));
+  } else if constexpr (K == Kinds::kNumeric) {
+    return dispatch_numeric(d, op, std::forward<F>(f));
   } else {
-    if constexpr (K == Kinds::kNumeric)
-      if (d == DType::kBool) throw std::invalid_argument(std::string(op) + ": bool tensors are not supported");
     return dispatch_dtype(d, std::forward<F>(f));
   }
 }
