@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <numeric>
 #include <string>
@@ -17,6 +18,7 @@
 #include "data/fashion_mnist_tensors.h"
 #include "models/adversarial.h"
 #include "models/architectures.h"
+#include "models/checkpoint.h"
 #include "optimizers/adam.h"
 #include "tape/core/random.h"
 #include "tape/kernels/parallel.h"
@@ -38,12 +40,14 @@ struct Flags {
   int threads = 0;
   std::int64_t limit = 0;
   std::string metrics_out;
+  std::string checkpoint_dir;
   std::string log_level = "info";
 };
 
 struct ModelReport {
   std::string name;
   double lambda = 0;
+  bool restored = false;  // loaded from --checkpoint-dir instead of trained (no training losses)
   double final_loss = 0, final_cross_entropy = 0, final_input_gradient_norm = 0;
   double train_seconds = 0;
   double clean_accuracy = 0;
@@ -63,20 +67,29 @@ std::string json_list(const std::vector<double>& v) {
 ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const std::string& name, double lambda) {
   auto model = tf::models::make_classifier_mlp(
       {.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
-  tf::optimizers::Adam adam({.learning_rate = f.learning_rate});
+  auto adam = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = f.learning_rate});
   const std::int64_t n = ds.x_train.shape()[0];
   tf::Generator shuffle_gen(f.seed ^ 0x5eedULL);
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   ModelReport r{.name = name, .lambda = lambda};
+  tf::models::Checkpoint ckpt({.model = model, .optimizer = adam});
+  const std::string ckpt_path =
+      f.checkpoint_dir.empty() ? "" : (std::filesystem::path(f.checkpoint_dir) / (name + ".h5")).string();
+  if (!ckpt_path.empty() && std::filesystem::exists(ckpt_path)) {
+    ckpt.read(ckpt_path);
+    r.restored = true;
+    r.final_loss = r.final_cross_entropy = r.final_input_gradient_norm = r.train_seconds = std::nan("");
+    spdlog::info("[{}] restored from {} (not trained)", name, ckpt_path);
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  for (int epoch = 0; epoch < f.epochs; ++epoch) {
+  for (int epoch = 0; epoch < f.epochs && !r.restored; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle_gen.uniform_int(i)]);
     double loss_sum = 0, ce_sum = 0, gn_sum = 0;
     std::int64_t steps = 0;
     for (std::int64_t b = 0; b < n; b += f.batch_size) {
       const std::vector<std::int64_t> rows(order.begin() + b, order.begin() + std::min(n, b + f.batch_size));
-      const auto s = tf::models::input_gradient_regularized_step(*model, adam, tf::data::gather_rows(ds.x_train, rows),
+      const auto s = tf::models::input_gradient_regularized_step(*model, *adam, tf::data::gather_rows(ds.x_train, rows),
                                                                  tf::data::gather_rows(ds.y_train, rows), lambda);
       loss_sum += s.loss, ce_sum += s.cross_entropy, gn_sum += s.input_gradient_norm, ++steps;
     }
@@ -84,7 +97,14 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
     spdlog::info("[{}] epoch {}/{} - loss {:.4f} - cross-entropy {:.4f} - ‖∂CE/∂x‖ {:.4f}", name, epoch + 1, f.epochs,
                  r.final_loss, r.final_cross_entropy, r.final_input_gradient_norm);
   }
-  r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!r.restored) {
+    r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!ckpt_path.empty()) {
+      std::filesystem::create_directories(f.checkpoint_dir);
+      ckpt.write(ckpt_path);
+      spdlog::info("[{}] saved {}", name, ckpt_path);
+    }
+  }
   r.clean_accuracy = tf::models::attacked_accuracy(*model, ds.x_test, ds.y_test, {});
   for (double eps : f.epsilons) {
     r.fgsm.push_back(tf::models::attacked_accuracy(*model, ds.x_test, ds.y_test, {.epsilon = eps}));
@@ -92,7 +112,8 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
       r.pgd.push_back(
           tf::models::attacked_accuracy(*model, ds.x_test, ds.y_test, {.epsilon = eps, .pgd_steps = f.pgd_steps}));
   }
-  spdlog::info("[{}] trained in {:.1f}s; clean test accuracy {:.4f}", name, r.train_seconds, r.clean_accuracy);
+  spdlog::info("[{}] {}; clean test accuracy {:.4f}", name,
+               r.restored ? std::string("restored") : fmt::format("trained in {:.1f}s", r.train_seconds), r.clean_accuracy);
   return r;
 }
 
@@ -116,9 +137,9 @@ void write_metrics(const Flags& f, const std::vector<ModelReport>& reports, std:
   std::string models;
   for (const auto& r : reports)
     models += fmt::format(
-        "{}    \"{}\": {{\"lambda\": {}, \"clean_accuracy\": {}, \"fgsm_accuracy\": {}, \"pgd_accuracy\": {}, "
+        "{}    \"{}\": {{\"lambda\": {}, \"restored\": {}, \"clean_accuracy\": {}, \"fgsm_accuracy\": {}, \"pgd_accuracy\": {}, "
         "\"final_loss\": {}, \"final_cross_entropy\": {}, \"final_input_gradient_norm\": {}, \"train_seconds\": {}}}",
-        models.empty() ? "" : ",\n", r.name, json_number(r.lambda), json_number(r.clean_accuracy), json_list(r.fgsm),
+        models.empty() ? "" : ",\n", r.name, json_number(r.lambda), r.restored, json_number(r.clean_accuracy), json_list(r.fgsm),
         json_list(r.pgd), json_number(r.final_loss), json_number(r.final_cross_entropy),
         json_number(r.final_input_gradient_norm), json_number(r.train_seconds));
   const std::string json = fmt::format(
@@ -182,6 +203,9 @@ int main(int argc, char** argv) {
   app.add_option("--limit", f.limit, "Use only the first N training and test examples (0: all)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--metrics-out", f.metrics_out, "Write the table as JSON to FILE");
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "Save each trained model (weights + Adam state) as DIR/<baseline|regularized>.h5; a file that "
+                 "already exists is loaded instead of training");
   app.add_option("--log-level", f.log_level, "Log level")
       ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   CLI11_PARSE(app, argc, argv);

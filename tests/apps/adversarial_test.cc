@@ -108,7 +108,7 @@ TEST_F(AdversarialAppTest, HelpListsTheFlags) {
   const AppRun r = run("--help");
   EXPECT_EQ(r.exit_code, 0);
   for (const char* flag : {"--data-dir", "--epochs", "--lambda", "--epsilons", "--pgd-steps", "--seed", "--threads",
-                           "--limit", "--metrics-out", "--hidden"})
+                           "--limit", "--metrics-out", "--hidden", "--checkpoint-dir"})
     EXPECT_THAT(r.output, HasSubstr(flag));
 }
 
@@ -156,6 +156,29 @@ TEST_F(AdversarialAppTest, ShortRunWritesTheTableAndRepeatsForASeed) {
   for (const char* key : {"fgsm_accuracy", "pgd_accuracy", "final_loss", "final_input_gradient_norm"})
     EXPECT_EQ(json_field(ja, key, ja.find("\"regularized\"")), json_field(jb, key, jb.find("\"regularized\"")))
         << key << ": same seed and threads must repeat";
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST_F(AdversarialAppTest, CheckpointDirSavesThenRestoresBothModels) {
+  if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string dir = temp_path("adv_ckpt"), a = temp_path("ck_a.json"), b = temp_path("ck_b.json");
+  const std::string args = "--limit 200 --epochs 1 --threads 1 --epsilons 0.1 --checkpoint-dir " + dir + " --metrics-out ";
+  const AppRun first = run(args + a);
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  EXPECT_TRUE(fs::exists(dir + "/baseline.h5"));
+  EXPECT_TRUE(fs::exists(dir + "/regularized.h5"));
+  const AppRun second = run(args + b);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_THAT(second.output, HasSubstr("[regularized] restored from " + dir + "/regularized.h5"));
+  const std::string ja = slurp(a), jb = slurp(b);
+  for (const char* model : {"\"baseline\"", "\"regularized\""}) {
+    EXPECT_EQ(json_field(ja, "restored", ja.find(model)), "false");
+    EXPECT_EQ(json_field(jb, "restored", jb.find(model)), "true");
+    EXPECT_EQ(json_field(ja, "fgsm_accuracy", ja.find(model)), json_field(jb, "fgsm_accuracy", jb.find(model)));
+    EXPECT_EQ(json_field(ja, "clean_accuracy", ja.find(model)), json_field(jb, "clean_accuracy", jb.find(model)));
+  }
+  fs::remove_all(dir);
   fs::remove(a);
   fs::remove(b);
 }
