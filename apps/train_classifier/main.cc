@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "data/fashion_mnist_tensors.h"
+#include "models/checkpoint.h"
 #include "models/models.h"
 #include "optimizers/optimizers.h"
 #include "tape/kernels/parallel.h"
@@ -31,6 +32,8 @@ struct Flags {
   std::int64_t limit = 0;
   std::string metrics_out;
   std::string log_level = "info";
+  std::string checkpoint_dir;  // save every epoch through a CheckpointManager
+  bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
 };
 
 // The optimizer named on the command line with the learning rate (a number or a schedule).
@@ -93,6 +96,32 @@ int run(const Flags& f) {
                       tf::models::CrossentropyOptions{.from_logits = true}),
                   .metrics = {"accuracy"}});
 
+  // Checkpoints: model + optimizer (slots, iterations, hence the schedule) + the epoch counter.
+  std::int64_t done_epochs = 0;
+  std::vector<std::shared_ptr<tf::models::Callback>> callbacks;
+  std::shared_ptr<tf::models::CheckpointManager> manager;
+  if (!f.checkpoint_dir.empty()) {
+    tf::Shape one = ds.x_train.shape();
+    one[0] = 1;
+    model->build(one);  // weights must exist before a restore
+    auto ckpt = std::make_shared<tf::models::Checkpoint>(
+        tf::models::CheckpointOptions{.model = model, .optimizer = model->optimizer()});
+    ckpt->track_counter("epoch", &done_epochs);
+    manager = std::make_shared<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
+    if (f.resume) {
+      if (auto path = manager->restore()) spdlog::info("Resumed from {} after epoch {}", *path, done_epochs);
+      else spdlog::info("No checkpoint in {}; starting from scratch", f.checkpoint_dir);
+      if (done_epochs >= f.epochs)
+        throw std::runtime_error("the checkpoint already has " + std::to_string(done_epochs) + " of " +
+                                 std::to_string(f.epochs) + " epochs");
+    }
+    callbacks.push_back(std::make_shared<tf::models::CheckpointHook>(tf::models::CheckpointHookOptions{
+        .save = [&, manager](int epoch, const tf::models::Logs&) {
+          done_epochs = epoch + 1;
+          spdlog::info("Saved {}", manager->save());
+        }}));
+  }
+
   std::vector<double> epoch_seconds;
   std::chrono::steady_clock::time_point t_epoch;
   auto timer = std::make_shared<tf::models::LambdaCallback>(tf::models::LambdaCallbackOptions{
@@ -102,9 +131,11 @@ int run(const Flags& f) {
             epoch_seconds.push_back(
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count());
           }});
-  const tf::models::History history = model->fit(
-      ds.x_train, ds.y_train,
-      {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = {timer}, .verbose = 1, .seed = f.seed});
+  callbacks.insert(callbacks.begin(), timer);
+  const tf::models::History history =
+      model->fit(ds.x_train, ds.y_train,
+                 {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks, .verbose = 1, .seed = f.seed,
+                  .initial_epoch = static_cast<int>(done_epochs)});
   if (history.epoch.empty()) throw std::runtime_error("training ran no epoch (--epochs 0?)");
 
   const tf::models::Logs test = model->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000});
@@ -145,6 +176,9 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-out", f.metrics_out, "Write the final metrics as JSON to FILE");
   app.add_option("--log-level", f.log_level, "Log level")
       ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "Save a checkpoint (model, optimizer, epoch) to DIR after every epoch (keeps the newest 3)");
+  app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs("--checkpoint-dir");
   CLI11_PARSE(app, argc, argv);
   spdlog::set_level(spdlog::level::from_str(f.log_level));
   try {
