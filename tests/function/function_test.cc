@@ -112,4 +112,40 @@ TEST(Function, DeserializeRejectsHostilePrograms) {
   expect_error(consts, "constants");
 }
 
+// Ops with int-list, bool, float and dtype attrs and several outputs survive serialisation exactly.
+TEST(Function, AttrsAndMultiOutputOpsRoundTrip) {
+  auto fn = [](const std::vector<tf::Tensor>& x) {
+    tf::Tensor a = tf::transpose(x[0], {1, 0});
+    std::vector<tf::Tensor> parts = tf::unstack(a, 0);
+    tf::Tensor s = tf::reduce_sum(tf::leaky_relu(parts[1], 0.1), {0}, true);
+    tf::Tensor m = tf::matmul(x[0], x[1], false, true);
+    return std::vector<tf::Tensor>{tf::cast(s, tf::DType::kFloat64), tf::concat({m, m}, 1), tf::softmax(m, 0)};
+  };
+  tf::Generator gen(3);
+  std::vector<tf::Tensor> x = {tf::random_normal(tf::Shape{3, 2}, gen), tf::random_normal(tf::Shape{4, 2}, gen)};
+  tf::FunctionGraph g = tf::trace("attrs", fn, x);
+  tf::FunctionGraph back = tf::FunctionGraph::deserialize("attrs", g.serialize());
+  EXPECT_EQ(back.serialize().program, g.serialize().program);
+  std::vector<tf::Tensor> x2 = {tf::random_normal(tf::Shape{3, 2}, gen), tf::random_normal(tf::Shape{4, 2}, gen)};
+  auto want = fn(x2), got = back.call(x2);
+  ASSERT_EQ(got.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(got[i].dtype(), want[i].dtype());
+    EXPECT_EQ(got[i].to_vector<double>(), want[i].to_vector<double>()) << i;
+  }
+}
+
+// A registered function is differentiable to second order (fallback path: its traced ops).
+TEST(Function, SecondOrderThroughARegisteredFunction) {
+  auto cube = [](const std::vector<tf::Tensor>& x) { return std::vector<tf::Tensor>{x[0] * x[0] * x[0]}; };
+  tf::TracedFn f = tf::register_function(tf::trace("cube_t5", cube, {tf::Tensor(1.0f)}));
+  tf::Variable v(2.0);
+  tf::GradientTape outer;
+  tf::GradientTape inner;
+  tf::Tensor y = f({v.read()})[0];
+  tf::Tensor dy = *inner.gradient(y, v);
+  EXPECT_FLOAT_EQ(dy.item(), 12.0);
+  EXPECT_FLOAT_EQ(outer.gradient(dy, v)->item(), 12.0);  // 6x
+}
+
 }  // namespace
