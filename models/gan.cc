@@ -86,17 +86,32 @@ ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images
                                 images.shape().to_string());
   const std::int64_t n = images.shape()[0], features = images.shape()[1];
   ClassifierScore s;
-  double confidence_sum = 0;
+  double confidence_sum = 0, entropy_sum = 0;
+  std::vector<double> marginal;
   for (std::int64_t b = 0; b < n; b += batch_size) {
     const std::int64_t m = std::min(batch_size, n - b);
     const Tensor probs = softmax(classifier(slice(images, {b, 0}, {m, features}), false));
-    const auto conf = cast(reduce_max(probs, 1), DType::kFloat64).to_vector<double>();
-    const auto pred = argmax(probs, 1).to_vector<std::int64_t>();
-    if (s.histogram.empty()) s.histogram.assign(static_cast<std::size_t>(probs.shape()[1]), 0);
-    for (double c : conf) confidence_sum += c;
-    for (std::int64_t p : pred) ++s.histogram[static_cast<std::size_t>(p)];
+    const auto classes = static_cast<std::size_t>(probs.shape()[1]);
+    const auto p = cast(probs, DType::kFloat64).to_vector<double>();
+    if (s.histogram.empty()) s.histogram.assign(classes, 0), marginal.assign(classes, 0.0);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(m); ++i) {
+      const double* row = p.data() + i * classes;
+      const std::size_t top = static_cast<std::size_t>(std::max_element(row, row + classes) - row);
+      confidence_sum += row[top];
+      ++s.histogram[top];
+      for (std::size_t c = 0; c < classes; ++c) {
+        marginal[c] += row[c];
+        if (row[c] > 0) entropy_sum -= row[c] * std::log(row[c]);
+      }
+    }
   }
   s.mean_confidence = confidence_sum / static_cast<double>(n);
+  double marginal_entropy = 0;
+  for (double total : marginal) {
+    const double q = total / static_cast<double>(n);
+    if (q > 0) marginal_entropy -= q * std::log(q);
+  }
+  s.inception_score = std::exp(marginal_entropy - entropy_sum / static_cast<double>(n));
   for (std::int64_t c : s.histogram) {
     if (c == 0) continue;
     const double p = static_cast<double>(c) / static_cast<double>(n);

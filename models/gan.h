@@ -45,6 +45,10 @@ struct ClassifierScore {
   double mean_confidence = 0;           // mean over images of max softmax probability
   double class_entropy = 0;             // entropy (nats) of the predicted-class histogram; ln 10 = 2.303 is uniform
   std::vector<std::int64_t> histogram;  // predicted-class counts
+  // exp(H(mean_x p(y|x)) - mean_x H(p(y|x))) = exp(E_x KL(p(y|x) || p(y))), the Inception Score
+  // formula with this classifier: 1 for images all given one confident class, up to 10 for
+  // confident, evenly spread predictions (Salimans et al. 2016).
+  double inception_score = 0;
 };
 
 // Scores images with a classifier (logits out), in inference mode, batch by batch.

@@ -64,8 +64,8 @@ std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g
 std::string json_score(const tf::models::ClassifierScore& s) {
   std::string hist;
   for (auto c : s.histogram) hist += (hist.empty() ? "" : ", ") + std::to_string(c);
-  return fmt::format("{{\"mean_confidence\": {}, \"class_entropy\": {}, \"histogram\": [{}]}}",
-                     json_number(s.mean_confidence), json_number(s.class_entropy), hist);
+  return fmt::format("{{\"mean_confidence\": {}, \"class_entropy\": {}, \"inception_score\": {}, \"histogram\": [{}]}}",
+                     json_number(s.mean_confidence), json_number(s.class_entropy), json_number(s.inception_score), hist);
 }
 
 // The Fashion-MNIST classifier used for the score: the default MLP trained for f.classifier_epochs.
@@ -95,8 +95,8 @@ tf::Tensor sample_images(tf::layers::Layer& generator, std::int64_t n, tf::Gener
 }
 
 void log_score(const char* what, const tf::models::ClassifierScore& s) {
-  spdlog::info("{:<18} mean max-softmax {:.4f}   class-histogram entropy {:.4f} nats (uniform: {:.4f})", what,
-               s.mean_confidence, s.class_entropy, std::log(10.0));
+  spdlog::info("{:<18} mean max-softmax {:.4f}   class-histogram entropy {:.4f} nats (uniform: {:.4f})   "
+               "inception score {:.3f}", what, s.mean_confidence, s.class_entropy, std::log(10.0), s.inception_score);
 }
 
 int run(const Flags& f) {
@@ -189,10 +189,10 @@ int run(const Flags& f) {
   log_score("GAN samples", gan_score);
   log_score("uniform noise", noise_score);
   log_score("real test images", real_score);
-  std::printf("%-18s %16s %16s\n%-18s %16.4f %16.4f\n%-18s %16.4f %16.4f\n%-18s %16.4f %16.4f\n", "images",
-              "mean max-softmax", "class entropy", "GAN samples", gan_score.mean_confidence, gan_score.class_entropy,
-              "uniform noise", noise_score.mean_confidence, noise_score.class_entropy, "real test", real_score.mean_confidence,
-              real_score.class_entropy);
+  std::printf("%-18s %16s %16s %16s\n", "images", "mean max-softmax", "class entropy", "inception score");
+  for (const auto& [what, sc] : {std::pair{"GAN samples", &gan_score}, std::pair{"uniform noise", &noise_score},
+                                 std::pair{"real test", &real_score}})
+    std::printf("%-18s %16.4f %16.4f %16.3f\n", what, sc->mean_confidence, sc->class_entropy, sc->inception_score);
   std::fflush(stdout);
 
   if (!f.metrics_out.empty()) {

@@ -99,6 +99,9 @@ TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
     const double entropy = std::stod(json_field(ja, "class_entropy", at));
     EXPECT_GE(entropy, 0.0) << score;
     EXPECT_LE(entropy, 2.3026) << score;  // ln 10
+    const double is = std::stod(json_field(ja, "inception_score", at));
+    EXPECT_GE(is, 1.0 - 1e-9) << score;  // exp of a non-negative KL
+    EXPECT_LE(is, 10.0 + 1e-9) << score;
   }
   const auto [code_b, out_b] = run_app(kBinary, args + b);
   ASSERT_EQ(code_b, 0) << out_b;

@@ -112,6 +112,12 @@ TEST(ClassifierScoreTest, ConfidenceAndHistogramEntropy) {
   EXPECT_EQ(s.histogram, (std::vector<std::int64_t>{2, 1, 1}));
   EXPECT_NEAR(s.mean_confidence, std::exp(10.0) / (std::exp(10.0) + 2.0), 1e-6);
   EXPECT_NEAR(s.class_entropy, -(0.5 * std::log(0.5) + 0.5 * std::log(0.25)), 1e-12);
+  // Rows of p: a = softmax([10, 0, 0]) (and its permutations); marginal (2a + b + c) / 4.
+  const double e = std::exp(10.0), hi = e / (e + 2), lo = 1 / (e + 2);
+  const double row_entropy = -(hi * std::log(hi) + 2 * lo * std::log(lo));
+  const double q0 = (2 * hi + 2 * lo) / 4, q1 = (hi + 3 * lo) / 4;  // q2 == q1
+  const double marginal_entropy = -(q0 * std::log(q0) + 2 * q1 * std::log(q1));
+  EXPECT_NEAR(s.inception_score, std::exp(marginal_entropy - row_entropy), 1e-6);
   EXPECT_THROW(classifier_score(clf, images, 0), std::invalid_argument);
   try {
     classifier_score(clf, zeros(Shape{0, 3}));
