@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct Flags {
   bool resume = false;
   std::int64_t score_samples = 10000;
   int classifier_epochs = 2;
+  int score_every = 5;
   std::uint64_t seed = 42;
   int threads = 0;
   std::int64_t limit = 0;
@@ -57,6 +59,7 @@ struct EpochLog {
   int epoch = 0;
   double d_loss = 0, g_loss = 0, r1 = 0, d_real = 0, d_fake = 0, seconds = 0;
   std::string grid_path;
+  std::optional<tf::models::ClassifierScore> score;  // every --score-every epochs
 };
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
@@ -149,6 +152,8 @@ int run(const Flags& f) {
   }
   const tf::Tensor fixed_noise = tf::random_normal(tf::Shape{static_cast<std::int64_t>(f.grid) * f.grid, kNoiseDim}, fixed_gen);
 
+  double scorer_accuracy = 0;
+  auto scorer = train_scorer(f, ds, &scorer_accuracy);
   std::vector<EpochLog> epochs;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, n / f.batch_size);  // full batches only
@@ -174,13 +179,16 @@ int run(const Flags& f) {
     spdlog::info("epoch {}/{} - {:.1f}s - D loss {:.4f} - G loss {:.4f}{} - D(real) {:.3f} - D(G(z)) {:.3f} - {}",
                  epoch + 1, f.epochs, log.seconds, log.d_loss, log.g_loss,
                  f.r1_gamma > 0 ? fmt::format(" - R1 {:.4f}", log.r1) : "", log.d_real, log.d_fake, log.grid_path);
+    if (f.score_every > 0 && (epoch + 1) % f.score_every == 0) {
+      tf::Generator gen(f.seed + 5);
+      log.score = tf::models::classifier_score(*scorer, sample_images(*generator, f.score_samples, gen));
+      log_score(fmt::format("after epoch {}", epoch + 1).c_str(), *log.score);
+    }
     epochs.push_back(log);
     epochs_done = epoch + 1;
     if (manager) spdlog::info("checkpoint {}", manager->save());
   }
 
-  double scorer_accuracy = 0;
-  auto scorer = train_scorer(f, ds, &scorer_accuracy);
   tf::Generator score_gen(f.seed + 4);
   const std::int64_t m = f.score_samples;
   const auto gan_score = tf::models::classifier_score(*scorer, sample_images(*generator, m, score_gen));
@@ -199,10 +207,11 @@ int run(const Flags& f) {
     std::string rows;
     for (std::size_t i = 0; i < epochs.size(); ++i)
       rows += fmt::format("{}    {{\"epoch\": {}, \"d_loss\": {}, \"g_loss\": {}, \"r1_penalty\": {}, \"d_real\": {}, "
-                          "\"d_fake\": {}, \"seconds\": {}, \"grid\": \"{}\"}}",
+                          "\"d_fake\": {}, \"seconds\": {}, \"grid\": \"{}\"{}}}",
                           i ? ",\n" : "", epochs[i].epoch, json_number(epochs[i].d_loss), json_number(epochs[i].g_loss),
                           json_number(epochs[i].r1), json_number(epochs[i].d_real), json_number(epochs[i].d_fake),
-                          json_number(epochs[i].seconds), epochs[i].grid_path);
+                          json_number(epochs[i].seconds), epochs[i].grid_path,
+                          epochs[i].score ? ", \"score\": " + json_score(*epochs[i].score) : std::string());
     const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
     std::ofstream out(f.metrics_out);
     out << fmt::format(
@@ -239,6 +248,8 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs(ckpt_opt);
   app.add_option("--score-samples", f.score_samples, "Generated and noise images scored by the classifier")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--score-every", f.score_every, "Also score fixed-seed samples every N epochs (0: only at the end)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--classifier-epochs", f.classifier_epochs, "Epochs of the scoring classifier")
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--seed", f.seed, "Seed of weights, noise and shuffling (same seed, same threads: same result)")

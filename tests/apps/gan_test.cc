@@ -72,7 +72,7 @@ TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
   if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string dir = temp_path("gan_samples"), a = temp_path("gan_a.json"), b = temp_path("gan_b.json");
   const std::string args = "--limit 256 --epochs 1 --batch-size 64 --grid 4 --score-samples 200 "
-                           "--classifier-epochs 1 --r1-gamma 1 --threads 1 --seed 9 --log-level warn --samples-dir " +
+                           "--classifier-epochs 1 --score-every 1 --r1-gamma 1 --threads 1 --seed 9 --log-level warn --samples-dir " +
                            dir + " --metrics-out ";
   const auto [code, out] = run_app(kBinary, args + a);
   ASSERT_EQ(code, 0) << out;
@@ -90,6 +90,7 @@ TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
   EXPECT_EQ(json_field(ja, "score_samples", 0), "200");
   EXPECT_GT(std::stod(json_field(ja, "r1_penalty", 0)), 0.0);
   EXPECT_THAT(json_field(ja, "grid", 0), HasSubstr("epoch_001.png"));
+  EXPECT_THAT(json_field(ja, "score", ja.find("\"epoch\": 1")), HasSubstr("inception_score"));  // --score-every 1
   for (const char* score : {"score_gan", "score_noise", "score_real"}) {
     const std::size_t at = ja.find(std::string("\"") + score + "\"");
     ASSERT_NE(at, std::string::npos) << score;
