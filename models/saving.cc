@@ -85,7 +85,7 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
     if (!l->variables().empty()) model_layers.push_back(l);
   if (model_layers.size() != file_layers.size())
     fail(reader, "file has " + std::to_string(file_layers.size()) + " layers with weights, the model has " +
-                     std::to_string(model_layers.size()));
+                     std::to_string(model_layers.size()) + (model_layers.empty() ? " (build the model first)" : ""));
   // Check everything first, then assign: a failed load changes nothing.
   std::vector<std::pair<Variable, io::ArrayData>> plan;
   for (std::size_t i = 0; i < model_layers.size(); ++i) {

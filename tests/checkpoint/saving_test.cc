@@ -169,6 +169,8 @@ TEST_F(Saving, MismatchNamesLayerWeightAndBothShapes) {
                                                        std::make_shared<layers::Dense>(layers::DenseOptions{.units = 5})});
   d->build(Shape{1, 3});
   EXPECT_RUNTIME_ERROR(load_weights(*d, file("a.h5")), "file has 1 layers with weights, the model has 2");
+  auto unbuilt = std::make_shared<Sequential>(std::vector<L>{std::make_shared<layers::Dense>(layers::DenseOptions{.units = 5})});
+  EXPECT_RUNTIME_ERROR(load_weights(*unbuilt, file("a.h5")), "the model has 0 (build the model first)");
   auto e = std::make_shared<Sequential>(std::vector<L>{
       std::make_shared<layers::Dense>(layers::DenseOptions{.units = 5, .use_bias = false, .name = "dense"})});
   e->build(Shape{1, 3});
