@@ -15,6 +15,12 @@
 namespace tapeflow::models {
 namespace {
 
+GradientOptions zeros_if_unconnected() {
+  GradientOptions options;
+  options.unconnected_gradients = UnconnectedGradients::kZero;
+  return options;
+}
+
 Tensor mean_cross_entropy(layers::Layer& model, const Tensor& x, const Tensor& y, bool training) {
   return reduce_mean(sparse_softmax_cross_entropy_with_logits(y, model(x, training)));
 }
@@ -24,7 +30,7 @@ Tensor input_gradient(layers::Layer& model, const Tensor& x, const Tensor& y) {
   GradientTape tape({.watch_accessed_variables = false});
   tape.watch(x);
   const Tensor loss = mean_cross_entropy(model, x, y, /*training=*/false);
-  return *tape.gradient(loss, x, {.unconnected_gradients = UnconnectedGradients::kZero});
+  return *tape.gradient(loss, x, zeros_if_unconnected());
 }
 
 void require_epsilon(const char* fn, double epsilon) {
@@ -49,7 +55,7 @@ Tensor input_gradient_regularized_loss(layers::Layer& model, const Tensor& x, co
     GradientTape inner({.watch_accessed_variables = false});
     inner.watch(x);
     ce = mean_cross_entropy(model, x, y, training);
-    gx = *inner.gradient(ce, x, {.unconnected_gradients = UnconnectedGradients::kZero});
+    gx = *inner.gradient(ce, x, zeros_if_unconnected());
   }
   const Tensor gnorm = norm(gx);
   if (input_gradient_norm) *input_gradient_norm = gnorm;

@@ -51,8 +51,9 @@ GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discrimina
       GradientTape inner({.watch_accessed_variables = false});
       inner.watch(real);
       d_real = discriminator(real, true);
-      const Tensor gx =
-          *inner.gradient(reduce_sum(d_real), real, {.unconnected_gradients = UnconnectedGradients::kZero});
+      GradientOptions zeros_if_unconnected;
+      zeros_if_unconnected.unconnected_gradients = UnconnectedGradients::kZero;
+      const Tensor gx = *inner.gradient(reduce_sum(d_real), real, zeros_if_unconnected);
       r1 = (0.5 * options.r1_gamma) * reduce_mean(reduce_sum(square(gx), 1));
     } else {
       d_real = discriminator(real, true);

@@ -71,7 +71,9 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
   const std::int64_t n = ds.x_train.shape()[0];
   tf::Generator shuffle_gen(f.seed ^ 0x5eedULL);
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
-  ModelReport r{.name = name, .lambda = lambda};
+  ModelReport r;
+  r.name = name;
+  r.lambda = lambda;
   tf::models::Checkpoint ckpt({.model = model, .optimizer = adam});
   const std::string ckpt_path =
       f.checkpoint_dir.empty() ? "" : (std::filesystem::path(f.checkpoint_dir) / (name + ".h5")).string();

@@ -161,7 +161,8 @@ int run(const Flags& f) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle_gen.uniform_int(i)]);
-    EpochLog log{.epoch = epoch + 1};
+    EpochLog log;
+    log.epoch = epoch + 1;
     for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
       const std::int64_t b = s * f.batch_size;
       const std::vector<std::int64_t> rows(order.begin() + b, order.begin() + std::min(n, b + f.batch_size));
