@@ -2,10 +2,14 @@
 // ready-made architectures).
 #pragma once
 
+#include "models/adversarial.h"
 #include "models/architectures.h"
 #include "models/callbacks.h"
+#include "models/checkpoint.h"
+#include "models/gan.h"
 #include "models/logs.h"
 #include "models/losses.h"
 #include "models/metrics.h"
 #include "models/model.h"
+#include "models/saving.h"
 #include "models/sequential.h"

@@ -1,6 +1,7 @@
 // tapeflow: the umbrella header of the tape core. `namespace tf = tapeflow;`
 #pragma once
 
+#include "tape/autodiff/custom_gradient.h"
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/autodiff/hessian.h"
 #include "tape/autodiff/jacobian.h"
