@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/app_common.h"
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -27,8 +29,7 @@ namespace tf = tapeflow;
 
 namespace {
 
-struct Flags {
-  std::string data_dir = tf::data::kDefaultFashionMnistDir;
+struct Flags : tf::apps::CommonFlags {
   int epochs = 10;
   std::int64_t batch_size = 128;
   double lambda = 5.0;
@@ -36,12 +37,7 @@ struct Flags {
   std::vector<double> epsilons = {0.01, 0.03, 0.05, 0.1};
   int pgd_steps = 0;
   std::vector<std::int64_t> hidden = {256};
-  std::uint64_t seed = 42;
-  int threads = 0;
-  std::int64_t limit = 0;
-  std::string metrics_out;
   std::string checkpoint_dir;
-  std::string log_level = "info";
 };
 
 struct ModelReport {
@@ -156,19 +152,10 @@ void write_metrics(const Flags& f, const std::vector<ModelReport>& reports, std:
 }
 
 int run(const Flags& f) {
-  if (f.threads > 0) tf::kernels::set_num_threads(f.threads);
-  if (!f.metrics_out.empty() && !std::ofstream(f.metrics_out, std::ios::app))  // fail before training
-    throw std::runtime_error("--metrics-out: cannot write '" + f.metrics_out + "'");
-  tf::data::FashionMnistTensors ds;
-  try {
-    ds = tf::data::load_fashion_mnist_tensors(f.data_dir, f.limit);
-  } catch (const std::runtime_error& e) {
-    std::fprintf(stderr,
-                 "adversarial_regularization: cannot load Fashion-MNIST from '%s':\n  %s\n"
-                 "Install the Debian package dataset-fashion-mnist or pass --data-dir DIR.\n",
-                 f.data_dir.c_str(), e.what());
-    return 2;
-  }
+  tf::apps::apply_common_flags(f);
+  auto loaded = tf::apps::load_fashion_mnist_or_explain("adversarial_regularization", f);
+  if (!loaded) return 2;
+  tf::data::FashionMnistTensors& ds = *loaded;
   spdlog::info("Fashion-MNIST: {} training and {} test examples; {} threads", ds.x_train.shape()[0],
                ds.x_test.shape()[0], tf::kernels::num_threads());
   std::vector<ModelReport> reports;
@@ -185,8 +172,6 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"Train a baseline and an input-gradient-regularized Fashion-MNIST MLP (loss = CE + λ·‖∂CE/∂x‖₂, "
                "double backward) with the same seed and budget; report clean and FGSM/PGD test accuracy."};
-  app.add_option("--data-dir", f.data_dir, "Directory with the Fashion-MNIST IDX files (Debian: dataset-fashion-mnist)")
-      ->capture_default_str();
   app.add_option("--epochs", f.epochs, "Training epochs per model")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch-size", f.batch_size, "Examples per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--lambda", f.lambda, "Weight λ of ‖∂CE/∂x‖₂ (global L2 norm over the batch) for the regularized model")
@@ -199,19 +184,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--hidden", f.hidden, "Hidden layer sizes of the MLP (ReLU), comma-separated")
       ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seed", f.seed, "Seed of the weights and the shuffling (same seed, same threads: same result)")
-      ->capture_default_str();
-  app.add_option("--threads", f.threads, "Kernel threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--limit", f.limit, "Use only the first N training and test examples (0: all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--metrics-out", f.metrics_out, "Write the table as JSON to FILE");
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "Save each trained model (weights + Adam state) as DIR/<baseline|regularized>.h5; a file that "
                  "already exists is loaded instead of training");
-  app.add_option("--log-level", f.log_level, "Log level")
-      ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::from_str(f.log_level));
   try {
     return run(f);
   } catch (const std::exception& e) {

@@ -4,6 +4,8 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/app_common.h"
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,8 +36,7 @@ namespace {
 
 constexpr std::int64_t kNoiseDim = 100;
 
-struct Flags {
-  std::string data_dir = tf::data::kDefaultFashionMnistDir;
+struct Flags : tf::apps::CommonFlags {
   int epochs = 20;
   std::int64_t batch_size = 128;
   double learning_rate = 2e-4;
@@ -48,11 +49,6 @@ struct Flags {
   std::int64_t score_samples = 10000;
   int classifier_epochs = 2;
   int score_every = 5;
-  std::uint64_t seed = 42;
-  int threads = 0;
-  std::int64_t limit = 0;
-  std::string metrics_out;
-  std::string log_level = "info";
 };
 
 struct EpochLog {
@@ -104,23 +100,14 @@ void log_score(const char* what, const tf::models::ClassifierScore& s) {
 
 int run(const Flags& f) {
   const auto t_start = std::chrono::steady_clock::now();
-  if (f.threads > 0) tf::kernels::set_num_threads(f.threads);
-  if (!f.metrics_out.empty() && !std::ofstream(f.metrics_out, std::ios::app))
-    throw std::runtime_error("--metrics-out: cannot write '" + f.metrics_out + "'");
+  tf::apps::apply_common_flags(f);
   std::error_code ec;
   std::filesystem::create_directories(f.samples_dir, ec);
   if (ec || !std::filesystem::is_directory(f.samples_dir))
     throw std::runtime_error("--samples-dir: cannot create '" + f.samples_dir + "': " + ec.message());
-  tf::data::FashionMnistTensors ds;
-  try {
-    ds = tf::data::load_fashion_mnist_tensors(f.data_dir, f.limit);
-  } catch (const std::runtime_error& e) {
-    std::fprintf(stderr,
-                 "gan: cannot load Fashion-MNIST from '%s':\n  %s\n"
-                 "Install the Debian package dataset-fashion-mnist or pass --data-dir DIR.\n",
-                 f.data_dir.c_str(), e.what());
-    return 2;
-  }
+  auto loaded = tf::apps::load_fashion_mnist_or_explain("gan", f);
+  if (!loaded) return 2;
+  tf::data::FashionMnistTensors& ds = *loaded;
   const std::int64_t n = ds.x_train.shape()[0];
   spdlog::info("Fashion-MNIST: {} training images; {} threads", n, tf::kernels::num_threads());
   const tf::Tensor real_all = ds.x_train * 2.0 - 1.0;  // tanh range
@@ -233,8 +220,6 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a GAN on Fashion-MNIST (MLP generator/discriminator, BCE from logits, Adam(2e-4, beta_1 0.5), "
                "two tapes per step), write a PNG grid of fixed-noise samples every epoch and score the samples "
                "with a Fashion-MNIST classifier against uniform noise and real test images."};
-  app.add_option("--data-dir", f.data_dir, "Directory with the Fashion-MNIST IDX files (Debian: dataset-fashion-mnist)")
-      ->capture_default_str();
   app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch-size", f.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--learning-rate", f.learning_rate, "Adam learning rate (both networks)")
@@ -253,16 +238,8 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--classifier-epochs", f.classifier_epochs, "Epochs of the scoring classifier")
       ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seed", f.seed, "Seed of weights, noise and shuffling (same seed, same threads: same result)")
-      ->capture_default_str();
-  app.add_option("--threads", f.threads, "Kernel threads (0: all cores)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--limit", f.limit, "Use only the first N training and test examples (0: all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--metrics-out", f.metrics_out, "Write losses per epoch and the scores as JSON to FILE");
-  app.add_option("--log-level", f.log_level, "Log level")
-      ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::from_str(f.log_level));
   try {
     return run(f);
   } catch (const std::exception& e) {

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+
+#include "apps/common/app_common.h"
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -20,18 +22,12 @@ namespace tf = tapeflow;
 
 namespace {
 
-struct Flags {
-  std::string data_dir = tf::data::kDefaultFashionMnistDir;
+struct Flags : tf::apps::CommonFlags {
   int epochs = 8;
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";
   double learning_rate = 2e-3;
   std::string schedule = "cosine";
-  std::uint64_t seed = 42;
-  int threads = 0;
-  std::int64_t limit = 0;
-  std::string metrics_out;
-  std::string log_level = "info";
   std::string checkpoint_dir;  // save every epoch through a CheckpointManager
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
 };
@@ -66,21 +62,11 @@ void write_metrics(const std::string& path, const Flags& f, const tf::models::Lo
 
 int run(const Flags& f) {
   const auto t_start = std::chrono::steady_clock::now();
-  if (f.threads > 0) tf::kernels::set_num_threads(f.threads);
-  if (!f.metrics_out.empty() && !std::ofstream(f.metrics_out, std::ios::app))  // fail before training
-    throw std::runtime_error("--metrics-out: cannot write '" + f.metrics_out + "'");
+  tf::apps::apply_common_flags(f);
 
-  tf::data::FashionMnistTensors ds;
-  try {
-    ds = tf::data::load_fashion_mnist_tensors(f.data_dir, f.limit);
-  } catch (const std::runtime_error& e) {
-    std::fprintf(stderr,
-                 "train_classifier: cannot load Fashion-MNIST from '%s':\n  %s\n"
-                 "Install the Debian package dataset-fashion-mnist (apt-get install dataset-fashion-mnist) "
-                 "or pass --data-dir DIR holding {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz].\n",
-                 f.data_dir.c_str(), e.what());
-    return 2;
-  }
+  auto loaded = tf::apps::load_fashion_mnist_or_explain("train_classifier", f);
+  if (!loaded) return 2;
+  tf::data::FashionMnistTensors& ds = *loaded;
   spdlog::info("Fashion-MNIST: {} training and {} test examples from {}", ds.x_train.shape()[0],
                ds.x_test.shape()[0], f.data_dir);
 
@@ -156,8 +142,6 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app{"Train the tapeflow Fashion-MNIST classifier (784-256-BN-ReLU-256-BN-ReLU-10, softmax "
                "cross-entropy) and report test loss and accuracy."};
-  app.add_option("--data-dir", f.data_dir, "Directory with the Fashion-MNIST IDX files (Debian: dataset-fashion-mnist)")
-      ->capture_default_str();
   app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", f.batch_size, "Examples per training step")
       ->capture_default_str()->check(CLI::PositiveNumber);
@@ -167,20 +151,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--lr-schedule", f.schedule, "Learning-rate schedule over the whole run")
       ->capture_default_str()->check(CLI::IsMember({"cosine", "constant"}));
-  app.add_option("--seed", f.seed, "Seed of the weights and the shuffling (same seed, same threads: same result)")
-      ->capture_default_str();
-  app.add_option("--threads", f.threads, "Kernel threads (0: all cores)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--limit", f.limit, "Use only the first N training and test examples (0: all)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--metrics-out", f.metrics_out, "Write the final metrics as JSON to FILE");
-  app.add_option("--log-level", f.log_level, "Log level")
-      ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "Save a checkpoint (model, optimizer, epoch) to DIR after every epoch (keeps the newest 3)");
   app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs("--checkpoint-dir");
+  tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);
-  spdlog::set_level(spdlog::level::from_str(f.log_level));
   try {
     return run(f);
   } catch (const std::exception& e) {
