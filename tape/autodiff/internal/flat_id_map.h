@@ -2,7 +2,6 @@
 // index table): one probe per lookup and no allocation per insert, unlike std::unordered_map.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -73,37 +72,28 @@ class FlatIdMap {
   std::size_t size_ = 0;
 };
 
-// A vector whose elements never move (chunks of doubling size: 16, 32, 64, ...), so references
-// stay valid while it grows and a small tape allocates little.
-template <typename T>
+// A vector whose elements never move (fixed chunks of kChunk), so references stay valid while it
+// grows. Chunks are small enough (well under glibc's mmap threshold) to be recycled by malloc
+// rather than faulted in fresh from the kernel on every tape.
+template <typename T, std::size_t kChunk = 32>
 class StableVector {
  public:
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  T& operator[](std::size_t i) { return at(i); }
-  const T& operator[](std::size_t i) const { return const_cast<StableVector*>(this)->at(i); }
+  T& operator[](std::size_t i) { return chunks_[i / kChunk][i % kChunk]; }
+  const T& operator[](std::size_t i) const { return chunks_[i / kChunk][i % kChunk]; }
   T& emplace_back() {
-    if (size_ == capacity_) {
-      std::size_t n = kFirst << chunks_.size();
-      chunks_.push_back(std::make_unique<T[]>(n));
-      capacity_ += n;
-    }
-    return at(size_++);
+    if (size_ == chunks_.size() * kChunk) chunks_.push_back(std::make_unique<T[]>(kChunk));
+    return (*this)[size_++];
   }
   void clear() {
     chunks_.clear();
-    size_ = capacity_ = 0;
+    size_ = 0;
   }
 
  private:
-  static constexpr std::size_t kFirst = 16;
-  T& at(std::size_t i) {
-    std::size_t q = i / kFirst + 1;                      // chunk c holds [16(2^c - 1), 16(2^(c+1) - 1))
-    std::size_t c = static_cast<std::size_t>(std::bit_width(q)) - 1;
-    return chunks_[c][i - kFirst * ((std::size_t{1} << c) - 1)];
-  }
   std::vector<std::unique_ptr<T[]>> chunks_;
-  std::size_t size_ = 0, capacity_ = 0;
+  std::size_t size_ = 0;
 };
 
 }  // namespace tapeflow::internal
