@@ -3,17 +3,14 @@
 #include <cmath>
 #include <stdexcept>
 
-#include <Eigen/Core>
-
+#include "optimizers/internal/eigen_arrays.h"
 #include "optimizers/internal/update_loop.h"
 
 namespace tapeflow::optimizers {
 namespace {
 
-template <class T>
-using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T>
-using ConstArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+using internal::Arr;
+using internal::ConstArr;
 
 // One chunk of the RMSprop update (Eigen array expressions: vectorized, sqrt included).
 template <class T, bool kCentered, bool kMomentum>

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "tape/tapeflow.h"
+#include "tests/tape/array_ops_test_util.h"
 
 namespace tf = tapeflow;
 using ::testing::AllOf;
@@ -15,13 +16,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-// Matches a callable that throws std::invalid_argument whose message satisfies m.
-template <typename M>
-auto invalid(M m) {
-  return ::testing::ThrowsMessage<std::invalid_argument>(m);
-}
-
-std::vector<double> vals(const tf::Tensor& t) { return t.to_vector<double>(); }
+using tf::testing::invalid;
+using tf::testing::vals;
 tf::Tensor i32(std::vector<std::int32_t> v, const tf::Shape& s) { return tf::constant(v, s); }
 tf::Tensor i64(std::vector<std::int64_t> v, const tf::Shape& s) { return tf::constant(v, s); }
 // [[0, 1, 2], [3, 4, 5], [6, 7, 8]] as float32.

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tape/tapeflow.h"
+#include "tests/tape/array_ops_test_util.h"
 
 namespace tf = tapeflow;
 using ::testing::AllOf;
@@ -12,13 +13,8 @@ using ::testing::HasSubstr;
 
 namespace {
 
-// Matches a callable that throws std::invalid_argument whose message satisfies m.
-template <typename M>
-auto invalid(M m) {
-  return ::testing::ThrowsMessage<std::invalid_argument>(m);
-}
-
-std::vector<double> vals(const tf::Tensor& t) { return t.to_vector<double>(); }
+using tf::testing::invalid;
+using tf::testing::vals;
 
 // [[0, 1, 2], [3, 4, 5]] as float32.
 tf::Tensor m23() { return tf::Tensor({{0, 1, 2}, {3, 4, 5}}); }
