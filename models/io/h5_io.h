@@ -13,9 +13,11 @@
 //           chunk, each a contiguous run of the row-major array) with the Fletcher-32 filter;
 //           scalars are compact (their bytes live in the checksummed object header); empty arrays
 //           are contiguous with no storage.
-// Speed:    on little-endian hosts chunks are written and read directly (H5Dwrite_chunk /
-//           H5Dread_chunk) with a vectorised Fletcher-32 that is bit-identical to HDF5's filter, so
-//           any HDF5 reader verifies them; other layouts go through HDF5's filter pipeline.
+// Speed:    on little-endian hosts chunks are written directly (H5Dwrite_chunk) with a
+//           vectorised Fletcher-32 that is bit-identical to HDF5's filter, so any HDF5 reader
+//           verifies them, and read with one preadv each at the address HDF5's chunk index gives,
+//           straight into the destination (H5Dataset::read_into), checksum verified; other layouts
+//           (and files with a user block) go through HDF5's filter pipeline.
 // DTypes:   float32 -> H5T_IEEE_F32LE, float64 -> H5T_IEEE_F64LE, int32 -> H5T_STD_I32LE,
 //           int64 -> H5T_STD_I64LE, bool -> enum {FALSE = 0, TRUE = 1} over int8, exactly what
 //           h5py writes for numpy bool (so h5py reads it back as bool). The reader also accepts
@@ -33,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -108,6 +111,39 @@ struct H5ReaderOptions {
   std::int64_t max_attribute_bytes = std::int64_t{64} << 20;
 };
 
+class H5Reader;
+
+// A dataset opened by H5Reader::open_dataset: its dtype and shape, known (and checked against the
+// reader's limits and the file size) before anything is allocated, and a read straight into the
+// caller's memory. Opening once and reading in place avoids the repeated path lookups of
+// dataset_shape / dataset_dtype / read_dataset and read_dataset's intermediate buffer.
+// Facts:    valid while the H5Reader that opened it lives; not usable from several threads at once.
+// Errors:   read_into throws what read_dataset throws (checksum mismatch, missing chunk, ...), and
+//           std::invalid_argument if `bytes` != nbytes() or `out` is null for a non-empty dataset.
+class H5Dataset {
+ public:
+  ~H5Dataset();
+  H5Dataset(const H5Dataset&) = delete;
+  H5Dataset& operator=(const H5Dataset&) = delete;
+  H5Dataset(H5Dataset&&) noexcept;
+  H5Dataset& operator=(H5Dataset&&) noexcept;
+
+  DType dtype() const;
+  const std::vector<std::int64_t>& shape() const;
+  // dtype_size(dtype()) * product(shape()): what read_into writes.
+  std::size_t nbytes() const;
+  // Reads the whole dataset (row-major) into `out`, which holds exactly `bytes` == nbytes() bytes;
+  // checksums are verified and bool elements checked to be 0 or 1. `out` may be partly written
+  // when this throws.
+  void read_into(void* out, std::size_t bytes) const;
+
+ private:
+  friend class H5Reader;
+  struct Impl;
+  explicit H5Dataset(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 // Opens an existing HDF5 file read-only and reads datasets and attributes defensively.
 // Facts:    links are followed only inside the file: external links, external-storage datasets,
 //           virtual datasets, and filters other than deflate / shuffle / Fletcher-32 are refused
@@ -138,6 +174,13 @@ class H5Reader {
   // Reads a whole dataset. Errors: runtime_error for a missing dataset, an unsupported type, a
   // declared size beyond the limits, external/virtual storage, or a checksum mismatch.
   ArrayData read_dataset(const std::string& path) const;
+  // Opens a dataset for reading into caller memory (see H5Dataset). Errors: runtime_error as
+  // read_dataset for everything knowable before reading (missing, unsupported type, absurd size,
+  // external / virtual storage, refused filters).
+  H5Dataset open_dataset(const std::string& path) const;
+  // Opens `path` if it names a dataset (when is_dataset is true), else std::nullopt: one lookup
+  // where is_dataset + open_dataset take two. Errors: as open_dataset, for a dataset that exists.
+  std::optional<H5Dataset> find_dataset(const std::string& path) const;
   std::vector<std::int64_t> dataset_shape(const std::string& path) const;
   DType dataset_dtype(const std::string& path) const;
 
@@ -154,6 +197,7 @@ class H5Reader {
   const std::string& path() const;
 
  private:
+  friend class H5Dataset;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

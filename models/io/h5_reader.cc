@@ -56,6 +56,7 @@ struct H5Reader::Impl {
   std::int64_t file_size = 0;
   Hid lapl;  // link access: external links refused
   Hid file;
+  internal::RawFile raw;  // fd >= 0 when run chunks can be read straight from the file
 
   [[noreturn]] void error(const std::string& object, const std::string& problem) const { fail(path, object, problem); }
 
@@ -69,15 +70,18 @@ struct H5Reader::Impl {
     for (std::size_t i = 0; i < parts.size(); ++i) {
       if (parts[i] == ".") continue;
       const std::string next = sofar + "/" + parts[i];
-      const htri_t there = H5Lexists(file.get(), next.c_str(), lapl.get());
-      if (there < 0 && !sofar.empty() && !is_group_path(sofar)) return "";  // "dataset/child" does not exist
-      if (there < 0) error(next, "cannot look up link");
-      if (there == 0) {
-        if (dangling != nullptr) *dangling = depth > 0;
-        return "";
-      }
       H5L_info_t info;
-      if (H5Lget_info(file.get(), next.c_str(), &info, lapl.get()) < 0) error(next, "cannot inspect link");
+      if (H5Lget_info(file.get(), next.c_str(), &info, lapl.get()) < 0) {  // missing, or worse: find out
+        internal::take_hdf5_error();
+        const htri_t there = H5Lexists(file.get(), next.c_str(), lapl.get());
+        if (there < 0 && !sofar.empty() && !is_group_path(sofar)) return "";  // "dataset/child" does not exist
+        if (there < 0) error(next, "cannot look up link");
+        if (there == 0) {
+          if (dangling != nullptr) *dangling = depth > 0;
+          return "";
+        }
+        error(next, "cannot inspect link");
+      }
       if (info.type == H5L_TYPE_EXTERNAL) error(next, "is an external link to another file (refused)");
       if (info.type == H5L_TYPE_HARD) {
         sofar = next;
@@ -244,10 +248,27 @@ struct H5Reader::Impl {
     return static_cast<std::int64_t>(n);
   }
 
-  void check_bools(const ArrayData& a, const std::string& norm) const {
-    if (a.dtype == DType::kBool)
-      for (std::byte b : a.bytes)
-        if (b != std::byte{0} && b != std::byte{1}) error(norm, "bool dataset holds a value other than 0 and 1");
+  void check_bools(DType dtype, const std::byte* bytes, std::size_t n, const std::string& norm) const {
+    if (dtype == DType::kBool)
+      for (std::size_t i = 0; i < n; ++i)
+        if (bytes[i] != std::byte{0} && bytes[i] != std::byte{1})
+          error(norm, "bool dataset holds a value other than 0 and 1");
+  }
+
+  // Reads an open, inspected dataset into `out` (info.elements * dtype_size bytes).
+  void read_into(hid_t dataset, const std::string& norm, const DatasetInfo& info, std::byte* out) const {
+    const std::size_t bytes = static_cast<std::size_t>(info.elements) * dtype_size(info.dtype);
+    if (bytes == 0) return;
+    if (!info.run_chunk.empty() && raw.fd >= 0) {
+      internal::read_run_chunks(dataset, raw, info.shape, info.run_chunk, dtype_size(info.dtype), out, path, norm);
+    } else {
+      Hid memory_type = internal::memory_type_for(info.dtype);
+      Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
+      if (!dxpl.valid() || H5Pset_edc_check(dxpl.get(), H5Z_ENABLE_EDC) < 0) fail(path, norm, "cannot set up the read");
+      if (H5Dread(dataset, memory_type.get(), H5S_ALL, H5S_ALL, dxpl.get(), out) < 0)
+        fail(path, norm, "cannot read dataset: checksum mismatch or damaged data");
+    }
+    check_bools(info.dtype, out, bytes, norm);
   }
 
   std::vector<std::string> read_strings(hid_t attr, const std::string& norm, const std::string& name) const;
@@ -310,15 +331,27 @@ H5Reader::H5Reader(const std::string& path, H5ReaderOptions options) : impl_(std
   if (ec) throw std::runtime_error(path + ": cannot read file size: " + ec.message());
 
   auto lock = internal::lock_hdf5();
-  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
-  if (is_hdf5 == 0) throw std::runtime_error(path + ": not an HDF5 file");
-  if (is_hdf5 < 0) fail(path, "", "not an HDF5 file or its superblock is damaged");
   Hid fapl = internal::make_file_access_props();
   r.lapl = Hid(H5Pcreate(H5P_LINK_ACCESS), H5Pclose);
   if (!fapl.valid() || !r.lapl.valid() || H5Pset_elink_cb(r.lapl.get(), refuse_external_link, nullptr) < 0)
     fail(path, "", "cannot set up HDF5 access properties");
   r.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
-  check_id(r.file.get(), path, "", "cannot open HDF5 file (truncated or damaged?)");
+  if (!r.file.valid()) {  // say why (probing first would cost every good file a second open)
+    const std::string detail = internal::take_hdf5_error();
+    const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+    if (is_hdf5 == 0) throw std::runtime_error(path + ": not an HDF5 file");
+    if (is_hdf5 < 0) fail(path, "", "not an HDF5 file or its superblock is damaged");
+    throw std::runtime_error(path + ": cannot open HDF5 file (truncated or damaged?)" +
+                             (detail.empty() ? "" : " (HDF5: " + detail + ")"));
+  }
+  // Chunk addresses are relative to the base address, which is 0 only without a user block.
+  Hid fcpl(H5Fget_create_plist(r.file.get()), H5Pclose);
+  hsize_t user_block = 0;
+  void* handle = nullptr;
+  if (fcpl.valid() && H5Pget_userblock(fcpl.get(), &user_block) >= 0 && user_block == 0 &&
+      H5Fget_vfd_handle(r.file.get(), fapl.get(), &handle) >= 0 && handle != nullptr)
+    r.raw = {*static_cast<int*>(handle), r.file_size};
+  internal::take_hdf5_error();
 }
 
 H5Reader::~H5Reader() {
@@ -383,24 +416,80 @@ ArrayData H5Reader::read_dataset(const std::string& path) const {
   Hid dataset = r.open(path, H5O_TYPE_DATASET, "dataset");
   const std::string norm = internal::normalize_path(path);
   DatasetInfo info = r.inspect(dataset.get(), norm);
-  ArrayData out{info.dtype, std::move(info.shape), {}};
-  out.bytes.reserve(static_cast<std::size_t>(info.elements) * dtype_size(info.dtype) + 4);  // slack for read_run_chunks
+  ArrayData out{info.dtype, info.shape, {}};
   out.bytes.resize(static_cast<std::size_t>(info.elements) * dtype_size(info.dtype));
-  if (info.elements == 0) return out;
-  if (!info.run_chunk.empty()) {
-    internal::read_run_chunks(dataset.get(), out.shape, info.run_chunk, dtype_size(info.dtype), out.bytes,
-                              r.path, norm);
-    r.check_bools(out, norm);
-    return out;
-  }
-  Hid memory_type = internal::memory_type_for(info.dtype);
-  Hid dxpl(H5Pcreate(H5P_DATASET_XFER), H5Pclose);
-  if (!dxpl.valid() || H5Pset_edc_check(dxpl.get(), H5Z_ENABLE_EDC) < 0)
-    fail(r.path, norm, "cannot set up the read");
-  if (H5Dread(dataset.get(), memory_type.get(), H5S_ALL, H5S_ALL, dxpl.get(), out.bytes.data()) < 0)
-    fail(r.path, norm, "cannot read dataset: checksum mismatch or damaged data");
-  r.check_bools(out, norm);
+  r.read_into(dataset.get(), norm, info, out.bytes.data());
   return out;
+}
+
+struct H5Dataset::Impl {
+  const H5Reader::Impl* reader = nullptr;
+  Hid dataset;
+  std::string norm;
+  DatasetInfo info;
+
+  // Inspects an open dataset (all size checks happen here) and wraps it.
+  static H5Dataset make(const H5Reader::Impl& reader, Hid dataset, const std::string& path) {
+    auto d = std::make_unique<Impl>();
+    d->reader = &reader;
+    d->dataset = std::move(dataset);
+    d->norm = internal::normalize_path(path);
+    d->info = reader.inspect(d->dataset.get(), d->norm);
+    return H5Dataset(std::move(d));
+  }
+};
+
+H5Dataset::H5Dataset(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+H5Dataset::~H5Dataset() {
+  if (!impl_) return;
+  auto lock = internal::lock_hdf5();
+  impl_->dataset.reset();
+}
+
+H5Dataset::H5Dataset(H5Dataset&&) noexcept = default;
+
+H5Dataset& H5Dataset::operator=(H5Dataset&& other) noexcept {
+  if (this != &other) {
+    H5Dataset doomed(std::move(*this));
+    impl_ = std::move(other.impl_);
+  }
+  return *this;
+}
+
+DType H5Dataset::dtype() const { return impl_->info.dtype; }
+const std::vector<std::int64_t>& H5Dataset::shape() const { return impl_->info.shape; }
+std::size_t H5Dataset::nbytes() const {
+  return static_cast<std::size_t>(impl_->info.elements) * dtype_size(impl_->info.dtype);
+}
+
+void H5Dataset::read_into(void* out, std::size_t bytes) const {
+  const Impl& d = *impl_;
+  const std::string where = d.reader->path + ": '" + d.norm + "': H5Dataset::read_into: ";
+  if (bytes != nbytes())
+    throw std::invalid_argument(where + "buffer of " + std::to_string(bytes) + " bytes for a dataset of " +
+                                std::to_string(nbytes()));
+  if (out == nullptr && bytes != 0) throw std::invalid_argument(where + "null buffer");
+  auto lock = internal::lock_hdf5();
+  d.reader->read_into(d.dataset.get(), d.norm, d.info, static_cast<std::byte*>(out));
+}
+
+H5Dataset H5Reader::open_dataset(const std::string& path) const {
+  auto lock = internal::lock_hdf5();
+  return H5Dataset::Impl::make(*impl_, impl_->open(path, H5O_TYPE_DATASET, "dataset"), path);
+}
+
+std::optional<H5Dataset> H5Reader::find_dataset(const std::string& path) const {
+  auto lock = internal::lock_hdf5();
+  const Impl& r = *impl_;
+  const std::string norm = r.resolve(path);
+  if (norm.empty()) return std::nullopt;
+  Hid obj(H5Oopen(r.file.get(), norm.c_str(), r.lapl.get()), H5Oclose);
+  check_id(obj.get(), r.path, norm, "cannot open object");
+  H5O_info_t info;
+  check_status(H5Oget_info2(obj.get(), &info, H5O_INFO_BASIC), r.path, norm, "cannot inspect object");
+  if (info.type != H5O_TYPE_DATASET) return std::nullopt;
+  return H5Dataset::Impl::make(r, std::move(obj), path);
 }
 
 std::vector<std::int64_t> H5Reader::dataset_shape(const std::string& path) const {

@@ -217,5 +217,39 @@ TEST_F(Saving, HostileFiles) {
   EXPECT_THROW(load_weights(*m, file("ok.h5")), std::runtime_error);
 }
 
+// A checksum error in the last weight read leaves every weight as it was, including those read
+// (and verified) before it.
+TEST_F(Saving, DamagedWeightDataIsAnErrorAndChangesNothing) {
+  auto a = all_layers(1, "s_");
+  perturb(*a);
+  save_weights(*a, file("w.h5"));
+  // The data of the last dataset read (s_d2's kernel, float64 [6, 2]): flip its middle byte.
+  haddr_t addr = 0;
+  hsize_t size = 0;
+  {
+    hid_t f = H5Fopen(file("w.h5").c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, "s_d2/s_d2/kernel:0", H5P_DEFAULT);
+    const hsize_t origin[2] = {0, 0};
+    unsigned mask = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(d, origin, &mask, &addr, &size), 0);
+    H5Dclose(d);
+    H5Fclose(f);
+  }
+  ASSERT_GT(size, 4u);
+  {
+    std::fstream f(file("w.h5"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(static_cast<std::streamoff>(addr + size / 2));
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 0x10);
+    f.seekp(static_cast<std::streamoff>(addr + size / 2));
+    f.write(&c, 1);
+  }
+  auto b = all_layers(99, "s_");
+  auto before = all_layers(99, "s_");
+  EXPECT_RUNTIME_ERROR(load_weights(*b, file("w.h5")), file("w.h5"), "s_d2/s_d2/kernel:0", "checksum mismatch");
+  expect_same_weights(*b, *before);
+}
+
 }  // namespace
 }  // namespace tapeflow::models

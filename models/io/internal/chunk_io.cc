@@ -1,17 +1,17 @@
 #include "models/io/internal/chunk_io.h"
 
+#include <sys/uio.h>
+
 #include <algorithm>
+#include <bit>
+#include <cerrno>
 #include <cstring>
 
+#include "models/io/internal/fs_util.h"
 #include "models/io/internal/h5_util.h"
 
 namespace tapeflow::io::internal {
 namespace {
-
-// Eight 32-bit lanes (GCC / Clang vector extension; AVX2 with -march=native, SSE2 otherwise).
-typedef std::uint32_t U32x8 __attribute__((vector_size(32)));
-
-void fold(std::uint32_t& sum) { sum = (sum & 0xffff) + (sum >> 16); }
 
 // Calls f(chunk_offset, first_element, valid_elements) for every chunk of a run chunking, where
 // chunk k covers elements [first_element, first_element + valid_elements) of the flat array.
@@ -46,52 +46,63 @@ std::string describe(const std::vector<hsize_t>& offset) {
 
 }  // namespace
 
+// HDF5 adds 16-bit big-endian words w_j: sum1 += w_j, sum2 += sum1, folding both
+// (x -> (x & 0xffff) + (x >> 16)) every 360 words and twice at the end. 360 words keep its uint32
+// sums from wrapping, and a fold keeps a sum congruent mod 65535 and nonzero once nonzero, so its
+// result is a function of S1 = Σ w_j mod 65535, S2 = Σ (N - j) w_j mod 65535 (N words) and of
+// whether any byte is nonzero: each half is 0 for all-zero data, else its residue with 0 written
+// as 65535. So we may fold whenever we like and leave the vector lanes only at the end.
+// On little-endian hosts a 16-bit half holds u = the byte-swapped word, and w = 256 u mod 65535
+// (65536 = 1 mod 65535): no swapping, the sums are scaled by 256 at the end.
 std::uint32_t fletcher32(const unsigned char* data, std::size_t len) {
-  std::size_t words = len / 2;
-  std::uint32_t sum1 = 0, sum2 = 0;
-  while (words > 0) {
-    // HDF5 adds up to 360 words before folding; per block, with w_j the words and n the count:
-    // sum2 += n * sum1 + Σ (n - j) w_j and sum1 += Σ w_j (all mod 2^32, as HDF5's uint32 sums).
-    const std::uint32_t n = words > 360 ? 360 : static_cast<std::uint32_t>(words);
-    words -= n;
-    const std::uint32_t steps = n / 16;  // 16 words = 32 bytes: lane l holds words 2l and 2l + 1
-    U32x8 pe = {}, po = {}, qe = {}, qo = {};  // p: running sums; q: sums of running sums
-    for (std::uint32_t i = 0; i < steps; ++i) {
-      U32x8 x;
-      std::memcpy(&x, data + 32 * i, 32);
-      const U32x8 even = ((x << 8) & 0xff00) | ((x >> 8) & 0xff);
-      const U32x8 odd = ((x >> 8) & 0xff00) | (x >> 24);
-      pe += even;
-      po += odd;
-      qe += pe;
-      qo += po;
-    }
-    // Over the first m = 16 * steps words: Σ w = Σ p and Σ (m - j) w_j = 16 Σ q - Σ position * p.
-    std::uint32_t a = 0, b = 0;
-    for (std::uint32_t l = 0; l < 8; ++l) {
-      a += pe[l] + po[l];
-      b += 16 * (qe[l] + qo[l]) - (2 * l) * pe[l] - (2 * l + 1) * po[l];
-    }
-    const std::uint32_t m = 16 * steps;
-    sum2 += m * sum1 + b;
-    sum1 += a;
-    for (std::uint32_t j = m; j < n; ++j) {
-      sum1 += (std::uint32_t{data[2 * j]} << 8) | data[2 * j + 1];
-      sum2 += sum1;
-    }
-    data += 2 * n;
-    fold(sum1);
-    fold(sum2);
+  constexpr std::size_t kFoldSteps = 256;  // after a fold, p and q stay below 2^32 for 256 steps
+  constexpr bool kLittleEndian = std::endian::native == std::endian::little;
+  typedef std::uint32_t U32x8 __attribute__((vector_size(32)));  // AVX2 with -march=native, else SSE2
+  // A step adds 32 bytes: lane l holds words 2l and 2l + 1 in its two 16-bit halves (host order).
+  // p: running sums of the halves; q: sums of the running sums.
+  U32x8 plo = {}, phi = {}, qlo = {}, qhi = {};
+  auto step = [&](const unsigned char* bytes) {
+    U32x8 x;
+    std::memcpy(&x, bytes, 32);
+    plo += x & 0xffff;
+    phi += x >> 16;
+    qlo += plo;
+    qhi += phi;
+  };
+  auto fold = [](U32x8& v) { v = (v & 0xffff) + (v >> 16); };
+  const std::size_t steps = len / 32;
+  for (std::size_t i = 0; i < steps;) {
+    for (const std::size_t end = std::min(steps, i + kFoldSteps); i < end; ++i) step(data + 32 * i);
+    fold(plo);
+    fold(phi);
+    fold(qlo);
+    fold(qhi);
   }
-  if (len % 2) {
-    sum1 += std::uint32_t{*data} << 8;
-    sum2 += sum1;
-    fold(sum1);
-    fold(sum2);
+  if (len % 32 != 0) {  // the last words zero-padded; an odd last byte is a word's high byte
+    unsigned char tail[32] = {};
+    std::memcpy(tail, data + 32 * steps, len % 32);
+    step(tail);
   }
-  fold(sum1);
-  fold(sum2);
-  return (sum2 << 16) | sum1;
+  // Word j = 16 s + k sits in step s at slot k: over M = 16 * (steps taken) slots (zeros past the
+  // N real words), Σ (M - j) w_j = 16 Σ q - Σ k p_k, and S2 = that - (M - N) S1.
+  constexpr std::uint64_t kMod = 65535;
+  std::uint64_t s1 = 0, s2 = 0;
+  bool nonzero = false;  // a p lane is 0 exactly when all its words were 0 (folds keep nonzero)
+  for (std::uint64_t l = 0; l < 8; ++l) {
+    const std::uint64_t k_lo = kLittleEndian ? 2 * l : 2 * l + 1, k_hi = kLittleEndian ? 2 * l + 1 : 2 * l;
+    s1 += std::uint64_t{plo[l]} + phi[l];
+    s2 += 16 * (std::uint64_t{qlo[l]} + qhi[l]) + 32 * kMod - k_lo * (plo[l] % kMod) - k_hi * (phi[l] % kMod);
+    nonzero |= (plo[l] | phi[l]) != 0;
+  }
+  if (!nonzero) return 0;
+  const std::uint64_t scale = kLittleEndian ? 256 : 1;
+  s1 = s1 % kMod * scale % kMod;
+  s2 = s2 % kMod * scale % kMod;
+  const std::uint64_t words = (len + 1) / 2, slots = 16 * ((len + 31) / 32);
+  s2 = (s2 + (slots - words) * (kMod - s1)) % kMod;
+  if (s1 == 0) s1 = kMod;
+  if (s2 == 0) s2 = kMod;
+  return static_cast<std::uint32_t>(s2 << 16 | s1);
 }
 
 bool is_run_chunking(const std::vector<std::int64_t>& shape, const std::vector<hsize_t>& chunk) {
@@ -123,44 +134,65 @@ void write_run_chunks(hid_t dataset, const std::vector<std::int64_t>& shape, con
   });
 }
 
-void read_run_chunks(hid_t dataset, const std::vector<std::int64_t>& shape, const std::vector<hsize_t>& chunk,
-                     std::size_t element_size, std::vector<std::byte>& out, const std::string& file,
-                     const std::string& object) {
+namespace {
+
+// Reads one chunk of `chunk_bytes` at `address` into `target`, its 4 checksum bytes aside (one
+// preadv; short counts from signals resume where they stopped), and verifies it.
+void read_chunk(int fd, haddr_t address, unsigned char* target, std::size_t chunk_bytes,
+                const std::vector<hsize_t>& offset, const std::string& file, const std::string& object) {
+  unsigned char stored_sum_bytes[4];
+  for (std::size_t done = 0; done < chunk_bytes + 4;) {
+    iovec parts[2];
+    int n = 0;
+    if (done < chunk_bytes) parts[n++] = {target + done, chunk_bytes - done};
+    const std::size_t sum_done = done > chunk_bytes ? done - chunk_bytes : 0;
+    parts[n++] = {stored_sum_bytes + sum_done, 4 - sum_done};
+    const ssize_t got = ::preadv(fd, parts, n, static_cast<off_t>(address + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0)
+      fail(file, object, "cannot read " + describe(offset) + ": " + (got < 0 ? errno_text() : "unexpected end of file"));
+    done += static_cast<std::size_t>(got);
+  }
+  std::uint32_t stored_sum = 0;
+  for (int i = 0; i < 4; ++i) stored_sum |= std::uint32_t{stored_sum_bytes[i]} << (8 * i);
+  const std::uint32_t sum = fletcher32(target, chunk_bytes);
+  // HDF5 also accepts the byte-swapped sum written by its releases before 1.6.3.
+  const std::uint32_t swapped = ((sum & 0xff) << 8) | ((sum >> 8) & 0xff) | ((sum & 0xff0000) << 8) | ((sum >> 8) & 0xff0000);
+  if (stored_sum != sum && stored_sum != swapped)
+    fail(file, object, "Fletcher-32 checksum mismatch in " + describe(offset) + " (the data is damaged)");
+}
+
+}  // namespace
+
+void read_run_chunks(hid_t dataset, const RawFile& raw, const std::vector<std::int64_t>& shape,
+                     const std::vector<hsize_t>& chunk, std::size_t element_size, std::byte* out,
+                     const std::string& file, const std::string& object) {
   std::size_t chunk_bytes = element_size;
   for (hsize_t c : chunk) chunk_bytes *= c;
-  const std::size_t size = out.size();
-  // A full chunk is read straight into place; its 4 checksum bytes land on the start of the next
-  // chunk's region (read later, in order) or in 4 bytes of slack at the end.
-  out.resize(size + 4);
-  std::vector<unsigned char> edge;  // for partial edge chunks only
+  std::vector<unsigned char> edge;  // partial edge chunks are read whole here, then the valid part copied
   for_each_run_chunk(shape, chunk, [&](const std::vector<hsize_t>& offset, std::int64_t first, std::int64_t count) {
-    const std::size_t valid = static_cast<std::size_t>(count) * element_size;
-    unsigned char* target = reinterpret_cast<unsigned char*>(out.data()) + static_cast<std::size_t>(first) * element_size;
-    if (valid != chunk_bytes) {
-      edge.resize(chunk_bytes + 4);
-      target = edge.data();
-    }
+    unsigned filters = 0;
+    haddr_t address = HADDR_UNDEF;
     hsize_t stored = 0;
-    if (H5Dget_chunk_storage_size(dataset, offset.data(), &stored) < 0 || stored == 0)
-      fail(file, object, "missing " + describe(offset));
+    check_status(H5Dget_chunk_info_by_coord(dataset, offset.data(), &filters, &address, &stored), file, object,
+                 "cannot look up " + describe(offset));
+    if (address == HADDR_UNDEF || stored == 0) fail(file, object, "missing " + describe(offset));
     if (stored != chunk_bytes + 4)
       fail(file, object, describe(offset) + " is stored in " + std::to_string(stored) + " bytes, expected " +
                              std::to_string(chunk_bytes + 4));
-    std::uint32_t filters = 0;
-    check_status(H5Dread_chunk(dataset, H5P_DEFAULT, offset.data(), &filters, target), file, object,
-                 "cannot read " + describe(offset));
     if (filters != 0) fail(file, object, describe(offset) + " was stored without its checksum");
-    std::uint32_t stored_sum = 0;
-    for (int i = 0; i < 4; ++i) stored_sum |= std::uint32_t{target[chunk_bytes + i]} << (8 * i);
-    const std::uint32_t sum = fletcher32(target, chunk_bytes);
-    // HDF5 also accepts the byte-swapped sum written by its releases before 1.6.3.
-    const std::uint32_t swapped = ((sum & 0xff) << 8) | ((sum >> 8) & 0xff) | ((sum & 0xff0000) << 8) | ((sum >> 8) & 0xff0000);
-    if (stored_sum != sum && stored_sum != swapped)
-      fail(file, object, "Fletcher-32 checksum mismatch in " + describe(offset) + " (the data is damaged)");
-    if (target == edge.data())
-      std::memcpy(out.data() + static_cast<std::size_t>(first) * element_size, edge.data(), valid);
+    if (address > static_cast<haddr_t>(raw.size) || stored > static_cast<hsize_t>(raw.size) - address)
+      fail(file, object, describe(offset) + " lies outside the file (truncated?)");
+    const std::size_t valid = static_cast<std::size_t>(count) * element_size;
+    unsigned char* place = reinterpret_cast<unsigned char*>(out) + static_cast<std::size_t>(first) * element_size;
+    if (valid == chunk_bytes) {
+      read_chunk(raw.fd, address, place, chunk_bytes, offset, file, object);
+    } else {
+      edge.resize(chunk_bytes);
+      read_chunk(raw.fd, address, edge.data(), chunk_bytes, offset, file, object);
+      std::memcpy(place, edge.data(), valid);
+    }
   });
-  out.resize(size);
 }
 
 }  // namespace tapeflow::io::internal
