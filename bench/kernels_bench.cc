@@ -1,12 +1,16 @@
-// Kernel throughput: float32 matmul (GFLOP/s on 1 and 2 threads), element-wise add (GB/s) and
-// reduce_sum of 16M floats. Counters are rates: "GFLOP=65/s" reads 65 GFLOP/s.
+// Kernel throughput: matmul on the shapes of tapeflow's models (GFLOP/s on 1 and 2 threads, Eigen's
+// path and the current kernel side by side), element-wise add (GB/s) and reduce_sum of 16M floats.
+// Counters are rates: "GFLOP=65/s" reads 65 GFLOP/s.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include "tape/core/random.h"
 #include "tape/kernels/elementwise.h"
+#include "tape/kernels/internal/gemm.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"
@@ -29,25 +33,84 @@ struct ThreadCap {
   int prev;
 };
 
-void BM_MatmulF32(benchmark::State& state) {
-  const std::int64_t n = state.range(0);
+// Products that matter to tapeflow's models: C [m, n] = op(A) [m, k] @ op(B) [k, n], batch products.
+struct MatmulShape {
+  const char* name;
+  std::int64_t batch, m, k, n;
+  bool ta, tb;
+  bool f64;
+};
+constexpr MatmulShape kMatmulShapes[] = {
+    {"square", 1, 256, 256, 256, false, false, false},
+    {"square", 1, 512, 512, 512, false, false, false},
+    {"square", 1, 1024, 1024, 1024, false, false, false},
+    // GAN / MLP step at batch 128: forward X W, backward dX = dY W^T and dW = X^T dY.
+    {"mlp", 1, 128, 100, 256, false, false, false},
+    {"mlp", 1, 128, 256, 512, false, false, false},
+    {"mlp", 1, 128, 512, 784, false, false, false},
+    {"mlp", 1, 128, 784, 512, false, false, false},
+    {"mlp", 1, 128, 512, 256, false, false, false},
+    {"mlp", 1, 128, 256, 1, false, false, false},
+    {"mlp_dx", 1, 128, 512, 784, false, true, false},
+    {"mlp_dx", 1, 128, 784, 512, false, true, false},
+    {"mlp_dx", 1, 128, 256, 100, false, true, false},
+    {"mlp_dx", 1, 128, 1, 256, false, true, false},
+    {"mlp_dw", 1, 784, 128, 512, true, false, false},
+    {"mlp_dw", 1, 512, 128, 784, true, false, false},
+    {"mlp_dw", 1, 100, 128, 256, true, false, false},
+    {"mlp_dw", 1, 256, 128, 1, true, false, false},
+    // batch_jacobian: one tall product, and a batch of small ones.
+    {"jacobian", 1, 16384, 64, 128, false, false, false},
+    {"jacobian", 1, 16384, 128, 64, false, false, false},
+    {"jacobian", 64, 256, 128, 64, false, false, false},
+    // Hessian: tall thin products, and the blocked-Cholesky size.
+    {"hessian", 1, 65536, 32, 16, false, false, false},
+    {"hessian", 1, 65536, 32, 16, false, false, true},
+    {"hessian", 1, 1024, 1024, 1024, false, false, true},
+    {"square", 1, 256, 256, 256, false, false, true},
+    {"square", 1, 512, 512, 512, false, false, true},
+};
+
+// Args: shape index, threads, back end (0 = Eigen's path as before this kernel, 1 = matmul).
+template <class T>
+void BM_Matmul(benchmark::State& state) {
+  const MatmulShape& s = kMatmulShapes[state.range(0)];
   ThreadCap cap(static_cast<int>(state.range(1)));
-  auto a = random_floats(n * n, 1), b = random_floats(n * n, 2);
-  std::vector<float> c(n * n);
+  const bool eigen = state.range(2) == 0;
+  auto fa = random_floats(s.batch * s.m * s.k, 1), fb = random_floats(s.batch * s.k * s.n, 2);
+  std::vector<T> a(fa.begin(), fa.end()), b(fb.begin(), fb.end()), c(s.batch * s.m * s.n);
   for (auto _ : state) {
-    kernels::matmul(a.data(), b.data(), c.data(), 1, n, n, n, false, false, 0, 0);
+    if (eigen)
+      kernels::internal::matmul_eigen(a.data(), b.data(), c.data(), s.batch, s.m, s.k, s.n, s.ta, s.tb, s.m * s.k,
+                                      s.k * s.n, kernels::internal::EigenSplit::kPerThread);
+    else
+      kernels::matmul(a.data(), b.data(), c.data(), s.batch, s.m, s.k, s.n, s.ta, s.tb, s.m * s.k, s.k * s.n);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GFLOP"] =
-      benchmark::Counter(2.0 * n * n * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["threads"] = static_cast<double>(state.range(1));
+  state.counters["GFLOP"] = benchmark::Counter(2.0 * s.batch * s.m * s.n * s.k * 1e-9,
+                                               benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK(BM_MatmulF32)
-    ->ArgsProduct({{256, 512, 1024}, {1, 2}})
-    ->ArgNames({"n", "threads"})
-    ->UseRealTime()
-    ->Unit(benchmark::kMillisecond);
+
+// Names read "BM_Matmul/mlp_dx/f32/128x512x784/tb/threads:2/new".
+const bool kMatmulRegistered = [] {
+  for (std::size_t i = 0; i < std::size(kMatmulShapes); ++i) {
+    const MatmulShape& s = kMatmulShapes[i];
+    for (int threads : {1, 2})
+      for (int impl : {0, 1}) {
+        std::string name = std::string("BM_Matmul/") + s.name + (s.f64 ? "/f64/" : "/f32/");
+        if (s.batch > 1) name += std::to_string(s.batch) + "x";
+        name += std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+        if (s.ta) name += "/ta";
+        if (s.tb) name += "/tb";
+        name += "/threads:" + std::to_string(threads) + (impl ? "/new" : "/eigen");
+        auto* bm = s.f64 ? benchmark::RegisterBenchmark(name.c_str(), BM_Matmul<double>)
+                         : benchmark::RegisterBenchmark(name.c_str(), BM_Matmul<float>);
+        bm->Args({static_cast<std::int64_t>(i), threads, impl})->UseRealTime()->Unit(benchmark::kMicrosecond);
+      }
+  }
+  return true;
+}();
 
 void BM_AddF32(benchmark::State& state) {
   const std::int64_t n = state.range(0);

@@ -5,142 +5,73 @@
 #include <Eigen/LU>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <fstream>
 #include <mutex>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
+#include "tape/kernels/internal/gemm.h"
+#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/internal/gemm_eigen.h"
 #include "tape/kernels/parallel.h"
 
 namespace tapeflow::kernels {
-namespace {
 
-template <class T>
-using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using ConstMap = Eigen::Map<const RowMat<T>>;
-template <class T>
-using Map = Eigen::Map<RowMat<T>>;
-
-// Reads a cache size like "32K" or "32768K" or "1M"; 0 if absent.
-std::ptrdiff_t read_cache_size(const std::string& path) {
-  std::ifstream f(path);
-  std::string s;
-  if (!(f >> s) || s.empty()) return 0;
-  std::ptrdiff_t v = 0;
-  std::size_t i = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) v = v * 10 + (s[i++] - '0');
-  if (i < s.size() && (s[i] == 'K' || s[i] == 'k')) v *= 1024;
-  else if (i < s.size() && (s[i] == 'M' || s[i] == 'm')) v *= 1024 * 1024;
-  return v;
-}
-
-// Eigen's GEMM blocking with packing buffers that stay allocated per thread. Eigen's own
-// blocking allocates them per product; above 128 KiB that is malloc'd, and glibc trims and
-// re-faults the pages on every call (measured 50 -> 65 GFLOP/s single-threaded at n=256).
-template <class T>
-class ReusedBlocking : public Eigen::internal::level3_blocking<T, T> {
- public:
-  ReusedBlocking(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth) {
-    this->m_mc = rows;
-    this->m_nc = cols;
-    this->m_kc = depth;
-    Eigen::internal::computeProductBlockingSizes<T, T, 1, Eigen::Index>(this->m_kc, this->m_mc, this->m_nc, 1);
-    thread_local Buffer a_buf, b_buf;
-    this->m_blockA = a_buf.get(this->m_mc * this->m_kc);
-    this->m_blockB = b_buf.get(this->m_kc * this->m_nc);
-  }
-
- private:
-  struct Buffer {
-    T* data = nullptr;
-    Eigen::Index size = 0;
-    ~Buffer() { Eigen::internal::aligned_free(data); }
-    T* get(Eigen::Index n) {
-      if (n > size) {
-        Eigen::internal::aligned_free(data);
-        data = static_cast<T*>(Eigen::internal::aligned_malloc(static_cast<std::size_t>(n) * sizeof(T)));
-        size = n;
-      }
-      return data;
-    }
-  };
-};
-
-// Column-major view of the row-major product: C^T [n, m] = op(B)^T [n, k] * op(A)^T [k, m].
-template <class T, int LhsOrder, int RhsOrder>
-void gemm_colmajor(Eigen::Index rows, Eigen::Index cols, Eigen::Index depth, const T* lhs, Eigen::Index lhs_ld,
-                   const T* rhs, Eigen::Index rhs_ld, T* res, Eigen::Index res_ld) {
-  ReusedBlocking<T> blocking(rows, cols, depth);
-  Eigen::internal::general_matrix_matrix_product<Eigen::Index, T, LhsOrder, false, T, RhsOrder, false, Eigen::ColMajor,
-                                                 1>::run(rows, cols, depth, lhs, lhs_ld, rhs, rhs_ld, res, 1, res_ld,
-                                                         T(1), blocking, nullptr);
-}
-
-// C rows [lo, hi) (split_rows) or columns [lo, hi) of C = op(A) @ op(B), all row-major.
-template <class T>
-void gemm_block(const T* a, const T* b, T* c, std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb,
-                bool split_rows, std::int64_t lo, std::int64_t hi) {
-  const std::int64_t bm = split_rows ? hi - lo : m, bn = split_rows ? n : hi - lo;
-  if (bm < 16 || bn < 16 || k < 16) {
-    // Thin or small: Eigen's expression picks a lazy product or GEMV (no big packing buffers).
-    Map<T> C(c, m, n);
-    auto run = [&](const auto& A, const auto& B) {
-      if (split_rows) C.middleRows(lo, hi - lo).noalias() = A.middleRows(lo, hi - lo) * B;
-      else C.middleCols(lo, hi - lo).noalias() = A * B.middleCols(lo, hi - lo);
-    };
-    if (!ta && !tb) run(ConstMap<T>(a, m, k), ConstMap<T>(b, k, n));
-    else if (ta && !tb) run(ConstMap<T>(a, k, m).transpose(), ConstMap<T>(b, k, n));
-    else if (!ta && tb) run(ConstMap<T>(a, m, k), ConstMap<T>(b, n, k).transpose());
-    else run(ConstMap<T>(a, k, m).transpose(), ConstMap<T>(b, n, k).transpose());
-    return;
-  }
-  // Lhs = op(B)^T: column-major [n, k] ld n, or row-major ld k when B is transposed.
-  // Rhs = op(A)^T: column-major [k, m] ld k, or row-major ld m when A is transposed.
-  const T* lhs = b;
-  const T* rhs = a;
-  Eigen::Index rows = n, cols = m;
-  T* res = c;
-  if (split_rows) {
-    rhs += ta ? lo : lo * k;
-    res += lo * n;
-    cols = hi - lo;
-    std::fill(res, res + cols * n, T(0));
-  } else {
-    lhs += tb ? lo * k : lo;
-    res += lo;
-    rows = hi - lo;
-    for (std::int64_t i = 0; i < m; ++i) std::fill(res + i * n, res + i * n + rows, T(0));
-  }
-  constexpr int kCol = Eigen::ColMajor, kRow = Eigen::RowMajor;
-  if (!ta && !tb) gemm_colmajor<T, kCol, kCol>(rows, cols, k, lhs, n, rhs, k, res, n);
-  else if (ta && !tb) gemm_colmajor<T, kCol, kRow>(rows, cols, k, lhs, n, rhs, m, res, n);
-  else if (!ta && tb) gemm_colmajor<T, kRow, kCol>(rows, cols, k, lhs, k, rhs, k, res, n);
-  else gemm_colmajor<T, kRow, kRow>(rows, cols, k, lhs, k, rhs, m, res, n);
-}
-
-}  // namespace
+using internal::ConstMap;
+using internal::Map;
 
 void configure_eigen_cache() {
   static std::once_flag once;
   std::call_once(once, [] {
-    std::ptrdiff_t l1 = 0, l2 = 0, l3 = 0;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-      std::ifstream lf(dir + "level"), tf(dir + "type");
-      int level = 0;
-      std::string type;
-      if (!(lf >> level) || !(tf >> type) || type == "Instruction") continue;
-      const std::ptrdiff_t size = read_cache_size(dir + "size");
-      if (level == 1) l1 = size;
-      else if (level == 2) l2 = size;
-      else if (level == 3) l3 = size;
-    }
-    if (l1 > 0 && l2 > 0) Eigen::setCpuCacheSizes(l1, l2, l3 > 0 ? l3 : l2);
+    const internal::CacheSizes& s = internal::cpu_cache_sizes();
+    if (s.l1 > 0 && s.l2 > 0) Eigen::setCpuCacheSizes(s.l1, s.l2, s.l3 > 0 ? s.l3 : s.l2);
   });
 }
+
+#if TAPEFLOW_GEMM_AVX2
+namespace {
+
+// Products that Eigen's GEMV / lazy products run faster than the 6 x 16 (6 x 8) register tile:
+// fewer than 6 rows or columns (one partial tile, B or A packed for little reuse) and tiny ones.
+// Measured over m, n in 1..512, k in 8..512: Eigen wins by up to 10x at n = 1, ours by 1.2-2.5x
+// from m, n >= 6 (bench/kernels_bench.cc has the model shapes).
+bool eigen_is_faster(std::int64_t m, std::int64_t k, std::int64_t n) { return n < 6 || m < 6 || m * n * k < 1000; }
+
+template <class T>
+void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
+                 bool ta, bool tb, std::int64_t a_batch_stride, std::int64_t b_batch_stride) {
+  const std::int64_t lda = ta ? m : k, ldb = tb ? k : n, work = m * n * k;
+  // Rows [r0, r1) x columns [c0, c1) of product i.
+  auto block = [&](std::int64_t i, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    const T* ai = a + i * a_batch_stride;
+    const T* bi = b + i * b_batch_stride;
+    internal::gemm_avx2(r1 - r0, c1 - c0, k, ta ? ai + r0 : ai + r0 * lda, lda, ta, tb ? bi + c0 * ldb : bi + c0,
+                        ldb, tb, c + i * m * n + r0 * n + c0, n);
+  };
+  // Parts per product: enough that batch * parts spreads evenly over the threads, each part
+  // worth a task. Cutting rows repacks B in every part, cutting columns repacks A: cut the
+  // dimension that repacks the smaller operand, on micro-tile edges.
+  const std::int64_t threads = num_threads();
+  const bool split_rows = m >= n;
+  const std::int64_t unit = split_rows ? internal::kGemmMR : internal::kGemmNR<T>, dim = split_rows ? m : n;
+  const std::int64_t units = (dim + unit - 1) / unit;
+  std::int64_t parts = batch >= 4 * threads ? 1 : threads / std::gcd(batch, threads);
+  parts = std::clamp<std::int64_t>(std::min(parts, work / kMatmulSerialWork), 1, units);
+  const std::int64_t grain = std::max<std::int64_t>(1, kMatmulSerialWork * parts / work);
+  parallel_for(batch * parts, grain, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t t = s; t < e; ++t) {
+      const std::int64_t i = t / parts, q = t % parts;
+      const std::int64_t lo = std::min(dim, units * q / parts * unit), hi = std::min(dim, units * (q + 1) / parts * unit);
+      if (hi <= lo) continue;
+      if (split_rows) block(i, lo, hi, 0, n);
+      else block(i, 0, m, lo, hi);
+    }
+  });
+}
+
+}  // namespace
+#endif
 
 template <class T>
 void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
@@ -150,40 +81,14 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
     std::fill(c, c + batch * m * n, T(0));
     return;
   }
-  configure_eigen_cache();
-  const std::int64_t work = m * n * k;
-  const std::int64_t mn = m * n;
-  auto one = [&](std::int64_t i, bool split_rows, std::int64_t lo, std::int64_t hi) {
-    gemm_block(a + i * a_batch_stride, b + i * b_batch_stride, c + i * mn, m, k, n, transpose_a, transpose_b,
-               split_rows, lo, hi);
-  };
-  const int threads = num_threads();
-  if (work * batch < kMatmulSerialWork || threads <= 1) {
-    for (std::int64_t i = 0; i < batch; ++i) one(i, true, 0, m);
+#if TAPEFLOW_GEMM_AVX2
+  if (!eigen_is_faster(m, k, n)) {
+    matmul_avx2(a, b, c, batch, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride);
     return;
   }
-  if (batch >= threads || work < kMatmulSerialWork) {
-    // Parallel over whole products.
-    const std::int64_t grain = std::max<std::int64_t>(1, kMatmulSerialWork / work);
-    parallel_for(batch, grain, [&](std::int64_t s, std::int64_t e) {
-      for (std::int64_t i = s; i < e; ++i) one(i, true, 0, m);
-    });
-    return;
-  }
-  // Split the larger output dimension of each product into one block per thread.
-  const bool split_rows = m >= n;
-  const std::int64_t dim = split_rows ? m : n;
-  const std::int64_t tasks = std::min<std::int64_t>(threads, std::max<std::int64_t>(1, dim / 16));
-  for (std::int64_t i = 0; i < batch; ++i) {
-    parallel_for(tasks, 1, [&](std::int64_t s, std::int64_t e) {
-      for (std::int64_t t = s; t < e; ++t) {
-        // Block edges on multiples of 8 keep Eigen's packed panels aligned.
-        auto edge = [&](std::int64_t u) { return u == tasks ? dim : std::min(dim, (dim * u / tasks + 7) / 8 * 8); };
-        const std::int64_t lo = edge(t), hi = edge(t + 1);
-        if (hi > lo) one(i, split_rows, lo, hi);
-      }
-    });
-  }
+#endif
+  internal::matmul_eigen(a, b, c, batch, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride,
+                         internal::EigenSplit::kFixed);
 }
 
 template <class T>

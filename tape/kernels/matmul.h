@@ -1,15 +1,20 @@
-// Batched dense matrix products and linear solves (Eigen GEMM / LU, split into oneTBB tasks).
+// Batched dense matrix products (own AVX2/FMA GEMM, Eigen for thin ones) and linear solves (Eigen LU).
 // Shapes:   matmul: for each b < batch, C_b [m, n] = op(A_b) @ op(B_b) with op(A_b) [m, k] and
 //           op(B_b) [k, n]; op = transpose when the flag is set (A_b is then stored [k, m]).
 //           A_b = a + b * a_batch_stride (stride 0 broadcasts one matrix), same for B;
-//           C is contiguous [batch, m, n]. All row-major.
+//           C is contiguous [batch, m, n] and overwritten (k = 0 gives zeros). All row-major.
 //           solve: a [n, n], b [n, nrhs] -> x [n, nrhs].
 // DTypes:   float, double.
-// Facts:    Products with m*n*k < kMatmulSerialWork run single-threaded with no task overhead;
-//           larger ones split the larger output dimension (or the batch) into one task per thread.
-//           Eigen's cache sizes are set from /sys on the first call (configure_eigen_cache).
-//           Results repeat bit for bit at a fixed thread count; the split (and so the last bits
-//           of edge rows) may change with the thread count.
+// Facts:    With AVX2 + FMA (internal/gemm_avx2.h) products run on a packed GEMM with a 6 x 16
+//           (float) / 6 x 8 (double) register tile; thin ones (n < 8 or m < 4) and tiny ones
+//           (m*n*k < 1000) on Eigen's GEMV / lazy products, which measure faster there. Without
+//           AVX2 + FMA everything runs on Eigen's GEMM (internal/gemm.h).
+//           Parallel over products and over row or column blocks of C (oneTBB, num_threads()),
+//           tasks of >= kMatmulSerialWork multiply-adds; smaller calls run on the calling thread.
+//           Deterministic: only the outputs are partitioned, never K; each element of C sums its
+//           k products in one fixed order (Eigen's products on blocks fixed by the shape alone),
+//           so results are bitwise identical for any thread count.
+//           Eigen's cache sizes are set from /sys on the first Eigen product (configure_eigen_cache).
 // Errors:   solve: std::invalid_argument("solve: matrix is singular ...") for a singular or
 //           non-finite system.
 // Ref:      tf.linalg.matmul, tf.linalg.solve
@@ -19,7 +24,8 @@
 
 namespace tapeflow::kernels {
 
-inline constexpr std::int64_t kMatmulSerialWork = 32 * 1024;
+// Multiply-adds below which a product runs on the calling thread, and the least work per task.
+inline constexpr std::int64_t kMatmulSerialWork = 128 * 1024;
 
 template <class T>
 void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,

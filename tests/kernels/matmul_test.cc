@@ -4,13 +4,16 @@
 
 #include <Eigen/Core>
 
-#include <fstream>
-#include <string>
-
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
 #include <vector>
 
+#include "tape/core/random.h"
+#include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/parallel.h"
 #include "tests/kernels/reference.h"
 
@@ -23,13 +26,14 @@ using testref::random_vector;
 template <class T>
 std::vector<double> ref_matmul(const T* a, const T* b, std::int64_t m, std::int64_t k, std::int64_t n, bool ta,
                                bool tb) {
-  std::vector<double> c(m * n, 0.0);
+  std::vector<double> ad(m * k), bd(k * n), c(m * n, 0.0);
   for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double s = 0;
-      for (std::int64_t p = 0; p < k; ++p) s += double(ta ? a[p * m + i] : a[i * k + p]) * double(tb ? b[j * k + p] : b[p * n + j]);
-      c[i * n + j] = s;
-    }
+    for (std::int64_t p = 0; p < k; ++p) ad[i * k + p] = ta ? a[p * m + i] : a[i * k + p];
+  for (std::int64_t p = 0; p < k; ++p)
+    for (std::int64_t j = 0; j < n; ++j) bd[p * n + j] = tb ? b[j * k + p] : b[p * n + j];
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t p = 0; p < k; ++p)
+      for (std::int64_t j = 0; j < n; ++j) c[i * n + j] += ad[i * k + p] * bd[p * n + j];
   return c;
 }
 
@@ -89,6 +93,151 @@ TEST(Matmul, ParallelProductRepeatsBitwise) {
   matmul(a.data(), b.data(), c2.data(), 1, m, k, n, false, false, 0, 0);
   EXPECT_EQ(0, std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)));
 }
+
+// Tolerance for a k-term product of values in [-1, 1]: k roundings of partial sums <= k.
+template <class T>
+double sum_tol(std::int64_t k) {
+  return 4.0 * double(std::numeric_limits<T>::epsilon()) * double(k + 1);
+}
+
+// Every size from 1 to ~70 in each of m, k, n crosses the micro-tile edges (6 rows, 16 floats or
+// 8 doubles) and the Eigen / AVX2 dispatch; C starts as NaN to check that it is overwritten.
+template <class T>
+void random_shapes(std::uint64_t seed, int count) {
+  Generator g(seed);
+  for (int t = 0; t < count; ++t) {
+    double u[5];
+    g.fill_uniform(u, 5, 0.0, 1.0);
+    const std::int64_t m = 1 + std::int64_t(u[0] * 70), k = 1 + std::int64_t(u[1] * 70), n = 1 + std::int64_t(u[2] * 70);
+    const bool ta = u[3] < 0.5, tb = u[4] < 0.5;
+    auto a = random_vector<T>(m * k, seed + 2 * t), b = random_vector<T>(k * n, seed + 2 * t + 1);
+    std::vector<T> c(m * n, std::numeric_limits<T>::quiet_NaN());
+    matmul(a.data(), b.data(), c.data(), 1, m, k, n, ta, tb, 0, 0);
+    const auto want = ref_matmul(a.data(), b.data(), m, k, n, ta, tb);
+    for (std::int64_t j = 0; j < m * n; ++j)
+      ASSERT_NEAR(double(c[j]), want[j], sum_tol<T>(k)) << "m" << m << " k" << k << " n" << n << " ta" << ta << " tb" << tb;
+  }
+}
+
+TEST(Matmul, RandomShapesMatchFloat64Reference) {
+  random_shapes<float>(11, 250);
+  random_shapes<double>(12, 150);
+}
+
+TEST(Matmul, EveryEdgeOfTheMicroTile) {
+  // m and n through two micro-tiles (MR = 6, NR = 16 / 8) with every transpose flag.
+  for (std::int64_t m = 1; m <= 13; ++m)
+    for (std::int64_t n = 1; n <= 33; ++n)
+      for (int f = 0; f < 4; ++f) {
+        check<float>(1, m, 29, n, f & 1, f & 2, false, false, sum_tol<float>(29));
+        if (n <= 17) check<double>(1, m, 35, n, f & 1, f & 2, false, false, sum_tol<double>(35));
+      }
+}
+
+TEST(Matmul, LargerThanTheCacheBlocks) {
+  // k = 700 spans several K blocks, m = 300 several row blocks; n = 530 is not a tile multiple.
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) check<float>(1, 300, 700, 530, ta, tb, false, false, sum_tol<float>(700));
+  check<double>(1, 301, 523, 77, true, false, false, false, sum_tol<double>(523));
+  // Wider than one column block of packed B.
+  check<float>(1, 13, 300, 8500, false, true, false, false, sum_tol<float>(300));
+}
+
+TEST(Matmul, BatchedStridesAndBroadcastBothKernels) {
+  for (int f = 0; f < 4; ++f) {
+    const bool ta = f & 1, tb = f & 2;
+    check<float>(3, 40, 50, 37, ta, tb, false, false, sum_tol<float>(50));
+    check<float>(5, 7, 33, 20, ta, tb, true, false, sum_tol<float>(33));
+    check<double>(4, 19, 8, 29, ta, tb, false, true, sum_tol<double>(8));
+    check<double>(2, 64, 64, 3, ta, tb, true, true, sum_tol<double>(64));  // thin: Eigen's path
+  }
+}
+
+// C for every thread count must be the bits of the single-threaded run: only M and N are cut,
+// and each element's K order is fixed.
+template <class T>
+void same_bits_for_any_thread_count(std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n, bool ta,
+                                    bool tb, bool bcast_b) {
+  auto a = random_vector<T>(batch * m * k, 21);
+  auto b = random_vector<T>((bcast_b ? 1 : batch) * k * n, 22);
+  std::vector<T> want(batch * m * n), got(batch * m * n);
+  const int prev = set_num_threads(1);
+  matmul(a.data(), b.data(), want.data(), batch, m, k, n, ta, tb, m * k, bcast_b ? 0 : k * n);
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    matmul(a.data(), b.data(), got.data(), batch, m, k, n, ta, tb, m * k, bcast_b ? 0 : k * n);
+    EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(T)))
+        << "threads " << threads << " batch " << batch << " m" << m << " k" << k << " n" << n;
+  }
+  set_num_threads(prev);
+}
+
+TEST(Matmul, BitwiseEqualAcrossThreadCounts) {
+  same_bits_for_any_thread_count<float>(1, 131, 300, 97, false, false, false);  // rows cut
+  same_bits_for_any_thread_count<float>(1, 50, 270, 301, true, true, false);    // columns cut
+  same_bits_for_any_thread_count<float>(3, 64, 64, 64, false, true, true);      // batch 3: products cut too
+  same_bits_for_any_thread_count<double>(1, 257, 129, 65, true, false, false);
+  same_bits_for_any_thread_count<float>(1, 4000, 64, 1, false, false, false);   // GEMV (Eigen)
+  same_bits_for_any_thread_count<float>(1, 2, 300, 2000, false, true, false);   // two rows (Eigen)
+  same_bits_for_any_thread_count<double>(7, 30, 40, 5, true, false, false);     // thin batch (Eigen)
+}
+
+#if TAPEFLOW_GEMM_AVX2
+// The property the parallel split relies on: any partition of C into gemm_avx2 calls gives the
+// bits of one call.
+template <class T>
+void blocks_equal_whole(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb) {
+  auto a = random_vector<T>(m * k, 31), b = random_vector<T>(k * n, 32);
+  const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  std::vector<T> whole(m * n), parts(m * n);
+  internal::gemm_avx2(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n);
+  const std::int64_t rows[] = {0, 5, 17, m}, cols[] = {0, 3, 40, n};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) {
+      const std::int64_t r0 = rows[i], c0 = cols[j];
+      internal::gemm_avx2(rows[i + 1] - r0, cols[j + 1] - c0, k, ta ? a.data() + r0 : a.data() + r0 * lda, lda, ta,
+                          tb ? b.data() + c0 * ldb : b.data() + c0, ldb, tb, parts.data() + r0 * n + c0, n);
+    }
+  EXPECT_EQ(0, std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(T))) << "m" << m << " k" << k << " n" << n;
+}
+
+TEST(GemmAvx2, AnyPartitionOfCGivesTheSameBits) {
+  for (int f = 0; f < 4; ++f) {
+    blocks_equal_whole<float>(61, 530, 75, f & 1, f & 2);
+    blocks_equal_whole<double>(45, 290, 51, f & 1, f & 2);
+  }
+}
+
+// gemm_avx2 directly (matmul sends thin products to Eigen): every edge of the micro-tile with one
+// and with several K blocks, C with a row stride wider than n whose extra columns stay untouched.
+template <class T>
+void check_gemm_avx2(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb) {
+  auto a = random_vector<T>(m * k, 41), b = random_vector<T>(k * n, 42);
+  const std::int64_t ldc = n + 3;
+  std::vector<T> c(m * ldc, std::numeric_limits<T>::quiet_NaN());
+  internal::gemm_avx2(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
+  const auto want = ref_matmul(a.data(), b.data(), m, k, n, ta, tb);
+  for (std::int64_t i = 0; i < m; ++i) {
+    for (std::int64_t j = 0; j < n; ++j)
+      ASSERT_NEAR(double(c[i * ldc + j]), want[i * n + j], sum_tol<T>(k))
+          << "m" << m << " k" << k << " n" << n << " ta" << ta << " tb" << tb;
+    for (std::int64_t j = n; j < ldc; ++j) ASSERT_TRUE(std::isnan(c[i * ldc + j])) << "wrote past n at row " << i;
+  }
+}
+
+TEST(GemmAvx2, EveryEdgeOfTheMicroTile) {
+  for (std::int64_t m = 1; m <= 13; ++m)
+    for (std::int64_t n = 1; n <= 33; ++n)
+      for (int f = 0; f < 4; ++f) {
+        check_gemm_avx2<float>(m, 1 + (m * n) % 11, n, f & 1, f & 2);
+        if (n <= 17) check_gemm_avx2<double>(m, 1 + (m + n) % 7, n, f & 1, f & 2);
+      }
+  for (int f = 0; f < 4; ++f) {
+    check_gemm_avx2<float>(13, 600, 35, f & 1, f & 2);  // several K blocks: the tiles accumulate
+    check_gemm_avx2<double>(7, 700, 19, f & 1, f & 2);
+  }
+}
+#endif
 
 TEST(Solve, KnownAnswer) {
   // [[2, 1], [1, 3]] x = [[3, 5], [5, 10]] -> x = [[0.8, 1], [1.4, 3]]

@@ -1,0 +1,40 @@
+// Packed GEMM for AVX2 + FMA (GotoBLAS / BLIS scheme), float and double, row-major.
+// Shapes:   C [m, n] (row stride ldc) = op(A) [m, k] @ op(B) [k, n], with
+//           op(A)(i, p) = ta ? a[p * lda + i] : a[i * lda + p] and
+//           op(B)(p, j) = tb ? b[j * ldb + p] : b[p * ldb + j]. C is overwritten (beta = 0);
+//           m, n, k >= 1.
+// Facts:    Only defined when the compiler targets AVX2 and FMA (TAPEFLOW_GEMM_AVX2 is then 1).
+//           Register tile kGemmMR x kGemmNR (6 x 16 floats / 6 x 8 doubles, 12 ymm accumulators,
+//           A broadcast, B loaded); B packed in KC x NR panels, A in MC x KC blocks of MR-row
+//           panels (read in place when n <= 2 NR and A is not transposed); KC, MC, NC from the
+//           cache sizes in /sys (cpu_cache_sizes).
+//           Serial on the calling thread; packing buffers are thread_local and only grow, so
+//           repeated calls do not allocate.
+//           Each element of C is one FMA chain c = fma(a_p, b_p, c) over p = 0, 1, ..., k-1
+//           from c = 0; between K blocks the chain goes through C unchanged. Its bits therefore
+//           depend on neither the blocking, nor m, n, nor the tile it falls in: callers may
+//           split C into calls (threads) freely and get the same result.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#define TAPEFLOW_GEMM_AVX2 1
+#else
+#define TAPEFLOW_GEMM_AVX2 0
+#endif
+
+namespace tapeflow::kernels::internal {
+
+#if TAPEFLOW_GEMM_AVX2
+// Micro-tile rows (MR) and columns (NR) of the kernel for T.
+inline constexpr std::int64_t kGemmMR = 6;
+template <class T>
+inline constexpr std::int64_t kGemmNR = 32 / sizeof(T) * 2;
+
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, const T* b,
+               std::int64_t ldb, bool tb, T* c, std::int64_t ldc);
+#endif
+
+}  // namespace tapeflow::kernels::internal
