@@ -1,9 +1,13 @@
 #include "tape/kernels/nn.h"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "tape/kernels/parallel.h"
 
@@ -34,7 +38,74 @@ void for_rows(std::int64_t rows, std::int64_t cols, F&& f) {
                });
 }
 
+// Runs f(begin, end) over [0, n) in parallel chunks of at least kElementwiseGrain.
+template <class F>
+void for_chunks(std::int64_t n, F&& f) {
+  parallel_for(n, kElementwiseGrain, std::forward<F>(f));
+}
+
+// The element loops take restrict pointers and scalars by value, and load both select operands
+// unconditionally: a conditional load or multiply is control flow GCC will not vectorize (it may
+// trap), so the leaky selects are written with Eigen's packet ops (8 floats with AVX).
+template <class T>
+void tanh_grad_run(const T* __restrict y, const T* __restrict dy, T* __restrict dx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+}
+template <class T>
+void relu_grad_run(const T* __restrict dy, const T* __restrict y, T* __restrict dx, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const T d = dy[i];
+    dx[i] = y[i] > T(0) ? d : T(0);
+  }
+}
+// out = x > 0 ? v : alpha·v (leaky_relu: v = x; leaky_relu_grad: v = dy).
+template <class T>
+void leaky_select_run(const T* __restrict x, const T* __restrict v, T alpha, T* __restrict out, std::int64_t n) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const P zero = ei::pset1<P>(T(0)), pa = ei::pset1<P>(alpha);
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const P vi = ei::ploadu<P>(v + i);
+    ei::pstoreu(out + i, ei::pselect(ei::pcmp_lt(zero, ei::ploadu<P>(x + i)), vi, ei::pmul(pa, vi)));
+  }
+  for (; i < n; ++i) out[i] = x[i] > T(0) ? v[i] : alpha * v[i];
+}
+
 }  // namespace
+
+template <class T>
+void tanh(const T* x, T* y, std::int64_t n) {
+  for_chunks(n, [x, y](std::int64_t b, std::int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      // Eigen's packet tanh (8 lanes with AVX); its scalar tail uses the same approximation.
+      Eigen::Map<Eigen::ArrayXf>(y + b, e - b) = Eigen::Map<const Eigen::ArrayXf>(x + b, e - b).tanh();
+    } else {
+      for (std::int64_t i = b; i < e; ++i) y[i] = std::tanh(x[i]);
+    }
+  });
+}
+
+template <class T>
+void tanh_grad(const T* y, const T* dy, T* dx, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { tanh_grad_run(y + b, dy + b, dx + b, e - b); });
+}
+
+template <class T>
+void relu_grad(const T* dy, const T* y, T* dx, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { relu_grad_run(dy + b, y + b, dx + b, e - b); });
+}
+
+template <class T>
+void leaky_relu(const T* x, T alpha, T* y, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { leaky_select_run(x + b, x + b, alpha, y + b, e - b); });
+}
+
+template <class T>
+void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { leaky_select_run(x + b, dy + b, alpha, dx + b, e - b); });
+}
 
 template <class T>
 void softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y) {
@@ -81,6 +152,16 @@ void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, st
     }
   });
 }
+
+#define TAPEFLOW_ACTIVATIONS(T)                                                \
+  template void tanh<T>(const T*, T*, std::int64_t);                           \
+  template void tanh_grad<T>(const T*, const T*, T*, std::int64_t);            \
+  template void relu_grad<T>(const T*, const T*, T*, std::int64_t);            \
+  template void leaky_relu<T>(const T*, T, T*, std::int64_t);                  \
+  template void leaky_relu_grad<T>(const T*, const T*, T, T*, std::int64_t);
+TAPEFLOW_ACTIVATIONS(float)
+TAPEFLOW_ACTIVATIONS(double)
+#undef TAPEFLOW_ACTIVATIONS
 
 template void softmax<float>(const float*, std::int64_t, std::int64_t, float*);
 template void softmax<double>(const double*, std::int64_t, std::int64_t, double*);

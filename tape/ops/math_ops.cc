@@ -2,7 +2,10 @@
 #include "tape/ops/math_ops.h"
 
 #include <cmath>
+#include <string>
+#include <type_traits>
 
+#include "tape/kernels/nn.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/runtime/execute.h"
@@ -33,6 +36,36 @@ T int_pow(T base, T exp) {
     exp >>= 1;
   }
   return r;
+}
+
+// Forward of an activation kernel y = f(x) (tape/kernels/nn.h) over float32/float64.
+template <typename Kernel>
+TensorList activation_forward(const char* op, std::span<const Tensor> in, Kernel kernel) {
+  ops_internal::check_arity(op, in, 1);
+  const Tensor& x = in[0];
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernel(x.data<T>(), y.mutable_data<T>(), x.num_elements());
+  });
+  return {y};
+}
+
+// Forward of an activation-gradient kernel r = f(a, b) with a and b of one shape and dtype.
+template <typename Kernel>
+TensorList activation_grad_forward(const char* op, std::span<const Tensor> in, Kernel kernel) {
+  ops_internal::check_arity(op, in, 2);
+  const Tensor &a = in[0], &b = in[1];
+  ops_internal::check_same_dtype(op, a, b);
+  if (a.shape() != b.shape())
+    throw std::invalid_argument(std::string(op) + ": inputs must have the same shape, got " +
+                                ops_internal::describe(a) + " and " + ops_internal::describe(b));
+  Tensor r = Tensor::empty(a.shape(), a.dtype());
+  dispatch_floating(a.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernel(a.data<T>(), b.data<T>(), r.mutable_data<T>(), a.num_elements());
+  });
+  return {r};
 }
 
 }  // namespace
@@ -93,6 +126,19 @@ Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(a, expo
 Tensor leaky_relu(const Tensor& x, double alpha) {
   static const OpDef& op = op_def("LeakyRelu");
   return execute1(op, {x}, Attrs().set("alpha", alpha));
+}
+
+Tensor tanh_grad(const Tensor& y, const Tensor& dy) {
+  static const OpDef& op = op_def("TanhGrad");
+  return execute1(op, {y, dy});
+}
+Tensor relu_grad(const Tensor& dy, const Tensor& features) {
+  static const OpDef& op = op_def("ReluGrad");
+  return execute1(op, {dy, features});
+}
+Tensor leaky_relu_grad(const Tensor& dy, const Tensor& features, double alpha) {
+  static const OpDef& op = op_def("LeakyReluGrad");
+  return execute1(op, {dy, features}, Attrs().set("alpha", alpha));
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
@@ -234,8 +280,17 @@ void register_math_ops(OpRegistry& r) {
   r.add({"Cos", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("cos", in, [](auto v) { return std::cos(v); }); },
          [](C c, G g) { return TensorList{negative(g[0]) * sin(c.input(0))}; }});
   // tanh' = 1 - y²; sigmoid' = y (1 - y): both from the saved output.
-  r.add({"Tanh", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("tanh", in, [](auto v) { return std::tanh(v); }); },
-         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{g[0] * (1.0 - y * y)}; }, kSaveOutputs});
+  r.add({"Tanh", [](In in, const Attrs&) { return activation_forward("tanh", in, [](auto x, auto y, auto n) { kernels::tanh(x, y, n); }); },
+         [](C c, G g) { return TensorList{tanh_grad(c.output(0), g[0])}; }, kSaveOutputs});
+  // Inputs {y, dy}. d/dy = -2 g dy y; d/ddy = tanh_grad(y, g) (TF's _TanhGradGrad).
+  r.add({"TanhGrad",
+         [](In in, const Attrs&) {
+           return activation_grad_forward("tanh_grad", in, [](auto y, auto dy, auto dx, auto n) { kernels::tanh_grad(y, dy, dx, n); });
+         },
+         [](C c, G g) {
+           const Tensor &y = c.input(0), &dy = c.input(1);
+           return TensorList{g[0] * dy * y * (-2.0), tanh_grad(y, g[0])};
+         }});
   r.add({"Sigmoid",
          [](In in, const Attrs&) {
            return unary_forward<Kinds::kFloat>("sigmoid", in, [](auto v) {
@@ -246,8 +301,13 @@ void register_math_ops(OpRegistry& r) {
          [](C c, G g) { const Tensor& y = c.output(0); return TensorList{g[0] * y * (1.0 - y)}; }, kSaveOutputs});
   // relu' = 1 where y > 0 (TF's ReluGrad); the mask is constant, so relu'' = 0.
   r.add({"Relu", [](In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("relu", in, [](auto v) { return v > 0 ? v : decltype(v)(0); }); },
-         [](C c, G g) { const Tensor& y = c.output(0); return TensorList{where(greater(y, zeros_like(y)), g[0], zeros_like(g[0]))}; },
-         kSaveOutputs});
+         [](C c, G g) { return TensorList{relu_grad(g[0], c.output(0))}; }, kSaveOutputs});
+  // Inputs {dy, features}: the mask is constant, so features get no gradient (TF's _ReluGradGrad).
+  r.add({"ReluGrad",
+         [](In in, const Attrs&) {
+           return activation_grad_forward("relu_grad", in, [](auto dy, auto f, auto dx, auto n) { kernels::relu_grad(dy, f, dx, n); });
+         },
+         [](C c, G g) { return TensorList{relu_grad(g[0], c.input(1)), Tensor()}; }});
   // elu' = 1 where x > 0, else y + 1.
   r.add({"Elu", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("elu", in, [](auto v) { return v > 0 ? v : std::expm1(v); }); },
          [](C c, G g) {
@@ -255,15 +315,26 @@ void register_math_ops(OpRegistry& r) {
            return TensorList{where(greater(x, zeros_like(x)), g[0], g[0] * (y + 1.0))};
          },
          kSaveAll});
+  // alpha is cast to the dtype first, as TF's LeakyRelu kernel does.
   r.add({"LeakyRelu",
          [](In in, const Attrs& at) {
-           double alpha = at.get_float("alpha");
-           return unary_forward<Kinds::kFloat>("leaky_relu", in, [alpha](auto v) { return v > 0 ? v : static_cast<decltype(v)>(alpha * v); });
+           const double alpha = at.get_float("alpha");
+           return activation_forward("leaky_relu", in, [alpha](auto x, auto y, auto n) {
+             using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
+             kernels::leaky_relu(x, static_cast<T>(alpha), y, n);
+           });
          },
-         [](C c, G g) {
-           const Tensor& x = c.input(0);
-           return TensorList{where(greater(x, zeros_like(x)), g[0], g[0] * c.attrs().get_float("alpha"))};
-         }});
+         [](C c, G g) { return TensorList{leaky_relu_grad(g[0], c.input(0), c.attrs().get_float("alpha"))}; }});
+  // Inputs {dy, features}; features get no gradient (TF's _LeakyReluGradGrad).
+  r.add({"LeakyReluGrad",
+         [](In in, const Attrs& at) {
+           const double alpha = at.get_float("alpha");
+           return activation_grad_forward("leaky_relu_grad", in, [alpha](auto dy, auto f, auto dx, auto n) {
+             using T = std::remove_cv_t<std::remove_pointer_t<decltype(dy)>>;
+             kernels::leaky_relu_grad(dy, f, static_cast<T>(alpha), dx, n);
+           });
+         },
+         [](C c, G g) { return TensorList{leaky_relu_grad(g[0], c.input(1), c.attrs().get_float("alpha")), Tensor()}; }});
   // softplus' = sigmoid(x).
   r.add({"Softplus",
          [](In in, const Attrs&) {

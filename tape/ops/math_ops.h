@@ -41,13 +41,33 @@ Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
+// Facts: float32 uses the vectorized rational approximation TF's CPU kernel uses (< 5 ulp,
+//        exactly ±1 for |x| >= 8); float64 is std::tanh. Gradient: tanh_grad(y, g).
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
+// Gradient: relu_grad(g, y).
 Tensor relu(const Tensor& x);
 // x if x > 0 else alpha·(exp(x) - 1), alpha = 1 (tf.nn.elu).
 Tensor elu(const Tensor& x);
-// x if x > 0 else alpha·x (tf.nn.leaky_relu, default alpha 0.2).
+// x if x > 0 else alpha·x (tf.nn.leaky_relu, default alpha 0.2). alpha is applied in x's dtype,
+// as TF's kernel does. Gradient: leaky_relu_grad(g, x, alpha).
 Tensor leaky_relu(const Tensor& x, double alpha = 0.2);
+
+// The activation-gradient ops (TF's raw TanhGrad, ReluGrad, LeakyReluGrad): one fused pass each
+// instead of a chain of selects and products. Differentiable again (second order):
+//   tanh_grad:       d/dy = -2·g·dy·y, d/ddy = tanh_grad(y, g)  (TF's _TanhGradGrad)
+//   relu_grad:       d/ddy = relu_grad(g, features); features get no gradient (a constant mask)
+//   leaky_relu_grad: d/ddy = leaky_relu_grad(g, features, alpha); features get none
+// Shapes:   both inputs have the same shape (no broadcasting); the result has it too.
+// DTypes:   float32, float64; both inputs the same.
+// Errors:   std::invalid_argument naming the op and both inputs when shapes or dtypes differ.
+// Ref:      tf.raw_ops.TanhGrad, tf.raw_ops.ReluGrad, tf.raw_ops.LeakyReluGrad
+// dy·(1 - y²) from the tanh output y.
+Tensor tanh_grad(const Tensor& y, const Tensor& dy);
+// dy where features > 0, else 0 (features: the relu input or output).
+Tensor relu_grad(const Tensor& dy, const Tensor& features);
+// dy where features > 0, else alpha·dy (features: the leaky_relu input).
+Tensor leaky_relu_grad(const Tensor& dy, const Tensor& features, double alpha = 0.2);
 // log(1 + exp(x)), computed stably.
 Tensor softplus(const Tensor& x);
 // Round half to even (tf.math.round). No gradient.

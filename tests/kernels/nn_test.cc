@@ -86,5 +86,66 @@ TEST(SparseSoftmaxXent, BadLabelNamesLabelAndCols) {
   EXPECT_THROW(sparse_softmax_xent(x, neg, 2, 3, loss, back), std::invalid_argument);
 }
 
+// Distance in float ulps between y and the correctly rounded reference.
+double ulps(float y, double ref) {
+  const float r = static_cast<float>(ref);
+  const double ulp = std::nextafter(std::abs(r), INFINITY) - std::abs(r);
+  return std::abs(double(y) - ref) / ulp;
+}
+
+TEST(Tanh, FloatWithinFiveUlpAndSaturates) {
+  // 200,001 points over [-10, 10] plus the special values; n > kElementwiseGrain runs in parallel.
+  std::vector<float> x;
+  for (int i = -100000; i <= 100000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
+  const std::vector<float> special = {0.f, -0.f, 1e-30f, 3e-4f, 8.f, -8.f, 30.f, INFINITY, -INFINITY};
+  x.insert(x.end(), special.begin(), special.end());
+  std::vector<float> y(x.size());
+  tanh(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_LT(ulps(y[i], std::tanh(double(x[i]))), 5.0) << "x = " << x[i];
+  const std::size_t s = x.size() - special.size();
+  EXPECT_TRUE(std::signbit(y[s + 1]));  // tanh(-0) = -0
+  EXPECT_EQ(y[s + 2], 1e-30f);
+  EXPECT_EQ(y[s + 4], 1.f);
+  EXPECT_EQ(y[s + 5], -1.f);
+  EXPECT_EQ(y[s + 7], 1.f);
+  EXPECT_EQ(y[s + 8], -1.f);
+  const float nan = NAN;
+  float out = 0;
+  tanh(&nan, &out, 1);
+  EXPECT_TRUE(std::isnan(out));
+}
+
+TEST(Tanh, DoubleIsStdTanh) {
+  auto x = random_vector<double>(1000, 3, -6, 6);
+  std::vector<double> y(x.size());
+  tanh(x.data(), y.data(), 1000);
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], std::tanh(x[i]));
+}
+
+template <class T>
+void check_activation_grads(std::int64_t n) {
+  auto x = random_vector<T>(n, 4, -2, 2), dy = random_vector<T>(n, 5, -1, 1);
+  x[0] = T(0);  // the kink counts as the negative side
+  const T alpha = T(0.3);
+  std::vector<T> y(x.size()), lr(x.size()), lrg(x.size()), rg(x.size()), tg(x.size());
+  tanh(x.data(), y.data(), n);
+  leaky_relu(x.data(), alpha, lr.data(), n);
+  leaky_relu_grad(dy.data(), x.data(), alpha, lrg.data(), n);
+  relu_grad(dy.data(), x.data(), rg.data(), n);
+  tanh_grad(y.data(), dy.data(), tg.data(), n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(lr[i], x[i] > 0 ? x[i] : alpha * x[i]);
+    ASSERT_EQ(lrg[i], x[i] > 0 ? dy[i] : alpha * dy[i]);
+    ASSERT_EQ(rg[i], x[i] > 0 ? dy[i] : T(0));
+    ASSERT_NEAR(double(tg[i]), double(dy[i]) * (1 - double(y[i]) * double(y[i])), 1e-6);
+  }
+}
+
+TEST(ActivationGrads, MatchFormulasSerialAndParallel) {
+  check_activation_grads<float>(37);
+  check_activation_grads<double>(37);
+  check_activation_grads<float>(100003);  // > kElementwiseGrain: parallel chunks
+}
+
 }  // namespace
 }  // namespace tapeflow::kernels

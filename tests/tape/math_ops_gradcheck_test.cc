@@ -54,6 +54,11 @@ tf::testing::RegisterGradChecks rows({
     {"Relu", "negative side", unary(tf::relu), inputs({k23}, -1.0, -0.1)},
     {"Elu", "both sides", unary(tf::elu), inputs({k23}, -2.0, 2.0)},
     {"LeakyRelu", "both sides", [](const std::vector<tf::Tensor>& in) { return tf::leaky_relu(in[0], 0.3); }, inputs({k23})},
+    {"TanhGrad", "y inside (-1, 1)", binary(tf::tanh_grad), inputs({k23, k23}, -0.9, 0.9)},
+    {"ReluGrad", "features on both sides", binary(tf::relu_grad),
+     [] { return std::vector<tf::Tensor>{random_f64(k23, 1, -1.0, 1.0), tf::constant(std::vector<double>{-0.7, 0.4, 0.9, -0.2, 0.6, -1.0}, k23)}; }},
+    {"LeakyReluGrad", "features on both sides", [](const std::vector<tf::Tensor>& in) { return tf::leaky_relu_grad(in[0], in[1], 0.3); },
+     [] { return std::vector<tf::Tensor>{random_f64(k23, 1, -1.0, 1.0), tf::constant(std::vector<double>{-0.7, 0.4, 0.9, -0.2, 0.6, -1.0}, k23)}; }},
     {"Softplus", "", unary(tf::softplus), inputs({k23}, -3.0, 3.0)},
     {"Identity", "", unary(tf::identity), inputs({k23})},
     {"Cast", "float64 -> float64 via float32 and back", [](const std::vector<tf::Tensor>& in) {
@@ -73,7 +78,7 @@ tf::testing::RegisterGradChecks rows({
 TEST(MathOpsGradCheck, FirstAndSecondOrder) {
   tf::testing::run_gradcheck_cases({"AddV2", "Sub", "Mul", "RealDiv", "Pow", "Maximum", "Minimum", "Neg", "Square",
                                     "Sqrt", "Rsqrt", "Reciprocal", "Exp", "Log", "Abs", "Sign", "Sin", "Cos", "Tanh",
-                                    "Sigmoid", "Relu", "Elu", "LeakyRelu", "Softplus", "Identity", "Cast", "SelectV2",
+                                    "Sigmoid", "Relu", "Elu", "LeakyRelu", "TanhGrad", "ReluGrad", "LeakyReluGrad", "Softplus", "Identity", "Cast", "SelectV2",
                                     "Reshape", "BroadcastTo", "SumToShape", "Sum", "Mean", "Max", "Min"});
 }
 

@@ -19,7 +19,9 @@ void run_gradcheck_cases(const std::vector<std::string>& ops) {
     SCOPED_TRACE(c.op + ": " + c.name);
     auto inputs = c.make_inputs();
     EXPECT_TRUE(gradcheck(c.f, inputs, c.options));
-    if (c.second_order) EXPECT_TRUE(gradgradcheck(c.f, inputs, c.options));
+    if (c.second_order) {
+      EXPECT_TRUE(gradgradcheck(c.f, inputs, c.options));
+    }
   }
 }
 
