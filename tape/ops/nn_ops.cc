@@ -177,16 +177,19 @@ TensorList norm_forward(std::span<const Tensor> in, const Attrs& at) {
   Tensor y = Tensor::empty(reduced(x.shape(), axes, at.get_bool("keepdims")), x.dtype());
   dispatch_floating(x.dtype(), "norm", [&](auto tag) {
     using T = decltype(tag);
-    std::vector<T> sq(static_cast<std::size_t>(x.num_elements()));
-    kernels::map(x.data<T>(), sq.data(), x.num_elements(), [](T v) { return v * v; });
+    // Scratch from the tensor allocator: no zero-fill, and no fresh pages for big inputs.
+    const Tensor sq = Tensor::empty(x.shape(), x.dtype());
+    kernels::map(x.data<T>(), sq.mutable_data<T>(), x.num_elements(), [](T v) { return v * v; });
     T* py = y.mutable_data<T>();
-    kernels::reduce_sum(sq.data(), x.shape(), mask, py);
+    kernels::reduce_sum(sq.data<T>(), x.shape(), mask, py);
     kernels::map(py, py, y.num_elements(), [](T v) { return std::sqrt(v); });
   });
   return {y};
 }
 
-// dx = g x / n where n > 0, else 0 (the subgradient at the origin; x is 0 there as well).
+// dx = x · (g / n) where n > 0, else 0 (the subgradient at the origin). The factor g / n (or 0) is
+// formed on the reduced shape, so the full-size work is one broadcast product (and its gradient
+// one more); where n = 0 every x is 0 too (a NaN in x gives NaN there).
 TensorList norm_gradient(const GradContext& c, std::span<const Tensor> g) {
   const Tensor &x = c.input(0), &n = c.output(0);
   const Shape keep = reduced(c.input_shape(0), c.attrs().get_ints("axes"), true);
@@ -194,7 +197,7 @@ TensorList norm_gradient(const GradContext& c, std::span<const Tensor> g) {
   Tensor zero = zeros_like(nk);
   Tensor positive = greater(nk, zero);
   Tensor safe = where(positive, nk, ones_like(nk));
-  return {where(positive, x * (gk / safe), zeros_like(x))};
+  return {x * where(positive, gk / safe, zero)};
 }
 
 }  // namespace
