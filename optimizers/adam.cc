@@ -1,30 +1,48 @@
 #include "optimizers/adam.h"
 
+#include <Eigen/Core>
+
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "optimizers/internal/eigen_arrays.h"
 #include "optimizers/internal/update_loop.h"
 
 namespace tapeflow::optimizers {
 namespace {
 
-using internal::Arr;
-using internal::ConstArr;
-
-// One chunk of the Adam update (Eigen array expressions: vectorized, sqrt included).
+// One chunk of the Adam update in a single pass over w, m, v (and vhat): m and v are updated and
+// used while still in registers. Eigen's packet ops (8 floats with AVX) vectorize the sqrt and the
+// division; the operation order is that of the array expressions m += (g - m)·(1 - β1);
+// v += (g² - v)·(1 - β2); w -= m·a / (sqrt(v̂) + ε), so results are unchanged, in a third of the
+// memory passes.
 template <class T, bool kAmsgrad>
-void adam_kernel(T* w, T* m, T* v, T* vh, const T* g, std::int64_t n, T a, T eps, T one_b1, T one_b2) {
-  Arr<T> W(w, n), M(m, n), V(v, n);
-  ConstArr<T> G(g, n);
-  M += (G - M) * one_b1;
-  V += (G.square() - V) * one_b2;
-  if constexpr (kAmsgrad) {
-    Arr<T> VH(vh, n);
-    VH = VH.max(V);
-    W -= M * a / (VH.sqrt() + eps);
-  } else {
-    W -= M * a / (V.sqrt() + eps);
+void adam_kernel(T* __restrict w, T* __restrict m, T* __restrict v, T* __restrict vh, const T* __restrict g,
+                 std::int64_t n, T a, T eps, T one_b1, T one_b2) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const P pa = ei::pset1<P>(a), peps = ei::pset1<P>(eps), pb1 = ei::pset1<P>(one_b1), pb2 = ei::pset1<P>(one_b2);
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const P gi = ei::ploadu<P>(g + i);
+    const P mi = ei::padd(ei::ploadu<P>(m + i), ei::pmul(ei::psub(gi, ei::ploadu<P>(m + i)), pb1));
+    P vi = ei::padd(ei::ploadu<P>(v + i), ei::pmul(ei::psub(ei::pmul(gi, gi), ei::ploadu<P>(v + i)), pb2));
+    ei::pstoreu(m + i, mi);
+    ei::pstoreu(v + i, vi);
+    if constexpr (kAmsgrad) {
+      vi = ei::pmax(ei::ploadu<P>(vh + i), vi);
+      ei::pstoreu(vh + i, vi);
+    }
+    ei::pstoreu(w + i, ei::psub(ei::ploadu<P>(w + i), ei::pdiv(ei::pmul(mi, pa), ei::padd(ei::psqrt(vi), peps))));
+  }
+  for (; i < n; ++i) {
+    const T mi = m[i] + (g[i] - m[i]) * one_b1;
+    T vi = v[i] + (g[i] * g[i] - v[i]) * one_b2;
+    m[i] = mi;
+    v[i] = vi;
+    if constexpr (kAmsgrad) vi = vh[i] = std::max(vh[i], vi);
+    w[i] -= mi * a / (std::sqrt(vi) + eps);
   }
 }
 

@@ -39,9 +39,9 @@ TEST(Adam, KerasSingleStepExample) {
 }
 
 void adam_reference(double lr, double b1, double b2, double eps, bool amsgrad, double wd, std::vector<Vec>* out,
-                    int steps) {
-  Vec m(kW0.size()), v(kW0.size()), vh(kW0.size());
-  *out = tf::testing::run_reference(kW0, steps, [&](Vec& w, const Vec& g, int t) {
+                    int steps, const Vec& w0 = kW0) {
+  Vec m(w0.size()), v(w0.size()), vh(w0.size());
+  *out = tf::testing::run_reference(w0, steps, [&](Vec& w, const Vec& g, int t) {
     double a = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
     for (std::size_t i = 0; i < w.size(); ++i) {
       w[i] -= w[i] * wd * lr;
@@ -67,6 +67,21 @@ TEST(Adam, AmsgradTrajectory) {
   adam_reference(0.05, 0.8, 0.99, 1e-3, true, 0.0, &want, 8);
   Adam opt({.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.99, .epsilon = 1e-3, .amsgrad = true});
   expect_trajectories_near(tf::testing::run_optimizer(opt, kW0, 8), want, 1e-12);
+}
+
+TEST(Adam, VectorLanesAndTailMatchFormula) {
+  // 37 elements: whole SIMD packets (8 floats / 4 doubles) plus a scalar tail, with and without AMSGrad.
+  Vec w0(37);
+  for (std::size_t i = 0; i < w0.size(); ++i) w0[i] = std::sin(1.0 + double(i));
+  for (bool amsgrad : {false, true}) {
+    SCOPED_TRACE(amsgrad ? "amsgrad" : "plain");
+    std::vector<Vec> want;
+    adam_reference(0.05, 0.8, 0.99, 1e-3, amsgrad, 0.0, &want, 5, w0);
+    Adam a64({.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.99, .epsilon = 1e-3, .amsgrad = amsgrad});
+    expect_trajectories_near(tf::testing::run_optimizer(a64, w0, 5), want, 1e-12);
+    Adam a32({.learning_rate = 0.05, .beta_1 = 0.8, .beta_2 = 0.99, .epsilon = 1e-3, .amsgrad = amsgrad});
+    expect_trajectories_near(tf::testing::run_optimizer(a32, w0, 5, tf::DType::kFloat32), want, 2e-5);
+  }
 }
 
 TEST(AdamW, DecayBeforeAdamStep) {
