@@ -148,8 +148,18 @@ double thread_cpu_seconds() {
   return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
 }
 
+// Evicts the caches (L3 is 32 MB here), so each run starts from the same state whatever ran before
+// it: alternating runs otherwise hand each other warm or cold variables.
+void flush_caches() {
+  static std::vector<unsigned char> junk(std::size_t{64} << 20);
+  static unsigned char round = 0;
+  std::memset(junk.data(), ++round, junk.size());
+  benchmark::DoNotOptimize(junk.data());
+}
+
 template <class Fn>
 Timing timed(Fn fn) {
+  flush_caches();
   const double cpu = thread_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
   fn();
@@ -164,8 +174,8 @@ double median(const std::vector<Timing>& runs, double Timing::*field) {
 }
 
 // The figures: save/load time over raw save/load time of the same bytes. Each model
-// operation runs right next to its raw counterpart, alternating, kRuns times; ratios of the
-// median wall times. On a shared machine a load (a few ms) is often preempted for a whole time
+// operation runs right next to its raw counterpart, alternating, kRuns times, each from flushed
+// caches (the file itself stays in the page cache); ratios of the median wall times. On a shared machine a load (a few ms) is often preempted for a whole time
 // slice, which inflates wall times, so the ratio of median CPU times follows: for the loads (all
 // from the page cache) it is what the code costs; for the saves it leaves out the fsync wait.
 void print_ratios() {

@@ -10,8 +10,9 @@
 //           file, fsync, rename; Fletcher-32 per chunk), read through io::H5Reader.
 // Facts:    load matches each weighted model layer to the file's group of the same name, else to
 //           the file's weighted layer at the same position (Keras's topological loading); weights
-//           inside a layer match by order. Every shape and dtype is checked before any variable is
-//           assigned, so a failed load changes nothing.
+//           inside a layer match by order. Every shape, dtype and checksum is checked before any
+//           variable is assigned (all values are read into fresh tensors first), so a failed load
+//           changes nothing.
 // Errors:   std::runtime_error "<file>: ..." for I/O and hostile files (not HDF5, missing
 //           layer_names / group / weight_names / dataset, different weighted-layer or weight
 //           counts), and for a mismatch: "layer 'dense' weight 'dense/kernel:0': shape in file
@@ -42,7 +43,9 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
 using WeightPlan = std::vector<std::pair<Variable, Tensor>>;
 void plan_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model,
                         WeightPlan& plan);
-// Assigns every value to its variable (shapes and dtypes as checked when planned).
+// Assigns every value to its variable (copy-on-write as Variable::assign). Errors:
+// std::invalid_argument if a value's shape or dtype is not its variable's (never for a plan made
+// by plan_keras_weights).
 void assign_weights(const WeightPlan& plan);
 
 // A dataset as a new tensor of its shape and dtype (read in place, checksums verified), and back.

@@ -217,6 +217,26 @@ TEST_F(Saving, HostileFiles) {
   EXPECT_THROW(load_weights(*m, file("ok.h5")), std::runtime_error);
 }
 
+// Weights above the streaming-copy threshold (a [501, 301] kernel: 603204 bytes, not a multiple of
+// 64) load exactly, and a tensor still holding a variable's old value keeps it (copy-on-write).
+TEST_F(Saving, LargeWeightsLoadExactlyAndOldValuesSurvive) {
+  auto make = [](std::uint64_t seed) {
+    auto m = std::make_shared<Sequential>(std::vector<L>{
+        std::make_shared<layers::Dense>(layers::DenseOptions{.units = 301, .name = "big", .seed = seed})});
+    m->build(Shape{1, 501});
+    return m;
+  };
+  auto a = make(1);
+  perturb(*a);
+  save_weights(*a, file("big.h5"));
+  auto b = make(2);
+  const Tensor old_kernel = b->variables()[0].value();
+  const std::vector<float> old_values = old_kernel.to_vector<float>();
+  load_weights(*b, file("big.h5"));
+  expect_same_weights(*a, *b);
+  EXPECT_EQ(old_kernel.to_vector<float>(), old_values);
+}
+
 // A checksum error in the last weight read leaves every weight as it was, including those read
 // (and verified) before it.
 TEST_F(Saving, DamagedWeightDataIsAnErrorAndChangesNothing) {
