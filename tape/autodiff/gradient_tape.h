@@ -66,7 +66,9 @@ struct JacobianOptions {
 // Keyword arguments of GradientTape.batch_jacobian. Ref: tf.GradientTape.batch_jacobian
 struct BatchJacobianOptions {
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
-  int parallel_iterations = 0;  // as in JacobianOptions
+  // Loop path: as in JacobianOptions. Vectorized path: one-hot cotangents per batched backward
+  // pass; 0 = automatic (chunks sized to stay in cache, run in parallel on oneTBB threads).
+  int parallel_iterations = 0;
   bool experimental_use_pfor = true;
   // Verify that target[i] depends on source[i] only (2·ceil(log2 b) random probe cotangents);
   // unset = on in debug builds (NDEBUG undefined), off otherwise.

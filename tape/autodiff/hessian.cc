@@ -101,26 +101,20 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
   };
   std::string op = targets.empty() ? std::string() : internal::first_unbatched_op(s, targets, ids);
   if (!targets.empty() && options.experimental_use_pfor && op.empty()) {
-    std::int64_t chunk = options.parallel_iterations;
-    if (chunk <= 0) {  // automatic: one row's largest gradient times the chunk <= max(H / 4, 256K elements)
-      std::int64_t widest = 1;
-      for (std::size_t i = 0; i < s.num_records(); ++i) {
-        const internal::OpRecord& r = s.records()[i];
-        for (const Shape& sh : r.input_shapes) widest = std::max(widest, sh.num_elements());
-        for (const Shape& sh : r.output_shapes) widest = std::max(widest, sh.num_elements());
-      }
-      chunk = std::clamp<std::int64_t>(std::max<std::int64_t>(n * n / 4, 1 << 18) / widest, 1, n);
-    }
+    // Automatic chunks: widest batched gradient <= max(H / 8, 128K elements) per chunk, two chunks
+    // in flight on 2 threads, so that peak memory stays within about 2x the Hessian.
+    const std::int64_t chunk = options.parallel_iterations > 0
+                                   ? options.parallel_iterations
+                                   : internal::auto_chunk(s, n, std::max<std::int64_t>(n * n / 8, 1 << 17));
     RecordingPause pause;  // the matrix is assembled in raw memory
-    for (std::int64_t first = 0; first < n; first += chunk) {
-      const std::int64_t count = std::min(chunk, n - first);
+    internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
       std::vector<Tensor> seeds;
       for (std::size_t t = 0; t < targets.size(); ++t) {
         const std::size_t i = target_source[t];
         seeds.push_back(internal::block_one_hot_rows(shapes[i], dtype, out.offsets[i], first, count));
       }
       store(first, count, internal::batched_backward(s, targets, seeds, ids));
-    }
+    });
   } else if (!targets.empty()) {
     if (!op.empty()) internal::log_batched_fallback("hessian", op);
     internal::run_rows(n, options.parallel_iterations, [&](std::int64_t row) {

@@ -219,16 +219,19 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
   Tensor out = Tensor::empty(out_shape, x.dtype());
   std::atomic<bool> connected{false};
   if (vectorize) {
-    const std::int64_t chunk = options.parallel_iterations > 0 ? options.parallel_iterations : ny;
-    for (std::int64_t first = 0; first < ny; first += chunk) {
-      const std::int64_t count = std::min(chunk, ny - first);
+    // Automatic chunks: widest batched gradient <= max(result / 4, 256K elements) per chunk.
+    const std::int64_t chunk =
+        options.parallel_iterations > 0
+            ? options.parallel_iterations
+            : internal::auto_chunk(s, ny, std::max<std::int64_t>(out_shape.num_elements() / 4, 1 << 18));
+    internal::run_chunks(ny, chunk, [&](std::int64_t first, std::int64_t count) {
       Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), first, count);
       std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, true);
-      if (!g[0].defined()) return unconnected();
+                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, first);
+      if (!g[0].defined()) return;
       internal::swap_leading_into(out, ny, first, g[0]);
       connected = true;
-    }
+    });
   } else {
     internal::run_rows(ny, options.parallel_iterations, [&](std::int64_t j) {
       Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), j, 1).with_shape(target.shape());

@@ -1,5 +1,5 @@
-// A damped Newton step over several variables (see newton.h): g and H from hessian(), an Eigen
-// solve in float64, per-variable updates.
+// A damped Newton step over several variables (see newton.h): g and H from hessian(), a blocked
+// parallel Cholesky (kernels::cholesky_lower) in H's precision, per-variable updates.
 #include "tape/autodiff/newton.h"
 
 #include <spdlog/spdlog.h>
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tape/kernels/cholesky.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
@@ -33,6 +34,8 @@ const Variable& owner(const std::vector<Variable>& vars, const std::vector<std::
 template <class T>
 void check_finite(const T* h, const T* g, std::int64_t n, const std::vector<Variable>& vars,
                   const std::vector<std::int64_t>& offsets) {
+  using Flat = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+  if (Flat(g, n).allFinite() && Flat(h, n * n).allFinite()) return;  // vectorised; the loops below name the entry
   for (std::int64_t k = 0; k < n; ++k)
     if (!std::isfinite(g[k]))
       throw std::invalid_argument("newton_step: non-finite gradient (" + std::to_string(g[k]) + ") for variable '" +
@@ -53,38 +56,39 @@ struct Solution {
   std::string solver;
 };
 
-// Solves (H + λI) u = g in H's precision, in place in h_data (no copy of H: the factorisation
-// overwrites the lower triangle; a retry restores it from the untouched upper one). Cholesky, then
-// LM damping increases or LDLT (see newton.h).
+// Solves (H + λI) u = g in H's precision, in place in h (row-major, symmetric; no copy of H): the
+// factorisation overwrites the lower triangle, and a retry restores it from the untouched strict
+// upper one. Cholesky, then LM damping increases or LDLT (see newton.h).
 template <class T>
-Solution solve_damped(T* h_data, const T* g_data, std::int64_t n, const NewtonOptions& o) {
-  Eigen::Map<Matrix<T>> a(h_data, n, n);  // H is symmetric: its row-major data read column-major is H
+Solution solve_damped(T* h, const T* g_data, std::int64_t n, const NewtonOptions& o) {
   Eigen::Map<const Vector<T>> g(g_data, n);
-  const Vector<T> diag = a.diagonal();
+  Vector<T> diag(n);
+  for (std::int64_t i = 0; i < n; ++i) diag[i] = h[i * n + i];
   auto load = [&](double lambda, bool restore_lower) {
     if (restore_lower)
-      for (std::int64_t c = 0; c < n; ++c)
-        for (std::int64_t r = c + 1; r < n; ++r) a(r, c) = a(c, r);
-    a.diagonal() = (diag.array() + static_cast<T>(lambda)).matrix();
+      for (std::int64_t r = 1; r < n; ++r)
+        for (std::int64_t c = 0; c < r; ++c) h[r * n + c] = h[c * n + r];
+    for (std::int64_t i = 0; i < n; ++i) h[i * n + i] = diag[i] + static_cast<T>(lambda);
   };
   auto done = [](const Vector<T>& u, double lambda, const char* solver) {
     return Solution{std::vector<double>(u.data(), u.data() + u.size()), lambda, solver};
   };
+  // Cholesky of the loaded H + λI and the two triangular solves; false if not positive definite.
+  Vector<T> u(n);
+  auto llt = [&] {
+    if (!kernels::cholesky_lower(h, n)) return false;
+    u = g;
+    kernels::cholesky_solve(h, u.data(), n);
+    return u.allFinite();
+  };
   load(o.damping, false);
-  Eigen::LLT<Eigen::Ref<Matrix<T>>> llt(a);
-  if (llt.info() == Eigen::Success) {
-    Vector<T> u = llt.solve(g);
-    if (u.allFinite()) return done(u, o.damping, "llt");
-  }
+  if (llt()) return done(u, o.damping, "llt");
   double lambda = o.damping;
   if (o.fallback == NewtonFallback::kLevenbergMarquardt) {
     for (int attempt = 0; attempt < o.max_damping_increases; ++attempt) {
       lambda = lambda > 0 ? lambda * o.damping_factor : 1e-8;
       load(lambda, true);
-      llt.compute(a);
-      if (llt.info() != Eigen::Success) continue;
-      Vector<T> u = llt.solve(g);
-      if (!u.allFinite()) continue;
+      if (!llt()) continue;
       spdlog::info("newton_step: H + {:g} I is not positive definite; Levenberg-Marquardt raised the damping to {:g} "
                    "(Cholesky)", o.damping, lambda);
       return done(u, lambda, "llt (damping raised)");
@@ -96,8 +100,9 @@ Solution solve_damped(T* h_data, const T* g_data, std::int64_t n, const NewtonOp
                  o.damping);
   }
   load(o.damping, true);
+  Eigen::Map<Matrix<T>> a(h, n, n);  // symmetric again, so reading it column-major is H + λI
   Eigen::LDLT<Eigen::Ref<Matrix<T>>> ldlt(a);
-  Vector<T> u = ldlt.info() == Eigen::Success ? Vector<T>(ldlt.solve(g)) : Vector<T>::Constant(n, T(NAN));
+  u = ldlt.info() == Eigen::Success ? Vector<T>(ldlt.solve(g)) : Vector<T>::Constant(n, T(NAN));
   if (!u.allFinite())
     throw std::runtime_error("newton_step: the symmetric indefinite (LDLT) solve of H + " + std::to_string(o.damping) +
                              " I gave a non-finite step (singular system)");

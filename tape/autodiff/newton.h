@@ -2,9 +2,9 @@
 //
 // Shapes:   g and H span all variables (flattened row-major, in the order given, as hessian());
 //           u is split and reshaped back to each variable's shape.
-// DTypes:   float32, float64 variables (one dtype); the solve runs in that precision (Eigen).
-// Solver:   Cholesky (LLT) of H + λI. If that matrix is not positive definite: with
-//           kLevenbergMarquardt, λ is multiplied by damping_factor until LLT succeeds (at most
+// DTypes:   float32, float64 variables (one dtype); the solve runs in that precision.
+// Solver:   Cholesky (LLT) of H + λI, blocked and TBB-parallel (kernels::cholesky_lower). If
+//           that matrix is not positive definite: with kLevenbergMarquardt, λ is multiplied by damping_factor until LLT succeeds (at most
 //           max_damping_increases times, then LDLT); with kIndefinite, a symmetric indefinite
 //           LDLT solve of H + λI. Which one ran is logged (spdlog info) and reported.
 // Errors:   std::invalid_argument naming the variable(s) when g or H has a non-finite entry, and

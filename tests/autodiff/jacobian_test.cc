@@ -295,10 +295,16 @@ TEST(BatchJacobian, OneHotSeedShortcutEqualsLoop) {
       tf::reshape(tf::exp(tf::matmul(x, w1)), tf::Shape{5, 4}) + h,                       // fan-out + reshape
   };
   for (const tf::Tensor& y : targets) {
-    auto fast = tape.batch_jacobian(y, x);
     auto slow = tape.batch_jacobian(y, x, {.parallel_iterations = 1, .experimental_use_pfor = false});
-    ASSERT_TRUE(fast && slow);
-    EXPECT_TRUE(all_close(*fast, *slow, 1e-14, 1e-14));
+    ASSERT_TRUE(slow);
+    // All columns in one pass, the automatic chunks, and chunks of 1 and 3 of the 2 or 4 columns
+    // (the shortcut then takes only its chunk's columns).
+    for (int chunk : {0, 1, 3, 100}) {
+      SCOPED_TRACE("parallel_iterations=" + std::to_string(chunk));
+      auto fast = tape.batch_jacobian(y, x, {.parallel_iterations = chunk});
+      ASSERT_TRUE(fast);
+      EXPECT_TRUE(all_close(*fast, *slow, 1e-14, 1e-14));
+    }
   }
 }
 

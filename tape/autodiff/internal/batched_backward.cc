@@ -215,7 +215,7 @@ std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> ta
 
 std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
                                      std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
-                                     const BatchedOpHook& hook, bool batch_one_hot_seed) {
+                                     const BatchedOpHook& hook, std::int64_t one_hot_offset) {
   if (seeds.size() != targets.size() || seeds.empty())
     throw std::logic_error("batched_backward: " + std::to_string(seeds.size()) + " seeds for " +
                            std::to_string(targets.size()) + " targets");
@@ -223,9 +223,10 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
   Plan p = make_plan(tape, targets, source_ids);
   const auto& ops = tape.records();
   std::unordered_map<std::int64_t, Tensor> grads;
-  // batch_one_hot_seed: gradients of the form seed ⊙ s (s [b, n], unbatched) are kept as s until an
+  // one_hot_offset >= 0: gradients of the form seed ⊙ s (s [b, n], unbatched) are kept as s until an
   // op needs them dense; element-wise scales and same-shape adds keep the form, and a 2-D matmul
-  // turns it into a broadcast product (da[k, i, :] = s[i, k] op(b)ᵀ[k, :]) instead of a GEMM.
+  // turns it into a broadcast product (da[k, i, :] = s[i, o + k] op(b)ᵀ[o + k, :], o the offset)
+  // instead of a GEMM.
   std::unordered_map<std::int64_t, Tensor> diag;
   const Tensor& pattern = seeds[0];
   auto accumulate = [&](std::int64_t id, const Tensor& g) {
@@ -270,7 +271,12 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
         const Tensor& b = r.saved_inputs[1];
         Tensor bt = r.attrs.get_bool("transpose_b") ? b : transpose(b);  // op(b)ᵀ [n, in]
         const std::int64_t rows = out[0], n = out[1], in = bt.shape()[1];
-        accumulate(r.input_ids[0], reshape(transpose(sc), Shape{n, rows, 1}) * reshape(bt, Shape{n, 1, in}));
+        Tensor st = transpose(sc);  // [n, rows]
+        if (k != n) {  // this chunk's columns only
+          st = slice(st, {one_hot_offset, 0}, {k, rows});
+          bt = slice(bt, {one_hot_offset, 0}, {k, in});
+        }
+        accumulate(r.input_ids[0], reshape(st, Shape{k, rows, 1}) * reshape(bt, Shape{k, 1, in}));
         return true;
       }
       default: return false;
@@ -281,7 +287,8 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
       throw std::logic_error("batched_backward: seed of shape " + seeds[t].shape().to_string() + " for target " +
                              targets[t].shape().to_string());
     if (!p.reachable.count(targets[t].id())) continue;
-    if (batch_one_hot_seed && targets.size() == 1 && targets[0].rank() == 2 && k == targets[0].shape()[1])
+    if (one_hot_offset >= 0 && targets.size() == 1 && targets[0].rank() == 2 &&
+        one_hot_offset + k <= targets[0].shape()[1])
       diag.emplace(targets[t].id(), ones(targets[t].shape(), targets[t].dtype()));
     else
       accumulate(targets[t].id(), seeds[t]);

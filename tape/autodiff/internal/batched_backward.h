@@ -28,12 +28,13 @@ std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> ta
 // Reverse pass with K cotangents at once. seeds[t] has shape [K, targets[t].shape]. Returns one
 // gradient per source id, [K, source shape], undefined where unconnected. Ops are recorded on
 // active tapes as by TapeState::backward.
-// batch_one_hot_seed: the single target is [b, n] and seeds[0][k, i, j] = δ(j, k) (K = n, as
-// batch_jacobian's); gradients then stay "seed ⊙ scale" through element-wise ops and same-shape
-// adds, and the first 2-D matmul becomes a broadcast product instead of a GEMM.
+// one_hot_offset >= 0: the single target is [b, n] and seeds[0][k, i, j] = δ(j, one_hot_offset + k)
+// (batch_jacobian's seeds for columns offset .. offset + K - 1); gradients then stay
+// "seed ⊙ scale" through element-wise ops and same-shape adds, and the first 2-D matmul becomes a
+// broadcast product instead of a GEMM.
 // Errors:   std::logic_error if K > 1 and an op has no batched rule (check first_unbatched_op).
 std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
                                      std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
-                                     const BatchedOpHook& hook = {}, bool batch_one_hot_seed = false);
+                                     const BatchedOpHook& hook = {}, std::int64_t one_hot_offset = -1);
 
 }  // namespace tapeflow::internal

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "tape/autodiff/internal/tape_state.h"
+#include "tape/kernels/parallel.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::internal {
@@ -27,6 +29,23 @@ void run_rows(std::int64_t n, int parallel_iterations, const std::function<void(
       RecordingPause pause;
       for (std::int64_t i = r.begin(); i != r.end(); ++i) row(i);
     });
+  });
+}
+
+std::int64_t auto_chunk(const TapeState& tape, std::int64_t rows, std::int64_t budget_elements) {
+  std::int64_t widest = 1;
+  for (std::size_t i = 0; i < tape.num_records(); ++i) {
+    const OpRecord& r = tape.records()[i];
+    for (const Shape& sh : r.input_shapes) widest = std::max(widest, sh.num_elements());
+    for (const Shape& sh : r.output_shapes) widest = std::max(widest, sh.num_elements());
+  }
+  const std::int64_t per_thread = (rows + 2 * kernels::num_threads() - 1) / (2 * kernels::num_threads());
+  return std::clamp<std::int64_t>(std::min(budget_elements / widest, per_thread), 1, std::max<std::int64_t>(rows, 1));
+}
+
+void run_chunks(std::int64_t rows, std::int64_t chunk, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  kernels::parallel_for((rows + chunk - 1) / chunk, 1, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) fn(c * chunk, std::min(chunk, rows - c * chunk));
   });
 }
 

@@ -10,6 +10,18 @@
 
 namespace tapeflow::internal {
 
+class TapeState;
+
+// Rows per batched backward pass (the vectorized paths run rows in chunks, the chunks in parallel
+// on kernels::num_threads() threads): the widest tensor on the tape times the chunk stays within
+// budget_elements, and there are at least two chunks per thread when rows allow. Smaller chunks
+// keep the batched intermediates in cache and bound memory; each chunk costs one pass of op
+// dispatch. Always in [1, rows].
+std::int64_t auto_chunk(const TapeState& tape, std::int64_t rows, std::int64_t budget_elements);
+// Runs chunk(first, count) for consecutive chunks of [0, rows), in parallel (oneTBB); chunks must
+// write disjoint results. Exceptions propagate to the caller.
+void run_chunks(std::int64_t rows, std::int64_t chunk, const std::function<void(std::int64_t, std::int64_t)>& fn);
+
 // Runs row(i) for every i in [0, n): in order on this thread when parallel_iterations == 1, else on
 // at most parallel_iterations oneTBB threads (0 = all) in a task arena. Recording is paused on
 // every thread, so rows only read the tape. Exceptions propagate to the caller.
