@@ -101,11 +101,11 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
   };
   std::string op = targets.empty() ? std::string() : internal::first_unbatched_op(s, targets, ids);
   if (!targets.empty() && options.experimental_use_pfor && op.empty()) {
-    // Automatic chunks: widest batched gradient <= max(H / 8, 128K elements) per chunk, two chunks
+    // Automatic chunks: widest batched gradient <= max(H / 16, 64K elements) per chunk, two chunks
     // in flight on 2 threads, so that peak memory stays within about 2x the Hessian.
     const std::int64_t chunk = options.parallel_iterations > 0
                                    ? options.parallel_iterations
-                                   : internal::auto_chunk(s, n, std::max<std::int64_t>(n * n / 8, 1 << 17));
+                                   : internal::auto_chunk(s, n, std::max<std::int64_t>(n * n / 16, 1 << 16));
     RecordingPause pause;  // the matrix is assembled in raw memory
     internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
       std::vector<Tensor> seeds;

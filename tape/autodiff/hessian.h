@@ -31,7 +31,7 @@ struct HessianOptions {
   bool experimental_use_pfor = true;  // one batched backward pass (else the loop)
   // Loop: threads (1 = sequential, 0 = all). Batched pass: rows of H per pass, the passes running
   // in parallel on oneTBB threads; 0 = automatic, so that one batched gradient stays within
-  // max(n² / 8, 2^17) elements and there are two passes per thread (peak memory ~ 2 H, not K x H).
+  // max(n² / 16, 2^16) elements and there are two passes per thread (peak memory < 2 H, not K x H).
   int parallel_iterations = 0;
 };
 
