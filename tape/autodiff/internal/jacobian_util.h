@@ -14,7 +14,8 @@ class TapeState;
 
 // Rows per batched backward pass (the vectorized paths run rows in chunks, the chunks in parallel
 // on kernels::num_threads() threads): the widest tensor on the tape times the chunk stays within
-// budget_elements, and there are at least two chunks per thread when rows allow. Smaller chunks
+// budget_elements, and when the work is large (widest x rows >= 2^18 elements) there are at least
+// two chunks per thread. Smaller chunks
 // keep the batched intermediates in cache and bound memory; each chunk costs one pass of op
 // dispatch. Always in [1, rows].
 std::int64_t auto_chunk(const TapeState& tape, std::int64_t rows, std::int64_t budget_elements);
