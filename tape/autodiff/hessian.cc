@@ -107,13 +107,14 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
                                    ? options.parallel_iterations
                                    : internal::auto_chunk(s, n, std::max<std::int64_t>(n * n / 16, 1 << 16));
     RecordingPause pause;  // the matrix is assembled in raw memory
+    internal::BatchedCache cache;
     internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
       std::vector<Tensor> seeds;
       for (std::size_t t = 0; t < targets.size(); ++t) {
         const std::size_t i = target_source[t];
         seeds.push_back(internal::block_one_hot_rows(shapes[i], dtype, out.offsets[i], first, count));
       }
-      store(first, count, internal::batched_backward(s, targets, seeds, ids));
+      store(first, count, internal::batched_backward(s, targets, seeds, ids, {}, -1, &cache));
     });
   } else if (!targets.empty()) {
     if (!op.empty()) internal::log_batched_fallback("hessian", op);

@@ -224,10 +224,12 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
         options.parallel_iterations > 0
             ? options.parallel_iterations
             : internal::auto_chunk(s, ny, std::max<std::int64_t>(out_shape.num_elements() / 4, 1 << 18));
+    RecordingPause pause;  // assembled in raw memory (and chunks may run on other threads)
+    internal::BatchedCache cache;
     internal::run_chunks(ny, chunk, [&](std::int64_t first, std::int64_t count) {
       Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), first, count);
       std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, first);
+                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, first, &cache);
       if (!g[0].defined()) return;
       internal::swap_leading_into(out, ny, first, g[0]);
       connected = true;

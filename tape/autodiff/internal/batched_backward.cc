@@ -202,6 +202,17 @@ Plan make_plan(const TapeState& tape, std::span<const Tensor> targets, std::span
 
 }  // namespace
 
+Tensor BatchedCache::get(const OpRecord& r, const std::function<Tensor()>& make) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = scales_.find(&r);
+    if (it != scales_.end()) return it->second;
+  }
+  Tensor t = make();  // outside the lock: two threads may both compute it, with the same result
+  std::lock_guard<std::mutex> lock(mutex_);
+  return scales_.try_emplace(&r, t).first->second;
+}
+
 std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> targets,
                                std::span<const std::int64_t> source_ids) {
   Plan p = make_plan(tape, targets, source_ids);
@@ -215,7 +226,10 @@ std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> ta
 
 std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
                                      std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
-                                     const BatchedOpHook& hook, std::int64_t one_hot_offset) {
+                                     const BatchedOpHook& hook, std::int64_t one_hot_offset, BatchedCache* cache) {
+  auto scale_of = [cache](const OpRecord& r) {
+    return cache ? cache->get(r, [&r] { return scale_factor(r); }) : scale_factor(r);
+  };
   if (seeds.size() != targets.size() || seeds.empty())
     throw std::logic_error("batched_backward: " + std::to_string(seeds.size()) + " seeds for " +
                            std::to_string(targets.size()) + " targets");
@@ -256,7 +270,7 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
     switch (rule_for(r)) {
       case Rule::kScale:
         if (r.input_shapes[0] != out) return false;
-        add_diag(r.input_ids[0], sc * scale_factor(r));
+        add_diag(r.input_ids[0], sc * scale_of(r));
         return true;
       case Rule::kAddSub:
         for (int j = 0; j < 2; ++j)
@@ -328,7 +342,7 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
     const Rule rule = rule_for(r);
     switch (rule) {
       case Rule::kPointwise: in_grads = pointwise(r, g, k); break;
-      case Rule::kScale: in_grads = TensorList{g[0] * scale_factor(r)}; break;
+      case Rule::kScale: in_grads = TensorList{g[0] * scale_of(r)}; break;
       case Rule::kAddSub:
       case Rule::kMul:
       case Rule::kSelect: in_grads = binary(r, rule, g, k, needed); break;

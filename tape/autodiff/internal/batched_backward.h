@@ -7,7 +7,9 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <span>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,18 @@ namespace tapeflow::internal {
 // gradients ([K, input shape], or undefined where none flows).
 using BatchedOpHook =
     std::function<void(const OpRecord& record, std::size_t index, std::span<const Tensor> input_grads)>;
+
+// Tensors a batched pass derives from an op's saved values alone (the gradient scale of an
+// element-wise op), shared by the passes over one tape (row chunks, possibly on several threads)
+// so that each is computed once. Thread-safe.
+class BatchedCache {
+ public:
+  Tensor get(const OpRecord& r, const std::function<Tensor()>& make);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<const OpRecord*, Tensor> scales_;
+};
 
 // The name of the first op (in backward order) on a path from a source to a target that has no
 // batched gradient rule; empty if every such op has one.
@@ -32,9 +46,11 @@ std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> ta
 // (batch_jacobian's seeds for columns offset .. offset + K - 1); gradients then stay
 // "seed ⊙ scale" through element-wise ops and same-shape adds, and the first 2-D matmul becomes a
 // broadcast product instead of a GEMM.
+// cache: shared with other passes over the same tape (see BatchedCache); null = none.
 // Errors:   std::logic_error if K > 1 and an op has no batched rule (check first_unbatched_op).
 std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
                                      std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
-                                     const BatchedOpHook& hook = {}, std::int64_t one_hot_offset = -1);
+                                     const BatchedOpHook& hook = {}, std::int64_t one_hot_offset = -1,
+                                     BatchedCache* cache = nullptr);
 
 }  // namespace tapeflow::internal
