@@ -26,9 +26,12 @@ Rule rule_for(const OpRecord& r) {
          {"RealDiv", "Pow", "Maximum", "Minimum", "Identity", "ReadVariableOp", "Cast", "Reshape", "BroadcastTo",
           "SumToShape"})
       t.emplace(name, Rule::kPointwise);
-    // Unary element-wise ops: gradient = g ⊙ f(x, y), f independent of g.
+    // Element-wise ops whose inputs all have the output's shape: the gradient of input j is
+    // g ⊙ f_j, f_j independent of g (unary activations, and the activation-gradient ops that
+    // their gradients emit, which double backward goes through).
     for (const char* name : {"Neg", "Square", "Sqrt", "Rsqrt", "Reciprocal", "Exp", "Log", "Abs", "Sign", "Sin", "Cos",
-                             "Tanh", "Sigmoid", "Relu", "Elu", "LeakyRelu", "Softplus"})
+                             "Tanh", "Sigmoid", "Relu", "Elu", "LeakyRelu", "Softplus", "TanhGrad", "ReluGrad",
+                             "LeakyReluGrad", "SigmoidGrad", "EluGrad"})
       t.emplace(name, Rule::kScale);
     t.emplace("AddV2", Rule::kAddSub);
     t.emplace("Sub", Rule::kAddSub);
@@ -81,12 +84,20 @@ TensorList pointwise(const OpRecord& r, std::span<const Tensor> g, std::int64_t 
   return res;
 }
 
-// Unary element-wise op whose gradient is g ⊙ f (f from the saved tensors): f is computed once,
-// unbatched (the op's own gradient of ones), and broadcast against the K cotangents.
-Tensor scale_factor(const OpRecord& r) {
+// Element-wise op whose gradients are g ⊙ f_j (f_j from the saved tensors): the f_j are computed
+// once, unbatched (the op's own gradient of ones), and broadcast against the K cotangents. An
+// input without gradient (an activation-gradient op's features) has no f_j.
+TensorList scale_factors(const OpRecord& r) {
   Tensor one = ones(r.output_shapes[0], r.output_dtypes[0]);
   return call_gradient(r, std::span<const Shape>(r.input_shapes.begin(), r.input_shapes.end()), r.attrs,
-                       std::span<const Tensor>(&one, 1))[0];
+                       std::span<const Tensor>(&one, 1));
+}
+
+// kScale applies when every input has the output's shape (no broadcast to undo).
+bool same_shapes(const OpRecord& r) {
+  for (const Shape& s : r.input_shapes)
+    if (s != r.output_shapes[0]) return false;
+  return r.output_shapes.size() == 1;
 }
 
 // Binary broadcasting ops by hand, computing only the gradients that are needed: d(a±b) = (g, ±g),
@@ -202,13 +213,13 @@ Plan make_plan(const TapeState& tape, std::span<const Tensor> targets, std::span
 
 }  // namespace
 
-Tensor BatchedCache::get(const OpRecord& r, const std::function<Tensor()>& make) {
+TensorList BatchedCache::get(const OpRecord& r, const std::function<TensorList()>& make) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = scales_.find(&r);
     if (it != scales_.end()) return it->second;
   }
-  Tensor t = make();  // outside the lock: two threads may both compute it, with the same result
+  TensorList t = make();  // outside the lock: two threads may both compute it, with the same result
   std::lock_guard<std::mutex> lock(mutex_);
   return scales_.try_emplace(&r, t).first->second;
 }
@@ -227,8 +238,8 @@ std::string first_unbatched_op(const TapeState& tape, std::span<const Tensor> ta
 std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tensor> targets,
                                      std::span<const Tensor> seeds, std::span<const std::int64_t> source_ids,
                                      const BatchedOpHook& hook, std::int64_t one_hot_offset, BatchedCache* cache) {
-  auto scale_of = [cache](const OpRecord& r) {
-    return cache ? cache->get(r, [&r] { return scale_factor(r); }) : scale_factor(r);
+  auto scales_of = [cache](const OpRecord& r) {
+    return cache ? cache->get(r, [&r] { return scale_factors(r); }) : scale_factors(r);
   };
   if (seeds.size() != targets.size() || seeds.empty())
     throw std::logic_error("batched_backward: " + std::to_string(seeds.size()) + " seeds for " +
@@ -268,10 +279,13 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
   auto try_diag = [&](const OpRecord& r, const Tensor& sc, const bool needed[3]) {
     const Shape& out = r.output_shapes[0];
     switch (rule_for(r)) {
-      case Rule::kScale:
-        if (r.input_shapes[0] != out) return false;
-        add_diag(r.input_ids[0], sc * scale_of(r));
+      case Rule::kScale: {
+        if (!same_shapes(r)) return false;
+        const TensorList f = scales_of(r);
+        for (std::size_t j = 0; j < r.input_ids.size() && j < f.size(); ++j)
+          if (needed[j] && f[j].defined()) add_diag(r.input_ids[j], sc * f[j]);
         return true;
+      }
       case Rule::kAddSub:
         for (int j = 0; j < 2; ++j)
           if (needed[j] && r.input_shapes[static_cast<std::size_t>(j)] != out) return false;
@@ -342,7 +356,15 @@ std::vector<Tensor> batched_backward(const TapeState& tape, std::span<const Tens
     const Rule rule = rule_for(r);
     switch (rule) {
       case Rule::kPointwise: in_grads = pointwise(r, g, k); break;
-      case Rule::kScale: in_grads = TensorList{g[0] * scale_of(r)}; break;
+      case Rule::kScale:
+        if (!same_shapes(r)) {
+          in_grads = pointwise(r, g, k);
+          break;
+        }
+        in_grads = scales_of(r);
+        for (std::size_t j = 0; j < in_grads.size(); ++j)
+          if (in_grads[j].defined()) in_grads[j] = j < 3 && needed[j] ? g[0] * in_grads[j] : Tensor();
+        break;
       case Rule::kAddSub:
       case Rule::kMul:
       case Rule::kSelect: in_grads = binary(r, rule, g, k, needed); break;

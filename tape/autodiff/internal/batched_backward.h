@@ -22,16 +22,16 @@ namespace tapeflow::internal {
 using BatchedOpHook =
     std::function<void(const OpRecord& record, std::size_t index, std::span<const Tensor> input_grads)>;
 
-// Tensors a batched pass derives from an op's saved values alone (the gradient scale of an
+// Tensors a batched pass derives from an op's saved values alone (the gradient scales of an
 // element-wise op), shared by the passes over one tape (row chunks, possibly on several threads)
 // so that each is computed once. Thread-safe.
 class BatchedCache {
  public:
-  Tensor get(const OpRecord& r, const std::function<Tensor()>& make);
+  TensorList get(const OpRecord& r, const std::function<TensorList()>& make);
 
  private:
   std::mutex mutex_;
-  std::unordered_map<const OpRecord*, Tensor> scales_;
+  std::unordered_map<const OpRecord*, TensorList> scales_;
 };
 
 // The name of the first op (in backward order) on a path from a source to a target that has no
