@@ -4,7 +4,6 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -71,12 +70,10 @@ constexpr MatmulShape kMatmulShapes[] = {
     {"square", 1, 512, 512, 512, false, false, true},
 };
 
-// Args: shape index, threads, back end (0 = Eigen's path as before this kernel, 1 = matmul).
+// `eigen`: Eigen's path as it was before the AVX2 kernel; otherwise kernels::matmul.
 template <class T>
-void BM_Matmul(benchmark::State& state) {
-  const MatmulShape& s = kMatmulShapes[state.range(0)];
-  ThreadCap cap(static_cast<int>(state.range(1)));
-  const bool eigen = state.range(2) == 0;
+void BM_Matmul(benchmark::State& state, const MatmulShape& s, int threads, bool eigen) {
+  ThreadCap cap(threads);
   auto fa = random_floats(s.batch * s.m * s.k, 1), fb = random_floats(s.batch * s.k * s.n, 2);
   std::vector<T> a(fa.begin(), fa.end()), b(fb.begin(), fb.end()), c(s.batch * s.m * s.n);
   for (auto _ : state) {
@@ -94,8 +91,7 @@ void BM_Matmul(benchmark::State& state) {
 
 // Names read "BM_Matmul/mlp_dx/f32/128x512x784/tb/threads:2/new".
 const bool kMatmulRegistered = [] {
-  for (std::size_t i = 0; i < std::size(kMatmulShapes); ++i) {
-    const MatmulShape& s = kMatmulShapes[i];
+  for (const MatmulShape& s : kMatmulShapes) {
     for (int threads : {1, 2})
       for (int impl : {0, 1}) {
         std::string name = std::string("BM_Matmul/") + s.name + (s.f64 ? "/f64/" : "/f32/");
@@ -104,9 +100,9 @@ const bool kMatmulRegistered = [] {
         if (s.ta) name += "/ta";
         if (s.tb) name += "/tb";
         name += "/threads:" + std::to_string(threads) + (impl ? "/new" : "/eigen");
-        auto* bm = s.f64 ? benchmark::RegisterBenchmark(name.c_str(), BM_Matmul<double>)
-                         : benchmark::RegisterBenchmark(name.c_str(), BM_Matmul<float>);
-        bm->Args({static_cast<std::int64_t>(i), threads, impl})->UseRealTime()->Unit(benchmark::kMicrosecond);
+        auto* bm = s.f64 ? benchmark::RegisterBenchmark(name.c_str(), BM_Matmul<double>, s, threads, impl == 0)
+                         : benchmark::RegisterBenchmark(name.c_str(), BM_Matmul<float>, s, threads, impl == 0);
+        bm->UseRealTime()->Unit(benchmark::kMicrosecond);
       }
   }
   return true;

@@ -42,12 +42,17 @@ template <class T>
 void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
                  bool ta, bool tb, std::int64_t a_batch_stride, std::int64_t b_batch_stride) {
   const std::int64_t lda = ta ? m : k, ldb = tb ? k : n, work = m * n * k;
-  // Rows [r0, r1) x columns [c0, c1) of product i.
-  auto block = [&](std::int64_t i, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+  auto a_rows = [&](std::int64_t i, std::int64_t r0) {
     const T* ai = a + i * a_batch_stride;
+    return ta ? ai + r0 : ai + r0 * lda;
+  };
+  // Rows [r0, r1) x columns [c0, c1) of product i; a_next: the A rows of the next block this
+  // thread runs (prefetched while this one ends).
+  auto block = [&](std::int64_t i, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
+                   const T* a_next) {
     const T* bi = b + i * b_batch_stride;
-    internal::gemm_avx2(r1 - r0, c1 - c0, k, ta ? ai + r0 : ai + r0 * lda, lda, ta, tb ? bi + c0 * ldb : bi + c0,
-                        ldb, tb, c + i * m * n + r0 * n + c0, n);
+    internal::gemm_avx2(r1 - r0, c1 - c0, k, a_rows(i, r0), lda, ta, tb ? bi + c0 * ldb : bi + c0, ldb, tb,
+                        c + i * m * n + r0 * n + c0, n, a_next);
   };
   // Parts per product: enough that batch * parts spreads evenly over the threads, each part
   // worth a task. Cutting rows repacks B in every part, cutting columns repacks A: cut the
@@ -59,13 +64,15 @@ void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t 
   std::int64_t parts = batch >= 4 * threads ? 1 : threads / std::gcd(batch, threads);
   parts = std::clamp<std::int64_t>(std::min(parts, work / kMatmulSerialWork), 1, units);
   const std::int64_t grain = std::max<std::int64_t>(1, kMatmulSerialWork * parts / work);
+  auto edge = [&](std::int64_t q) { return std::min(dim, units * q / parts * unit); };
   parallel_for(batch * parts, grain, [&](std::int64_t s, std::int64_t e) {
     for (std::int64_t t = s; t < e; ++t) {
-      const std::int64_t i = t / parts, q = t % parts;
-      const std::int64_t lo = std::min(dim, units * q / parts * unit), hi = std::min(dim, units * (q + 1) / parts * unit);
+      const std::int64_t i = t / parts, q = t % parts, lo = edge(q), hi = edge(q + 1);
       if (hi <= lo) continue;
-      if (split_rows) block(i, lo, hi, 0, n);
-      else block(i, 0, m, lo, hi);
+      const std::int64_t nq = (t + 1) % parts;
+      const T* a_next = t + 1 >= e ? nullptr : a_rows((t + 1) / parts, split_rows ? edge(nq) : 0);
+      if (split_rows) block(i, lo, hi, 0, n, a_next);
+      else block(i, 0, m, lo, hi, a_next);
     }
   });
 }

@@ -6,7 +6,7 @@
 //           solve: a [n, n], b [n, nrhs] -> x [n, nrhs].
 // DTypes:   float, double.
 // Facts:    With AVX2 + FMA (internal/gemm_avx2.h) products run on a packed GEMM with a 6 x 16
-//           (float) / 6 x 8 (double) register tile; thin ones (n < 8 or m < 4) and tiny ones
+//           (float) / 6 x 8 (double) register tile; thin ones (m < 6 or n < 6) and tiny ones
 //           (m*n*k < 1000) on Eigen's GEMV / lazy products, which measure faster there. Without
 //           AVX2 + FMA everything runs on Eigen's GEMM (internal/gemm.h).
 //           Parallel over products and over row or column blocks of C (oneTBB, num_threads()),

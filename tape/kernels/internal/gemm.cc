@@ -161,7 +161,8 @@ void matmul_eigen(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t
   };
   if (split == EigenSplit::kFixed) {
     // Parts of >= kEigenPartWork multiply-adds, fixed by the shape alone.
-    const std::int64_t parts = std::clamp<std::int64_t>(work / kEigenPartWork, 1, std::min<std::int64_t>(8, (dim + 7) / 8));
+    const std::int64_t max_parts = std::min<std::int64_t>(8, (dim + 7) / 8);
+    const std::int64_t parts = std::clamp<std::int64_t>(work / kEigenPartWork, 1, max_parts);
     const std::int64_t grain = std::max<std::int64_t>(1, kMatmulSerialWork * parts / work);
     parallel_for(batch * parts, grain, [&](std::int64_t s, std::int64_t e) {
       for (std::int64_t t = s; t < e; ++t) {

@@ -32,9 +32,11 @@ inline constexpr std::int64_t kGemmMR = 6;
 template <class T>
 inline constexpr std::int64_t kGemmNR = 32 / sizeof(T) * 2;
 
+// a_next: the A of the call that follows on this thread (same m, k, lda, ta), or null; its first
+// block is fetched into L2 while this call ends.
 template <class T>
 void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, const T* b,
-               std::int64_t ldb, bool tb, T* c, std::int64_t ldc);
+               std::int64_t ldb, bool tb, T* c, std::int64_t ldc, const T* a_next = nullptr);
 #endif
 
 }  // namespace tapeflow::kernels::internal
