@@ -20,9 +20,11 @@ int g_cap = 0;
 
 namespace internal {
 void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn, void* ctx) {
-  const std::int64_t chunks = n / grain;  // >= 1 because n > grain
+  // One equal chunk per thread (at most n / grain of them): with n / grain = 3 chunks on 2 threads
+  // a static split would give one thread twice the work of the other.
+  const std::int64_t chunks = std::min<std::int64_t>(n / grain, num_threads());  // n > grain: n / grain >= 1
   auto chunk_begin = [n, chunks](std::int64_t c) { return c == chunks ? n : (n / chunks) * c + std::min(c, n % chunks); };
-  if (chunks < 2 || num_threads() <= 1) {
+  if (chunks < 2) {
     fn(ctx, 0, n);
     return;
   }

@@ -1,8 +1,9 @@
 // Deterministic parallel loops for kernels, backed by oneTBB (kept out of this header).
-// Facts:    parallel_for runs f(begin, end) over [0, n) in chunks of >= grain elements with a static
-//           partition; when n <= grain it calls f(0, n) inline (no TBB, no allocation).
-//           Kernels that reduce use fixed chunk sizes independent of the thread count, so their
-//           results repeat bit for bit.
+// Facts:    parallel_for runs f(begin, end) over [0, n) in min(n / grain, threads) equal chunks
+//           (each >= grain elements), one per thread, with a static partition; when n <= grain or
+//           one thread is allowed it calls f(0, n) inline (no TBB, no allocation). The ranges depend
+//           on the thread count, so kernels that reduce use fixed chunk sizes of their own
+//           (independent of the thread count) and their results repeat bit for bit.
 // Errors:   set_num_threads: std::invalid_argument for n < 0.
 #pragma once
 
@@ -19,11 +20,12 @@ inline constexpr std::int64_t kReduceChunk = 1 << 14;
 
 namespace internal {
 using RangeFn = void (*)(void* ctx, std::int64_t begin, std::int64_t end);
-// Splits [0, n) into n / grain equal chunks and runs them with tbb::static_partitioner.
+// Splits [0, n) into min(n / grain, threads) equal chunks and runs them with tbb::static_partitioner.
 void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn, void* ctx);
 }  // namespace internal
 
-// Runs f(begin, end) over [0, n) in chunks of >= grain; serial inline when n <= grain.
+// Runs f(begin, end) over [0, n) in chunks of >= grain, at most one per thread; serial inline
+// when n <= grain.
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t grain, F&& f) {
   if (n <= 0) return;

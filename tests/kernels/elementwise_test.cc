@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <mutex>
+#include <utility>
 #include <vector>
 
 #include "tests/kernels/reference.h"
@@ -196,6 +199,29 @@ TEST(Cast, ConvertsBetweenDTypes) {
   cast(b, back, 4);
   EXPECT_EQ(back[2], 0);
   EXPECT_EQ(back[3], 1);
+}
+
+// Element-wise kernels split their range into one equal chunk per thread: 3 grains of work on 2
+// threads is 1.5 grains each, not 2 and 1.
+TEST(ElementwiseParallelism, OneEqualChunkPerThread) {
+  const int prev = set_num_threads(2);
+  if (num_threads() < 2) {
+    set_num_threads(prev);
+    GTEST_SKIP() << "needs 2 hardware threads";
+  }
+  std::mutex mu;
+  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+  parallel_for(3 * kElementwiseGrain + 1, kElementwiseGrain, [&](std::int64_t b, std::int64_t e) {
+    std::lock_guard<std::mutex> lock(mu);
+    ranges.emplace_back(b, e);
+  });
+  set_num_threads(prev);
+  std::sort(ranges.begin(), ranges.end());
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0].first, 0);
+  EXPECT_EQ(ranges[0].second, ranges[1].first);
+  EXPECT_EQ(ranges[1].second, 3 * kElementwiseGrain + 1);
+  EXPECT_LE(std::abs((ranges[0].second - ranges[0].first) - (ranges[1].second - ranges[1].first)), 1);
 }
 
 }  // namespace
