@@ -1,6 +1,7 @@
 // Op-layer cost of the nn/linalg ops: float32 matmul 1024x1024 through tf::matmul (dispatch,
-// allocation, no tape / under a tape) vs the raw kernel, and sparse softmax cross-entropy on
-// [128, 10] logits, forward only and forward + backward. Counters are rates: "GFLOP=300/s".
+// allocation, no tape / under a tape) vs the raw kernel; sparse softmax cross-entropy on [128, 10]
+// logits, forward only and forward + backward; activations and where on the GAN generator's
+// output shape [128, 784], 1 thread. Counters are rates: "GFLOP=300/s", "elements=1G/s".
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -103,6 +104,57 @@ void BM_SparseXentForwardBackward(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_SparseXentForwardBackward)->Unit(benchmark::kMicrosecond);
+
+enum class Act { kTanh, kRelu, kLeakyRelu };
+
+tf::Tensor activate(Act act, const tf::Tensor& x) {
+  switch (act) {
+    case Act::kTanh: return tf::tanh(x);
+    case Act::kRelu: return tf::relu(x);
+    case Act::kLeakyRelu: return tf::leaky_relu(x, 0.2);
+  }
+  return x;
+}
+
+// Forward alone (arg 0), or forward + backward under a tape (arg 1: the backward is one TanhGrad /
+// ReluGrad / LeakyReluGrad pass).
+void BM_Activation(benchmark::State& state, Act act) {
+  ThreadCap cap(1);
+  tf::Generator gen(3);
+  const tf::Tensor x = tf::random_normal({128, 784}, gen), seed = tf::random_normal({128, 784}, gen);
+  const bool backward = state.range(0) != 0;
+  for (auto _ : state) {
+    if (!backward) {
+      tf::Tensor y = activate(act, x);
+      benchmark::DoNotOptimize(y.raw_data());
+      continue;
+    }
+    tf::GradientTape tape;
+    tape.watch(x);
+    tf::Tensor y = activate(act, x);
+    tf::GradientOptions options;
+    options.output_gradients = {seed};
+    auto g = tape.gradient(std::vector<tf::Tensor>{y}, std::vector<tf::Source>{x}, options);
+    benchmark::DoNotOptimize(g[0]->raw_data());
+  }
+  state.counters["elements"] = benchmark::Counter(128.0 * 784, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_Activation, tanh, Act::kTanh)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Activation, relu, Act::kRelu)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Activation, leaky_relu, Act::kLeakyRelu)->ArgName("backward")->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
+
+void BM_Where(benchmark::State& state) {
+  ThreadCap cap(1);
+  tf::Generator gen(4);
+  const tf::Tensor a = tf::random_normal({128, 784}, gen), b = tf::random_normal({128, 784}, gen);
+  const tf::Tensor cond = tf::greater(a, b);
+  for (auto _ : state) {
+    tf::Tensor y = tf::where(cond, a, b);
+    benchmark::DoNotOptimize(y.raw_data());
+  }
+  state.counters["elements"] = benchmark::Counter(128.0 * 784, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_Where)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -93,8 +93,14 @@ void where(const bool* c, const Shape& sc, const T* a, const Shape& sa, const T*
   const std::int64_t n = sy.num_elements();
   if (n == 0) return;
   if (sc.num_elements() == n && sa.num_elements() == n && sb.num_elements() == n) {
-    parallel_for(n, kElementwiseGrain, [&](std::int64_t s, std::int64_t e) {
-      for (std::int64_t i = s; i < e; ++i) y[i] = c[i] ? a[i] : b[i];
+    // Both operands loaded unconditionally and the condition read as bytes: GCC vectorizes that
+    // select, not a conditional load or a select on bool.
+    const auto* cb = reinterpret_cast<const unsigned char*>(c);
+    parallel_for(n, kElementwiseGrain, [cb, a, b, y](std::int64_t s, std::int64_t e) {
+      for (std::int64_t i = s; i < e; ++i) {
+        const T av = a[i], bv = b[i];
+        y[i] = cb[i] != 0 ? av : bv;
+      }
     });
     return;
   }
