@@ -203,9 +203,15 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
       if (!out_grads[k].defined()) out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
     const GradientFn& fn = r.custom_gradient ? *r.custom_gradient : r.op->gradient;
     if (!fn) continue;  // gradient removed from the registry after recording
+    SmallVector<char, 3> needed;
+    for (std::size_t k = 0; k < r.input_ids.size(); ++k) {
+      const std::int64_t p = r.input_producers[k];
+      needed.push_back(p >= 0 ? (static_cast<std::size_t>(slot_op(p)) < n_ops && relevant_out[static_cast<std::size_t>(slot_op(p))] != 0)
+                              : (p == kWatched && is_watched_source(r.input_ids[k])));
+    }
     GradContext ctx(std::span<const Tensor>(r.saved_inputs), std::span<const Tensor>(r.saved_outputs),
                     std::span<const Shape>(r.input_shapes), std::span<const DType>(r.input_dtypes), r.attrs,
-                    r.op->name.c_str());
+                    r.op->name.c_str(), std::span<const char>(needed.data(), needed.size()));
     TensorList in_grads = fn(ctx, std::span<const Tensor>(out_grads));
     if (in_grads.size() != r.input_ids.size())
       throw std::logic_error("gradient of " + r.op->name + " returned " + std::to_string(in_grads.size()) +

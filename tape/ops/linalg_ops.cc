@@ -89,20 +89,21 @@ TensorList matmul_gradient(const GradContext& c, std::span<const Tensor> g) {
   const Tensor &a = c.input(0), &b = c.input(1), &gy = g[0];
   const bool ta = c.attrs().get_bool("transpose_a"), tb = c.attrs().get_bool("transpose_b");
   Tensor da, db;
+  const bool na = c.needs_gradient(0), nb = c.needs_gradient(1);
   if (!ta && !tb) {  // C = a b: da = g bᵀ, db = aᵀ g
-    da = matmul(gy, b, false, true);
-    db = matmul(a, gy, true, false);
+    if (na) da = matmul(gy, b, false, true);
+    if (nb) db = matmul(a, gy, true, false);
   } else if (!ta && tb) {  // C = a bᵀ: da = g b, db = gᵀ a
-    da = matmul(gy, b, false, false);
-    db = matmul(gy, a, true, false);
+    if (na) da = matmul(gy, b, false, false);
+    if (nb) db = matmul(gy, a, true, false);
   } else if (ta && !tb) {  // C = aᵀ b: da = b gᵀ, db = a g
-    da = matmul(b, gy, false, true);
-    db = matmul(a, gy, false, false);
+    if (na) da = matmul(b, gy, false, true);
+    if (nb) db = matmul(a, gy, false, false);
   } else {  // C = aᵀ bᵀ: da = bᵀ gᵀ, db = gᵀ aᵀ
-    da = matmul(b, gy, true, true);
-    db = matmul(gy, a, true, true);
+    if (na) da = matmul(b, gy, true, true);
+    if (nb) db = matmul(gy, a, true, true);
   }
-  return {sum_to_shape(da, c.input_shape(0)), sum_to_shape(db, c.input_shape(1))};
+  return {na ? sum_to_shape(da, c.input_shape(0)) : Tensor(), nb ? sum_to_shape(db, c.input_shape(1)) : Tensor()};
 }
 
 TensorList solve_forward(std::span<const Tensor> in, const Attrs& at) {

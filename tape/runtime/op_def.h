@@ -22,9 +22,12 @@ enum SaveFlags : std::uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2
 class GradContext {
  public:
   GradContext(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::span<const Shape> input_shapes,
-              std::span<const DType> input_dtypes, const Attrs& attrs, const char* op_name)
+              std::span<const DType> input_dtypes, const Attrs& attrs, const char* op_name,
+              std::span<const char> needed = {})
       : inputs_(inputs), outputs_(outputs), input_shapes_(input_shapes), input_dtypes_(input_dtypes),
-        attrs_(attrs), op_name_(op_name) {}
+        attrs_(attrs), op_name_(op_name), needed_(needed) {}
+  // Whether the backward pass uses input i's gradient (false: the gradient may return none for it).
+  bool needs_gradient(int i) const { return needed_.empty() || needed_[static_cast<std::size_t>(i)] != 0; }
   // Saved forward input i. Errors: std::logic_error if the op's SaveFlags do not keep inputs.
   const Tensor& input(int i) const;
   // Saved forward output i. Errors: std::logic_error if the op's SaveFlags do not keep outputs.
@@ -41,6 +44,7 @@ class GradContext {
   std::span<const DType> input_dtypes_;
   const Attrs& attrs_;
   const char* op_name_;
+  std::span<const char> needed_;
 };
 
 // Computes the outputs of an op from its inputs. Validates shapes/dtypes and throws

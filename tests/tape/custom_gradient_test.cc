@@ -220,6 +220,62 @@ TEST(RegisterOp, UserOpWithForwardAndGradientUnderATape) {
               ThrowsMessage<std::invalid_argument>(HasSubstr("user_cube: expected float64, got float32")));
 }
 
+// y = a b + c, whose gradient notes which inputs the backward pass says it needs.
+std::vector<bool> g_needed;
+tf::Tensor user_fma(const tf::Tensor& a, const tf::Tensor& b, const tf::Tensor& c) {
+  static const tf::OpDef& op = tf::register_op(
+      {"TestUserFma",
+       [](std::span<const tf::Tensor> in, const tf::Attrs&) { return tf::TensorList{in[0] * in[1] + in[2]}; },
+       [](const tf::GradContext& ctx, std::span<const tf::Tensor> g) {
+         g_needed = {ctx.needs_gradient(0), ctx.needs_gradient(1), ctx.needs_gradient(2)};
+         return tf::TensorList{g[0] * ctx.input(1), g[0] * ctx.input(0), g[0]};
+       },
+       tf::kSaveInputs});
+  return tf::execute1(op, {a, b, c});
+}
+
+tf::testing::RegisterGradChecks fma_rows({
+    {"TestUserFma", "user op registered by custom_gradient_test",
+     [](const std::vector<tf::Tensor>& in) { return user_fma(in[0], in[1], in[2]); },
+     [] {
+       return std::vector<tf::Tensor>{tf::testing::random_f64({2, 2}, 6), tf::testing::random_f64({2, 2}, 7),
+                                      tf::testing::random_f64({2, 2}, 8)};
+     }},
+});
+
+// GradContext::needs_gradient: true exactly for the inputs whose gradient the pass routes on (a
+// watched source, or an op on a path from one), so gradients may skip the others (MatMul does).
+TEST(RegisterOp, GradientKnowsWhichInputsAreNeeded) {
+  tf::Tensor a = f64(2.0), b = f64(3.0), c = f64(4.0);
+  {
+    tf::GradientTape tape;
+    tape.watch(b);
+    tf::Tensor y = user_fma(a, b, tf::exp(c));
+    EXPECT_DOUBLE_EQ(tape.gradient(y, b)->item(), 2.0);
+    EXPECT_EQ(g_needed, (std::vector<bool>{false, true, false}));
+  }
+  {
+    tf::GradientTape tape;
+    tape.watch(a);
+    tape.watch(c);
+    tf::Tensor y = user_fma(a, b, tf::exp(c));  // c reaches the op through exp
+    auto g = tape.gradient(y, std::vector<tf::Source>{c});
+    EXPECT_DOUBLE_EQ(g[0]->item(), std::exp(4.0));
+    EXPECT_EQ(g_needed, (std::vector<bool>{false, false, true}));
+  }
+  tf::testing::run_gradcheck_cases({"TestUserFma"});
+  // MatMul computes only the needed product; both gradients are still right when both are needed.
+  tf::Tensor x = tf::testing::random_f64({3, 2}, 9), w = tf::testing::random_f64({2, 4}, 10);
+  tf::GradientTape tape({.persistent = true});
+  tape.watch(x);
+  tape.watch(w);
+  tf::Tensor y = tf::reduce_sum(tf::matmul(x, w));
+  auto gw = tape.gradient(y, w), gx = tape.gradient(y, x);
+  auto both = tape.gradient(y, std::vector<tf::Source>{x, w});
+  EXPECT_TRUE(tf::testing::all_close(*gw, *both[1], 0, 0));
+  EXPECT_TRUE(tf::testing::all_close(*gx, *both[0], 0, 0));
+}
+
 TEST(RegisterOp, DuplicateOrEmptyRegistrationsAreRejected) {
   user_cube(f64(1.0));  // make sure it is registered
   EXPECT_THAT(
