@@ -29,14 +29,64 @@ void configure_eigen_cache() {
   });
 }
 
+namespace {
+
+// Products of at most this many multiply-adds run as plain loops: Eigen's lazy product and the
+// packed GEMM both spend more on setup than on the arithmetic there (the batched Hessian of a
+// small model runs thousands of 7 x 5 x 8 products; W2 small: ~25% fewer instructions).
+constexpr std::int64_t kTinyWork = 2048;
+
+// C_i = op(A_i) op(B_i) for products [s, e), row by row: C[r, :] = sum_p op(A)(r, p) op(B)(p, :)
+// (contiguous, vectorised) when B is not transposed, else one dot product per element; in both
+// cases each element sums its k products in order p = 0 .. k-1.
+template <class T, bool TA, bool TB>
+void tiny_products(const T* a, const T* b, T* c, std::int64_t s, std::int64_t e, std::int64_t m, std::int64_t k,
+                   std::int64_t n, std::int64_t as, std::int64_t bs) {
+  for (std::int64_t i = s; i < e; ++i) {
+    const T* ai = a + i * as;
+    const T* bi = b + i * bs;
+    T* ci = c + i * m * n;
+    for (std::int64_t r = 0; r < m; ++r) {
+      T* cr = ci + r * n;
+      if constexpr (!TB) {
+        std::fill(cr, cr + n, T(0));
+        for (std::int64_t p = 0; p < k; ++p) {
+          const T av = TA ? ai[p * m + r] : ai[r * k + p];
+          const T* bp = bi + p * n;
+          for (std::int64_t j = 0; j < n; ++j) cr[j] += av * bp[j];
+        }
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) {
+          const T* bj = bi + j * k;
+          T acc = 0;
+          for (std::int64_t p = 0; p < k; ++p) acc += (TA ? ai[p * m + r] : ai[r * k + p]) * bj[p];
+          cr[j] = acc;
+        }
+      }
+    }
+  }
+}
+
+template <class T>
+void tiny_products(const T* a, const T* b, T* c, std::int64_t s, std::int64_t e, std::int64_t m, std::int64_t k,
+                   std::int64_t n, bool ta, bool tb, std::int64_t as, std::int64_t bs) {
+  if (!ta && !tb) tiny_products<T, false, false>(a, b, c, s, e, m, k, n, as, bs);
+  else if (ta && !tb) tiny_products<T, true, false>(a, b, c, s, e, m, k, n, as, bs);
+  else if (!ta && tb) tiny_products<T, false, true>(a, b, c, s, e, m, k, n, as, bs);
+  else tiny_products<T, true, true>(a, b, c, s, e, m, k, n, as, bs);
+}
+
+}  // namespace
+
 #if TAPEFLOW_GEMM_AVX2
 namespace {
 
 // Products that Eigen's GEMV / lazy products run faster than the 6 x 16 (6 x 8) register tile:
-// fewer than 6 rows or columns (one partial tile, B or A packed for little reuse) and tiny ones.
+// fewer than 6 rows or columns (one partial tile, B or A packed for little reuse). (Tiny ones
+// never get here: see kTinyWork.)
 // Measured over m, n in 1..512, k in 8..512: Eigen wins by up to 10x at n = 1, ours by 1.2-2.5x
 // from m, n >= 6 (bench/kernels_bench.cc has the model shapes).
-bool eigen_is_faster(std::int64_t m, std::int64_t k, std::int64_t n) { return n < 6 || m < 6 || m * n * k < 1000; }
+bool eigen_is_faster(std::int64_t m, std::int64_t n) { return n < 6 || m < 6; }
 
 template <class T>
 void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
@@ -88,8 +138,15 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
     std::fill(c, c + batch * m * n, T(0));
     return;
   }
+  if (m * n * k <= kTinyWork) {
+    const std::int64_t work = m * n * k;
+    parallel_for(batch, std::max<std::int64_t>(1, kMatmulSerialWork / work), [&](std::int64_t s, std::int64_t e) {
+      tiny_products(a, b, c, s, e, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride);
+    });
+    return;
+  }
 #if TAPEFLOW_GEMM_AVX2
-  if (!eigen_is_faster(m, k, n)) {
+  if (!eigen_is_faster(m, n)) {
     matmul_avx2(a, b, c, batch, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride);
     return;
   }

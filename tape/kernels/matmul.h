@@ -6,9 +6,11 @@
 //           solve: a [n, n], b [n, nrhs] -> x [n, nrhs].
 // DTypes:   float, double.
 // Facts:    With AVX2 + FMA (internal/gemm_avx2.h) products run on a packed GEMM with a 6 x 16
-//           (float) / 6 x 8 (double) register tile; thin ones (m < 6 or n < 6) and tiny ones
-//           (m*n*k < 1000) on Eigen's GEMV / lazy products, which measure faster there. Without
-//           AVX2 + FMA everything runs on Eigen's GEMM (internal/gemm.h).
+//           (float) / 6 x 8 (double) register tile; thin ones (m < 6 or n < 6) on Eigen's GEMV /
+//           lazy products, which measure faster there. Without AVX2 + FMA everything runs on
+//           Eigen's GEMM (internal/gemm.h). Tiny products (m*n*k <= 2048, e.g. the thousands of
+//           7 x 5 x 8 products of a small batched Hessian) run as plain loops on any target:
+//           setup would cost more than the arithmetic.
 //           Parallel over products and over row or column blocks of C (oneTBB, num_threads()),
 //           tasks of >= kMatmulSerialWork multiply-adds; smaller calls run on the calling thread.
 //           Deterministic: only the outputs are partitioned, never K; each element of C sums its
