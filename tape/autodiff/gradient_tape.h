@@ -56,7 +56,8 @@ struct GradientOptions {
 struct JacobianOptions {
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
   // Loop path: rows computed at once on oneTBB threads (1 = sequential, 0 = all threads).
-  // Vectorized path: one-hot cotangents per batched backward pass (0 = all in one pass).
+  // Vectorized path: one-hot cotangents per batched backward pass (0 = all in one pass, whose
+  // result stays differentiable); several passes run in parallel on oneTBB threads.
   int parallel_iterations = 0;
   // Push all one-hot cotangents through one batched backward pass (falls back to the loop, logged
   // once at debug level, when the graph has an op without a batched gradient rule).

@@ -104,17 +104,17 @@ std::optional<std::vector<Tensor>> jacobian_vectorized(const internal::TapeState
   for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
   RowResults rows(shapes, src.dtypes);
   RecordingPause pause;  // chunks are assembled in raw memory: recording them would be useless
-  for (std::int64_t first = 0; first < n; first += chunk) {
-    const std::int64_t count = std::min<std::int64_t>(chunk, n - first);
+  internal::BatchedCache cache;
+  internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
     Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), first, count);
     std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                       std::span<const Tensor>(&seeds, 1), src.ids);
+                                                       std::span<const Tensor>(&seeds, 1), src.ids, {}, -1, &cache);
     for (std::size_t j = 0; j < g.size(); ++j)
       if (g[j].defined()) {
         internal::copy_into(rows.out[j], first * src.shapes[j].num_elements(), g[j]);
         rows.connected[j] = true;
       }
-  }
+  });
   return rows.finish();
 }
 

@@ -19,8 +19,8 @@ using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>
 template <class T>
 using View = Eigen::Map<RowMat<T>, 0, Eigen::OuterStride<>>;
 
-// Panel width: 128 keeps a panel (128 x n floats) in L2 and gives the trailing update enough
-// 128 x 128 tiles to share between threads (measured: 64 and 256 are slower at n = 1024).
+// Panel width: a 128-wide panel of n <= 1024 rows stays in L2 (512 KiB), and n = 1024 still
+// gives the trailing update several block rows to share between threads.
 constexpr std::int64_t kPanel = 128;
 // Rows per task of the panel's triangular solve (a task takes a contiguous run of these).
 constexpr std::int64_t kSolveRows = 128;

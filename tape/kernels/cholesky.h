@@ -4,11 +4,13 @@
 //           neither read nor written, so a caller can keep a copy of A there.
 //           cholesky_solve: l as produced above, b [n] overwritten with x = A⁻¹ b.
 // DTypes:   float, double.
-// Facts:    Right-looking with nb-wide panels: each diagonal block is factored by Eigen's LLT,
-//           the panel below it is a triangular solve split over row blocks, and the trailing
-//           lower triangle is updated block row by block row (Eigen GEMM, one task per block
-//           row). Work n³/3 flops, spread over kernels::num_threads() threads. Eigen's own LLT
-//           runs its rank updates on one thread; on 2 cores this is ~2-3x faster at n = 1024.
+// Facts:    Right-looking with 128-wide panels: each diagonal block is factored by Eigen's LLT,
+//           the panel below it is solved in 32-column steps on the packed GEMM (only the 32 x 32
+//           diagonal triangles are inverted), and the trailing lower triangle is updated one
+//           128-row block row per task (one GEMM each). Work n³/3 flops over
+//           kernels::num_threads() threads. Measured at n = 1024 (float): Eigen's LLT 10.9 ms,
+//           this 7.5 ms on 1 thread and 5.6 ms on 2. Without AVX2 + FMA the same blocking runs
+//           on Eigen's products and triangular solves.
 //           Results repeat bit for bit for a fixed n (the blocking does not depend on threads).
 // Errors:   none thrown; cholesky_lower returns false when a pivot is not positive or not
 //           finite (A is not numerically positive definite) and leaves the lower triangle
