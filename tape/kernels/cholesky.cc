@@ -26,6 +26,8 @@ constexpr std::int64_t kPanel = 128;
 constexpr std::int64_t kSolveRows = 128;
 // Columns per step of the panel's blocked triangular solve.
 constexpr std::int64_t kTri = 32;
+// Columns per GEMM of the trailing update.
+constexpr std::int64_t kScratchCols = 256;
 
 template <class T>
 using ColMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
@@ -43,16 +45,21 @@ template <class T>
 void update_block_row(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int64_t r0, std::int64_t bi,
                       std::int64_t rows) {
 #if TAPEFLOW_GEMM_AVX2
-  // The product into a scratch block, then subtracted: the packed GEMM overwrites its output.
-  const std::int64_t cols = bi + rows - r0;
+  // The product into a scratch block, then subtracted (the packed GEMM overwrites its output),
+  // kScratchCols columns at a time so that the scratch stays small (it counts against the Newton
+  // step's memory budget).
   thread_local std::vector<T> scratch;
-  if (scratch.size() < static_cast<std::size_t>(rows * cols)) scratch.resize(static_cast<std::size_t>(rows * cols));
-  internal::gemm_avx2<T>(rows, cols, b, a + bi * n + j, n, false, a + r0 * n + j, n, true, scratch.data(), cols);
-  for (std::int64_t r = 0; r < rows; ++r) {
-    T* dst = a + (bi + r) * n + r0;
-    const T* src = scratch.data() + r * cols;
-    const std::int64_t upto = bi - r0 + r + 1;  // through the diagonal
-    for (std::int64_t c = 0; c < upto; ++c) dst[c] -= src[c];
+  if (scratch.size() < static_cast<std::size_t>(rows * kScratchCols))
+    scratch.resize(static_cast<std::size_t>(rows * kScratchCols));
+  for (std::int64_t c0 = r0; c0 < bi + rows; c0 += kScratchCols) {
+    const std::int64_t cols = std::min(kScratchCols, bi + rows - c0);
+    internal::gemm_avx2<T>(rows, cols, b, a + bi * n + j, n, false, a + c0 * n + j, n, true, scratch.data(), cols);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      T* dst = a + (bi + r) * n + c0;
+      const T* src = scratch.data() + r * cols;
+      const std::int64_t upto = std::min(cols, bi + r + 1 - c0);  // through the diagonal
+      for (std::int64_t c = 0; c < upto; ++c) dst[c] -= src[c];
+    }
   }
 #else
   View<T> li = view(a, n, bi, j, rows, b);
