@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Same-run comparison of tapeflow's benchmarks with the peers in ../shared/peers (PyTorch 1.13 Python
+# and libtorch 1.13 from Debian, OpenBLAS 0.3.21 OpenMP build). Workloads alternate peer / ours so
+# that both see the same machine state; report the ratios, not single times.
+#
+#   bash scripts/compare_peers.sh                 # W1-W5 at 2 threads
+#   THREADS="1 2" WL="w2 w3" bash scripts/compare_peers.sh
+#
+# Needs: python3-torch libtorch-dev (apt), a Release build in ./build with benches
+# (bash scripts/build.sh). The peers' folder is copied to $PEERS_WORK (default /tmp/tapeflow-peers)
+# and set up there (OpenBLAS fetched with apt-get download, libtorch_bench built), so
+# ../shared/peers is never written. OPENBLAS_CORETYPE defaults to Haswell (AVX2); use SkylakeX
+# only on a machine with AVX-512 (grep avx512f /proc/cpuinfo).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+SRC="${PEERS_DIR:-$ROOT/../shared/peers}"
+WORK="${PEERS_WORK:-/tmp/tapeflow-peers}"
+CORE="${OPENBLAS_CORETYPE:-Haswell}"
+B="$ROOT/build/bench"
+[[ -x "$B/bench_jacobian_bench" ]] || { echo "no benches in $B: run bash scripts/build.sh first" >&2; exit 1; }
+if [[ ! -x "$WORK/build/libtorch_bench" ]]; then
+  rm -rf "$WORK" && cp -r "$SRC" "$WORK"
+  (cd "$WORK" && SECTIONS="setup" ./run_all.sh >/dev/null)
+  cmake -S "$WORK/cpp" -B "$WORK/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  ninja -C "$WORK/build" libtorch_bench >/dev/null
+fi
+OBL="$WORK/_deps/openblas-openmp/usr/lib/x86_64-linux-gnu/openblas-openmp"
+peer() {  # peer CMD...: one line per result, "impl variant: median unit"
+  env BENCH_BLAS="openblas-$CORE" LD_LIBRARY_PATH="$OBL" OPENBLAS_CORETYPE="$CORE" \
+    MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=67108864 BENCH_RESULTS=/dev/null "$@" 2>&1 |
+    grep '^RESULT' | sed -E 's/^RESULT //' |
+    python3 -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    print("  %s %s: %.4g %s" % (r["impl"], r["variant"], r["median"], r["unit"]))'
+}
+ours() { "$B/$1" --benchmark_filter="$2" 2>&1 | grep '^BM_' | sed 's/^/  tapeflow /'; }
+cd "$WORK"
+for t in ${THREADS:-2}; do
+  for w in ${WL:-w1 w2 w3 w4 w5}; do
+    echo "== $w, $t thread(s), $(date +%T), load $(cut -d' ' -f1 /proc/loadavg)"
+    case $w in
+      w1) peer /usr/bin/python3 py/w1_mlp.py "$t" step; peer build/libtorch_bench "$t" w1step
+          ours bench_train_bench "W1TrainStep/$t/" ;;
+      w2) peer /usr/bin/python3 py/w2_hessian.py "$t"; peer build/libtorch_bench "$t" w2
+          ours bench_jacobian_bench "W2(Small|Large)HessianNewton/$t\$" ;;
+      w3) peer /usr/bin/python3 py/w3_batch_jacobian.py "$t"
+          ours bench_jacobian_bench "W3BatchJacobian/$t\$" ;;
+      w4) peer /usr/bin/python3 py/w4_gan.py "$t"; peer build/libtorch_bench "$t" w4
+          ours bench_apps_bench "W4GanStep/$t/" ;;
+      w5) peer /usr/bin/python3 py/w5_gradreg.py "$t"; peer build/libtorch_bench "$t" w5
+          ours bench_apps_bench "W5InputGradRegStep/$t/" ;;
+      *) echo "unknown workload $w" >&2; exit 2 ;;
+    esac
+  done
+done
