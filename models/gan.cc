@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tape/autodiff/gradient_tape.h"
+#include "tape/kernels/parallel.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/index_ops.h"
 #include "tape/ops/math_ops.h"
@@ -65,8 +66,10 @@ GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discrimina
     // Stop both tapes before the backward passes: nothing above a first order is needed here.
     gen_tape.stop();
     disc_tape.stop();
-    g_grads = gen_tape.gradient(g_loss, g_vars);
-    d_grads = disc_tape.gradient(d_loss, d_vars);
+    // The two backward passes share no mutable state (each tape is released by its own pass), so
+    // they run side by side; the kernels inside them still split across threads.
+    kernels::parallel_invoke([&] { g_grads = gen_tape.gradient(g_loss, g_vars); },
+                             [&] { d_grads = disc_tape.gradient(d_loss, d_vars); });
   }
   d_optimizer.apply_gradients(d_grads, d_vars);
   g_optimizer.apply_gradients(g_grads, g_vars);

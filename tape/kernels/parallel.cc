@@ -4,6 +4,7 @@
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/parallel_invoke.h>
 #include <oneapi/tbb/partitioner.h>
 
 #include <algorithm>
@@ -35,6 +36,10 @@ void parallel_for_impl(std::int64_t n, std::int64_t grain, RangeFn fn, void* ctx
         fn(ctx, chunk_begin(r.begin()), chunk_begin(r.end()));
       },
       tbb::static_partitioner());
+}
+
+void parallel_invoke_impl(RangeFn fn, void* ctx) {
+  tbb::parallel_invoke([&] { fn(ctx, 0, 0); }, [&] { fn(ctx, 1, 0); });
 }
 }  // namespace internal
 

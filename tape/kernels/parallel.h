@@ -47,4 +47,32 @@ int set_num_threads(int n);
 // The number of threads kernels may use now.
 int num_threads();
 
+namespace internal {
+void parallel_invoke_impl(RangeFn fn, void* ctx);
+}  // namespace internal
+
+// Runs f() and g() concurrently when more than one thread is allowed (inter-op parallelism: two
+// independent pieces of work, such as the backward passes of two tapes), else f() then g().
+// Kernels inside either keep their own parallel loops; a thread that finishes early joins them.
+// Both run to completion before it returns; if either throws, the exception is rethrown.
+template <class F, class G>
+void parallel_invoke(F&& f, G&& g) {
+  if (num_threads() < 2) {
+    f();
+    g();
+    return;
+  }
+  struct Ctx {
+    F& f;
+    G& g;
+  } ctx{f, g};
+  internal::parallel_invoke_impl(
+      [](void* c, std::int64_t which, std::int64_t) {
+        auto& x = *static_cast<Ctx*>(c);
+        if (which == 0) x.f();
+        else x.g();
+      },
+      &ctx);
+}
+
 }  // namespace tapeflow::kernels

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -48,6 +50,54 @@ TEST(NumThreads, SetAndRestore) {
   EXPECT_EQ(set_num_threads(prev), 1);
   EXPECT_EQ(num_threads(), before);
   EXPECT_THROW(set_num_threads(-1), std::invalid_argument);
+}
+
+// Each side waits (up to 10 s) to see the other one started: both must be running at once.
+TEST(ParallelInvoke, RunsBothSidesConcurrentlyWithTwoThreads) {
+  if (num_threads() < 2) GTEST_SKIP() << "one thread on this machine";
+  std::atomic<int> started{0};
+  auto side = [&] {
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    return started.load() == 2;
+  };
+  bool f_saw_g = false, g_saw_f = false;
+  parallel_invoke([&] { f_saw_g = side(); }, [&] { g_saw_f = side(); });
+  EXPECT_TRUE(f_saw_g);
+  EXPECT_TRUE(g_saw_f);
+}
+
+TEST(ParallelInvoke, OneThreadRunsFirstThenSecondOnTheCaller) {
+  const int prev = set_num_threads(1);
+  const auto caller = std::this_thread::get_id();
+  std::vector<int> order;
+  parallel_invoke(
+      [&] {
+        order.push_back(1);
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+      },
+      [&] {
+        order.push_back(2);
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+      });
+  set_num_threads(prev);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+}
+
+TEST(ParallelInvoke, RethrowsAnExceptionAfterBothFinish) {
+  for (int threads : {1, 2}) {
+    const int prev = set_num_threads(threads);
+    std::atomic<bool> other_done{false};
+    try {
+      parallel_invoke([] { throw std::invalid_argument("left side failed"); }, [&] { other_done = true; });
+      ADD_FAILURE() << "no throw";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_STREQ(e.what(), "left side failed");
+    }
+    set_num_threads(prev);
+    if (threads == 1) EXPECT_FALSE(other_done.load());  // serial: the second never starts
+  }
 }
 
 }  // namespace

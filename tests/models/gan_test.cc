@@ -13,6 +13,7 @@
 #include "optimizers/adam.h"
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/core/random.h"
+#include "tape/kernels/parallel.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
 
@@ -85,6 +86,33 @@ TEST(GanStepTest, R1ChangesTheDiscriminatorUpdate) {
   gan_train_step(*a.g, *a.d, a.g_opt, a.d_opt, a.real, a.noise);
   gan_train_step(*b.g, *b.d, b.g_opt, b.d_opt, b.real, b.noise, {.r1_gamma = 10.0});
   EXPECT_NE(values(a.d->trainable_variables())[0], values(b.d->trainable_variables())[0]);
+}
+
+// The generator's and the discriminator's backward passes run side by side when two threads are
+// allowed; every kernel's result is independent of the thread count, so the weights after a few
+// steps must match a one-thread run bit for bit (full-size networks, so the products split).
+TEST(GanStepTest, TwoThreadsGiveTheOneThreadWeightsBitForBit) {
+  auto run = [](int threads) {
+    const int prev = kernels::set_num_threads(threads);
+    auto g = make_gan_generator({.seed = 1});
+    auto d = make_gan_discriminator({.seed = 2});
+    optimizers::Adam g_opt({.learning_rate = 2e-4, .beta_1 = 0.5}), d_opt({.learning_rate = 2e-4, .beta_1 = 0.5});
+    Generator gen(7);
+    std::vector<double> losses;
+    for (int step = 0; step < 3; ++step) {
+      const Tensor real = random_uniform(Shape{64, 784}, gen, -1.0, 1.0), noise = random_normal(Shape{64, 100}, gen);
+      const GanStepResult r = gan_train_step(*g, *d, g_opt, d_opt, real, noise, {.r1_gamma = step == 2 ? 1.0 : 0.0});
+      losses.insert(losses.end(), {r.d_loss, r.g_loss, r.r1_penalty});
+    }
+    kernels::set_num_threads(prev);
+    auto vars = g->variables();  // includes BN's moving statistics
+    for (const Variable& v : d->variables()) vars.push_back(v);
+    return std::make_pair(losses, values(vars));
+  };
+  const auto one = run(1), two = run(2);
+  EXPECT_EQ(one.first, two.first);
+  ASSERT_EQ(one.second.size(), two.second.size());
+  for (std::size_t i = 0; i < one.second.size(); ++i) EXPECT_EQ(one.second[i], two.second[i]) << "variable " << i;
 }
 
 TEST(GanStepTest, Errors) {
