@@ -86,6 +86,24 @@ TEST(Generator, NormalMeanAndStd) {
   EXPECT_NEAR(m.sd, 2.0, 0.02);
 }
 
+// fill_normal transforms its pairs in parallel; the values and the state it leaves must be those
+// of next_normal() called once per element (odd and even lengths, with a cached normal pending).
+TEST(Generator, FillNormalIsTheNextNormalStreamBitForBit) {
+  for (int n : {1, 2, 7, 5000, 50001}) {
+    for (bool pending : {false, true}) {
+      Generator a(11), b(11);
+      if (pending) a.next_normal(), b.next_normal();  // leaves the sine half cached
+      std::vector<float> got(static_cast<std::size_t>(n));
+      a.fill_normal(got.data(), n, 0.5f, 3.0f);
+      for (int i = 0; i < n; ++i)
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], 0.5f + 3.0f * static_cast<float>(b.next_normal()))
+            << "n=" << n << " pending=" << pending << " i=" << i;
+      EXPECT_EQ(a.state(), b.state()) << "n=" << n << " pending=" << pending;
+      EXPECT_EQ(a.next_normal(), b.next_normal());
+    }
+  }
+}
+
 TEST(Generator, TruncatedNormalStaysWithinTwoStddev) {
   Generator g(5);
   const int n = 100000;
