@@ -41,8 +41,8 @@ Tensor abs(const Tensor& x);
 Tensor sign(const Tensor& x);
 Tensor sin(const Tensor& x);
 Tensor cos(const Tensor& x);
-// Facts: float32 uses the vectorized rational approximation TF's CPU kernel uses (< 5 ulp,
-//        exactly ±1 for |x| >= 8); float64 is std::tanh. Gradient: tanh_grad(y, g).
+// Facts: float32 uses TF's CPU kernel's rational approximation (< 5 ulp with FMA, < 7 without: see
+//        kernels::tanh; exactly ±1 for |x| >= 8); float64 is std::tanh. Gradient: tanh_grad(y, g).
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 // Gradient: relu_grad(g, y).

@@ -1,5 +1,6 @@
 #include "tape/kernels/nn.h"
 
+#include <Eigen/Core>  // EIGEN_VECTORIZE_FMA
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,15 +94,30 @@ double ulps(float y, double ref) {
   return std::abs(double(y) - ref) / ulp;
 }
 
-TEST(Tanh, FloatWithinFiveUlpAndSaturates) {
-  // 200,001 points over [-10, 10] plus the special values; n > kElementwiseGrain runs in parallel.
+// The bounds nn.h states, from a scan of every float in [-20, 20]. Without FMA, Eigen's Horner
+// steps round twice (and it clamps at 7.905 instead of 7.999), so its worst case is 6.88 ulp at
+// x = 5.82787609, where the FMA path is within 5. This test is compiled with nn.cc's flags, so
+// EIGEN_VECTORIZE_FMA names the path the kernel took.
+#ifdef EIGEN_VECTORIZE_FMA
+constexpr double kTanhMaxUlp = 5.0;  // measured max 4.90 at x = 5.12603903
+#else
+constexpr double kTanhMaxUlp = 7.0;  // measured max 6.88 at x = 5.82787609
+#endif
+
+TEST(Tanh, FloatWithinDocumentedUlpAndSaturates) {
+  // 200,001 points over [-10, 10], both scans' worst inputs, then the special values;
+  // n > kElementwiseGrain runs in parallel.
   std::vector<float> x;
   for (int i = -100000; i <= 100000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
+  for (const float w : {5.82787609f, 5.12603903f}) {
+    x.push_back(w);
+    x.push_back(-w);
+  }
   const std::vector<float> special = {0.f, -0.f, 1e-30f, 3e-4f, 8.f, -8.f, 30.f, INFINITY, -INFINITY};
   x.insert(x.end(), special.begin(), special.end());
   std::vector<float> y(x.size());
   tanh(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_LT(ulps(y[i], std::tanh(double(x[i]))), 5.0) << "x = " << x[i];
+  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_LT(ulps(y[i], std::tanh(double(x[i]))), kTanhMaxUlp) << "x = " << x[i];
   const std::size_t s = x.size() - special.size();
   EXPECT_TRUE(std::signbit(y[s + 1]));  // tanh(-0) = -0
   EXPECT_EQ(y[s + 2], 1e-30f);
