@@ -157,9 +157,12 @@ class GradientTape {
   // d target / d source for every element pair (implemented in tape/autodiff/jacobian.cc).
   // Shapes:   one result per source, shape target.shape + source.shape (scalar target: the source's
   //           shape). Sources as for gradient(): one, a vector, a map or any container.
-  // Paths:    experimental_use_pfor: one batched backward pass (differentiable by outer tapes);
-  //           otherwise a loop of one-hot backward passes, on parallel_iterations oneTBB threads,
-  //           bit-identical to the sequential loop (its result is not recorded by outer tapes).
+  // Paths:    experimental_use_pfor: batched backward passes (parallel_iterations rows each, in
+  //           parallel; 0 = one pass); otherwise a loop of one-hot backward passes, on
+  //           parallel_iterations oneTBB threads, bit-identical to the sequential loop.
+  //           While another tape or a function trace records on this thread, either path runs in
+  //           one pass (or in order) on this thread and builds its result with ops, so the result
+  //           is differentiable and traceable (as in TF).
   // Errors:   std::logic_error for a non-persistent tape without experimental_use_pfor (TF's rule)
   //           and on a second call of a non-persistent tape.
   std::optional<Tensor> jacobian(const Tensor& target, const Source& source, const JacobianOptions& options = {});
@@ -176,8 +179,8 @@ class GradientTape {
     return jacobian(target, std::vector<Source>(std::begin(sources), std::end(sources)), options);
   }
   // Per-example jacobians: result[i] = d target[i] / d source[i], in prod(y) backward passes
-  // (or one batched pass), assuming target[i] depends on source[i] only. The result is plain data
-  // (not recorded by outer tapes).
+  // (or batched passes), assuming target[i] depends on source[i] only. Recording tapes and traces
+  // see the result as for jacobian() (then built by ops in one pass on this thread).
   // Shapes:   target [b, y...], source [b, x...] -> [b, y..., x...].
   // Errors:   std::invalid_argument if either rank is < 2 or the first dimensions differ, and (with
   //           check_independence) if examples mix, naming the first op whose gradient mixes them;

@@ -9,6 +9,7 @@
 #include "tape/autodiff/internal/batched_backward.h"
 #include "tape/autodiff/internal/jacobian_util.h"
 #include "tape/autodiff/internal/tape_state.h"
+#include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
 #include "tape/runtime/recorder.h"
@@ -56,6 +57,61 @@ std::pair<Tensor, std::vector<std::optional<Tensor>>> loss_and_gradients(Gradien
   return {loss, std::move(grads)};
 }
 
+// hessian() while a recorder is active (an outer tape or a function trace): gradient, matrix and
+// blocks built by ops on this thread, from one batched pass over all n rows (or the loop in order),
+// so that the recorder sees them (third derivatives, traced functions).
+void record_hessian(const internal::TapeState& s, HessianResult& out, const std::vector<Tensor>& targets,
+                    const std::vector<std::size_t>& target_source, const std::vector<Shape>& shapes,
+                    const std::vector<std::int64_t>& ids, const std::vector<Tensor>& gradients, DType dtype,
+                    const HessianOptions& options) {
+  const std::int64_t n = out.offsets.back();
+  const std::size_t k = shapes.size();
+  auto size = [&](std::size_t j) { return shapes[j].num_elements(); };
+  std::vector<Tensor> flat;
+  for (std::size_t i = 0; i < k; ++i)
+    flat.push_back(reshape(gradients[i].defined() ? gradients[i] : zeros(shapes[i], dtype), Shape{size(i)}));
+  out.gradient = concat(flat, 0);
+  // columns[j]: [n, size_j], the derivatives of all n gradient entries by source j.
+  std::vector<Tensor> columns(k);
+  const std::string op = targets.empty() ? std::string() : internal::first_unbatched_op(s, targets, ids);
+  if (!targets.empty() && options.experimental_use_pfor && op.empty()) {
+    std::vector<Tensor> seeds;
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      const std::size_t i = target_source[t];
+      seeds.push_back(internal::block_one_hot_rows(shapes[i], dtype, out.offsets[i], 0, n));
+    }
+    std::vector<Tensor> g = internal::batched_backward(s, targets, seeds, ids);
+    for (std::size_t j = 0; j < k; ++j)
+      if (g[j].defined()) columns[j] = reshape(g[j], Shape{n, size(j)});
+  } else if (!targets.empty()) {
+    if (!op.empty()) internal::log_batched_fallback("hessian", op);
+    // rows[j][row]: [size_j], undefined where row does not reach source j.
+    std::vector<std::vector<Tensor>> rows(k, std::vector<Tensor>(static_cast<std::size_t>(n)));
+    for (std::size_t t = 0; t < targets.size(); ++t) {
+      const std::size_t i = target_source[t];
+      for (std::int64_t r = 0; r < size(i); ++r) {
+        Tensor seed = internal::one_hot_rows(shapes[i], dtype, r, 1).with_shape(shapes[i]);
+        std::vector<Tensor> g = s.backward(std::span<const Tensor>(&targets[t], 1), std::span<const Tensor>(&seed, 1), ids);
+        for (std::size_t j = 0; j < k; ++j)
+          if (g[j].defined()) rows[j][static_cast<std::size_t>(out.offsets[i] + r)] = reshape(g[j], Shape{size(j)});
+      }
+    }
+    for (std::size_t j = 0; j < k; ++j) columns[j] = internal::stack_rows(std::move(rows[j]), Shape{size(j)}, dtype, 0);
+  }
+  for (std::size_t j = 0; j < k; ++j)
+    if (!columns[j].defined()) columns[j] = zeros(Shape{n, size(j)}, dtype);
+  out.matrix = concat(columns, 1);
+  if (options.blocks) {
+    out.blocks.resize(k);
+    for (std::size_t i = 0; i < k; ++i)
+      for (std::size_t j = 0; j < k; ++j) {
+        Shape bs = shapes[i];
+        for (std::int64_t d : shapes[j]) bs.push_back(d);
+        out.blocks[i].push_back(reshape(slice(out.matrix, {out.offsets[i], out.offsets[j]}, {size(i), size(j)}), bs));
+      }
+  }
+}
+
 }  // namespace
 
 HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, const std::vector<Source>& sources,
@@ -92,6 +148,10 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
       targets.push_back(g);
       target_source.push_back(i);
     }
+  }
+  if (internal::recording_active()) {
+    record_hessian(s, out, targets, target_source, shapes, ids, gradients, dtype, options);
+    return out;
   }
   out.matrix = zeros(Shape{n, n}, dtype);
   // Row block [first, first + count) of H from batched gradients [count, shape_j] per source j.

@@ -10,7 +10,10 @@
 // Facts:    a source the loss does not depend on gets zero rows and columns. The matrix is built by
 //           batched backward passes over the gradient graph (n one-hot cotangents, in chunks, see
 //           HessianOptions::parallel_iterations), or by a loop of backward passes when the
-//           graph has an op without a batched rule; it is plain data (not recorded on tapes).
+//           graph has an op without a batched rule, and assembled in raw memory. While a tape or
+//           a function trace records on this thread, everything (gradient, matrix, blocks) is
+//           built by ops instead, in one pass on this thread: differentiable (third derivatives)
+//           and traceable, as in TF.
 // Ref:      the "Example: Hessian" section of TF's advanced autodiff guide; torch.autograd.functional.hessian
 #pragma once
 

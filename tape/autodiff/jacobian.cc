@@ -69,6 +69,20 @@ std::vector<Tensor> jacobian_loop(const internal::TapeState& s, const Tensor& ta
                                   int parallel_iterations) {
   std::vector<Shape> shapes;
   for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
+  if (internal::recording_active()) {  // rows in order on this thread, stacked by ops
+    std::vector<std::vector<Tensor>> rows(src.ids.size());
+    for (std::int64_t i = 0; i < target.num_elements(); ++i) {
+      Tensor seed = internal::one_hot_rows(target.shape(), target.dtype(), i, 1).with_shape(target.shape());
+      std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
+      for (std::size_t j = 0; j < g.size(); ++j) rows[j].push_back(g[j]);
+    }
+    std::vector<Tensor> out(src.ids.size());
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      Tensor m = internal::stack_rows(rows[j], src.shapes[j], src.dtypes[j], 0);
+      if (m.defined()) out[j] = reshape(m, shapes[j]);
+    }
+    return out;
+  }
   RowResults rows(shapes, src.dtypes);
   internal::run_rows(target.num_elements(), parallel_iterations, [&](std::int64_t i) {
     Tensor seed = internal::one_hot_rows(target.shape(), target.dtype(), i, 1).with_shape(target.shape());
@@ -92,7 +106,7 @@ std::optional<std::vector<Tensor>> jacobian_vectorized(const internal::TapeState
   }
   const std::int64_t n = target.num_elements();
   std::vector<Tensor> out(src.ids.size());
-  if (chunk <= 0 || chunk >= n) {  // one pass; the result stays differentiable (reshape is an op)
+  if (chunk <= 0 || chunk >= n || internal::recording_active()) {  // one pass; reshape keeps it recorded
     Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), 0, n);
     std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
                                                        std::span<const Tensor>(&seeds, 1), src.ids);
@@ -216,6 +230,29 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
       }();
   if (check && b > 1) internal::check_batch_independence(s, target, src.ids[0], vectorize);
 
+  if (internal::recording_active()) {
+    // One pass (or the loop in order) on this thread, the result assembled by ops.
+    Tensor j;
+    if (vectorize) {
+      Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), 0, ny);
+      std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
+                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, 0);
+      if (g[0].defined()) {  // [ny, b, x...] -> [b, ny, x...]
+        std::vector<int> perm{1, 0};
+        for (int d = 2; d < g[0].rank(); ++d) perm.push_back(d);
+        j = transpose(g[0], perm);
+      }
+    } else {
+      std::vector<Tensor> rows;
+      for (std::int64_t r = 0; r < ny; ++r) {
+        Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), r, 1).with_shape(target.shape());
+        rows.push_back(s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids)[0]);
+      }
+      j = internal::stack_rows(rows, x.shape(), x.dtype(), 1);
+    }
+    if (!j.defined()) return unconnected();
+    return reshape(j, out_shape);
+  }
   Tensor out = Tensor::empty(out_shape, x.dtype());
   std::atomic<bool> connected{false};
   if (vectorize) {

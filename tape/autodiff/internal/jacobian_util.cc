@@ -12,6 +12,7 @@
 
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/kernels/parallel.h"
+#include "tape/ops/array_ops.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::internal {
@@ -55,6 +56,15 @@ void run_chunks(std::int64_t rows, std::int64_t chunk, const std::function<void(
     for (std::int64_t c = c0; c < c1; ++c) fn(c * chunk, std::min(chunk, rows - c * chunk));
   });
 }
+
+Tensor stack_rows(std::vector<Tensor> rows, const Shape& row_shape, DType dtype, int axis) {
+  if (std::none_of(rows.begin(), rows.end(), [](const Tensor& t) { return t.defined(); })) return Tensor();
+  for (Tensor& r : rows)
+    if (!r.defined()) r = zeros(row_shape, dtype);
+  return stack(rows, axis);
+}
+
+bool recording_active() { return !active_recorders().empty(); }
 
 void log_batched_fallback(const char* what, const std::string& op) {
   static std::atomic<bool> logged{false};
