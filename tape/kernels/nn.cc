@@ -88,6 +88,24 @@ void tanh(const T* x, T* y, std::int64_t n) {
 }
 
 template <class T>
+void elu(const T* x, T* y, std::int64_t n) {
+  for_chunks(n, [x, y](std::int64_t b, std::int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      // Eigen 3.4's select() is not vectorised (it would call expm1f per element): expm1 over a
+      // block first, then keep x where x > 0, in blocks that stay in L1.
+      constexpr std::int64_t kBlock = 2048;
+      for (std::int64_t s = b; s < e; s += kBlock) {
+        const std::int64_t len = std::min(kBlock, e - s);
+        Eigen::Map<Eigen::ArrayXf>(y + s, len) = Eigen::Map<const Eigen::ArrayXf>(x + s, len).expm1();
+        for (std::int64_t i = s; i < s + len; ++i) y[i] = x[i] > 0.f ? x[i] : y[i];
+      }
+    } else {
+      for (std::int64_t i = b; i < e; ++i) y[i] = x[i] > 0 ? x[i] : std::expm1(x[i]);
+    }
+  });
+}
+
+template <class T>
 void tanh_grad(const T* y, const T* dy, T* dx, std::int64_t n) {
   for_chunks(n, [=](std::int64_t b, std::int64_t e) { tanh_grad_run(y + b, dy + b, dx + b, e - b); });
 }
@@ -156,6 +174,7 @@ void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, st
 #define TAPEFLOW_ACTIVATIONS(T)                                                \
   template void tanh<T>(const T*, T*, std::int64_t);                           \
   template void tanh_grad<T>(const T*, const T*, T*, std::int64_t);            \
+  template void elu<T>(const T*, T*, std::int64_t);                            \
   template void relu_grad<T>(const T*, const T*, T*, std::int64_t);            \
   template void leaky_relu<T>(const T*, T, T*, std::int64_t);                  \
   template void leaky_relu_grad<T>(const T*, const T*, T, T*, std::int64_t);

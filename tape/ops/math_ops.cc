@@ -309,7 +309,7 @@ void register_math_ops(OpRegistry& r) {
          },
          [](C c, G g) { return TensorList{relu_grad(g[0], c.input(1)), Tensor()}; }});
   // elu' = 1 where x > 0, else y + 1.
-  r.add({"Elu", [](In in, const Attrs&) { return unary_forward<Kinds::kFloat>("elu", in, [](auto v) { return v > 0 ? v : std::expm1(v); }); },
+  r.add({"Elu", [](In in, const Attrs&) { return activation_forward("elu", in, [](auto x, auto y, auto n) { kernels::elu(x, y, n); }); },
          [](C c, G g) {
            const Tensor &x = c.input(0), &y = c.output(0);
            return TensorList{where(greater(x, zeros_like(x)), g[0], g[0] * (y + 1.0))};
