@@ -2,10 +2,6 @@
 
 #include "models/model.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -31,33 +27,6 @@ std::vector<const layers::Layer*> saved_layers(const layers::Layer& model) {
   for (const auto& l : model.layers()) out.push_back(l.get());
   if (out.empty()) out.push_back(&model);
   return out;
-}
-
-// Copies with non-temporal stores (SSE2): the destination is written to memory without first
-// being read into the cache (a third less memory traffic than memcpy to a cold destination, which
-// is what a load's final copy into the variables is), and the cache keeps what it had.
-void copy_streaming(void* dst, const void* src, std::size_t n) {
-#if defined(__SSE2__)
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-  const std::size_t head = std::min(n, (16 - reinterpret_cast<std::uintptr_t>(d) % 16) % 16);
-  std::memcpy(d, s, head);
-  std::size_t i = head;
-  for (; i + 64 <= n; i += 64) {
-    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
-    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
-    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
-  }
-  std::memcpy(d + i, s + i, n - i);
-  _mm_sfence();  // order the streaming stores before anything that follows
-#else
-  std::memcpy(dst, src, n);
-#endif
 }
 
 [[noreturn]] void fail(const io::H5Reader& r, const std::string& what) {
@@ -153,21 +122,14 @@ void plan_keras_weights(const io::H5Reader& reader, const std::string& group, la
 }
 
 void assign_weights(const WeightPlan& plan) {
-  // Large values stream into the variables (see copy_streaming; a quarter of a 10 MB load's time);
-  // small ones are copied through the cache, newest first (those read last are still in cache).
-  constexpr std::size_t kStreamBytes = std::size_t{256} << 10;
-  for (auto it = plan.rbegin(); it != plan.rend(); ++it) {
-    const auto& [var, value] = *it;
-    if (value.nbytes() < kStreamBytes) {
-      var.assign(value);
-      continue;
-    }
+  // Every pair is checked before any variable changes; then the variables take the plan's tensors
+  // over (read for this load alone: sharing them avoids a copy of every weight).
+  for (const auto& [var, value] : plan)
     if (value.shape() != var.shape() || value.dtype() != var.dtype())
       throw std::invalid_argument("assign_weights: variable '" + var.name() + "' has shape " + var.shape().to_string() +
                                   " dtype " + dtype_name(var.dtype()) + ", got shape " + value.shape().to_string() +
                                   " dtype " + dtype_name(value.dtype()));
-    copy_streaming(var.mutable_raw_data_for_update(), value.raw_data(), value.nbytes());  // copy-on-write first, as assign
-  }
+  for (const auto& [var, value] : plan) var.assign_shared(value);
 }
 
 void read_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model) {

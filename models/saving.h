@@ -43,9 +43,10 @@ void read_keras_weights(const io::H5Reader& reader, const std::string& group, la
 using WeightPlan = std::vector<std::pair<Variable, Tensor>>;
 void plan_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model,
                         WeightPlan& plan);
-// Assigns every value to its variable (copy-on-write as Variable::assign). Errors:
-// std::invalid_argument if a value's shape or dtype is not its variable's (never for a plan made
-// by plan_keras_weights).
+// Makes every value its variable's value without copying (Variable::assign_shared: later in-place
+// updates copy first while the plan or anything else still holds the tensor). All or nothing:
+// Errors: std::invalid_argument, before any variable changes, if a value's shape or dtype is not
+// its variable's (never for a plan made by plan_keras_weights).
 void assign_weights(const WeightPlan& plan);
 
 // A dataset as a new tensor of its shape and dtype (read in place, checksums verified), and back.

@@ -45,6 +45,10 @@ class Variable {
   Tensor value() const;
 
   void assign(const Tensor& value) const;
+  // Makes `value` the variable's value without copying its elements: they are shared, which is
+  // safe because tensors never change and in-place updates (mutable_data_for_update) copy first
+  // while anything else still references them. For loads that hand over freshly read tensors.
+  void assign_shared(const Tensor& value) const;
   void assign_add(const Tensor& delta) const;
   void assign_sub(const Tensor& delta) const;
   // Writable elements for an in-place update (optimizers): copies first if the current value is

@@ -81,6 +81,12 @@ void* Variable::mutable_raw_data_for_update() const {
   return v.mutable_raw_data();
 }
 
+void Variable::assign_shared(const Tensor& value) const {
+  check_compatible(*this, value, "assign_shared");
+  impl();
+  impl_->value = value;
+}
+
 void Variable::assign(const Tensor& value) const {
   check_compatible(*this, value, "assign");
   void* dst = mutable_raw_data_for_update();

@@ -188,6 +188,35 @@ TEST(GradientTape, VariableAssignNotRecordedAndCopyOnWrite) {
   EXPECT_NE(err.find("variable 'Variable' has shape [2]"), std::string::npos) << err;
 }
 
+// assign_shared takes the tensor's storage (no copy); the tensor itself never changes: an in-place
+// update copies first while it is still referenced, and updates in place once it is not.
+TEST(GradientTape, VariableAssignSharedAdoptsStorageAndKeepsTensorsImmutable) {
+  tf::Variable v({1.0, 2.0});
+  {
+    tf::Tensor t{5.0, 6.0};
+    t = tf::cast(t, tf::DType::kFloat32);
+    v.assign_shared(t);
+    EXPECT_EQ(v.value().raw_data(), t.raw_data());  // shared, not copied
+    v.assign_add(tf::Tensor{1.0, 1.0});
+    EXPECT_EQ(t.to_vector<float>(), (std::vector<float>{5, 6}));  // copy-on-write
+    EXPECT_NE(v.value().raw_data(), t.raw_data());
+  }
+  tf::Tensor u = tf::cast(tf::Tensor{7.0, 8.0}, tf::DType::kFloat32);
+  const void* storage = u.raw_data();
+  v.assign_shared(u);
+  u = tf::Tensor();  // the variable is now the only owner: updates go in place
+  v.assign_sub(tf::Tensor{1.0, 1.0});
+  EXPECT_EQ(v.value().raw_data(), storage);
+  EXPECT_EQ(v.value().to_vector<float>(), (std::vector<float>{6, 7}));
+  std::string err = error_of([&] { v.assign_shared(tf::Tensor{1.0}); });
+  EXPECT_NE(err.find("assign_shared: variable 'Variable' has shape [2]"), std::string::npos) << err;
+  err = error_of([&] { v.assign_shared(tf::cast(tf::Tensor{1.0, 2.0}, tf::DType::kFloat64)); });
+  EXPECT_NE(err.find("assign_shared: variable 'Variable' has shape [2] dtype float32, got shape [2] dtype float64"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(v.value().to_vector<float>(), (std::vector<float>{6, 7}));  // a failed call changes nothing
+}
+
 TEST(Ops, BroadcastErrorNamesOpAndShapes) {
   std::string err = error_of([] { tf::add(tf::zeros({2, 3}), tf::zeros({4})); });
   EXPECT_EQ(err, "add: incompatible shapes for broadcasting: [2, 3] and [4]");
