@@ -2,9 +2,7 @@
 
 #include "models/model.h"
 
-#include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <stdexcept>
