@@ -2,16 +2,49 @@
 
 #include <stdexcept>
 
+#include "layers/serialization.h"
 #include "tape/ops/math_ops.h"
 
 namespace tapeflow::layers {
 
 Activation::Activation(ActivationOptions options)
-    : Layer("Activation", options.name), fn_(activations::get(options.activation)) {}
+    : Layer("Activation", options.name, std::nullopt, options.dtype),
+      activation_(options.activation.empty() ? "linear" : options.activation),
+      fn_(activations::get(options.activation)) {}
+
+nlohmann::json Activation::get_config() const {
+  nlohmann::json c = base_config();
+  c["activation"] = activation_;
+  return c;
+}
+
+std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Activation");
+  try {
+    return r.finish(std::make_shared<Activation>(
+        ActivationOptions{.activation = r.string("activation"), .name = r.name(), .dtype = r.dtype()}));
+  } catch (const std::invalid_argument& e) {
+    r.fail("activation", e.what());
+  }
+}
 
 Tensor Activation::call(const Tensor& x, bool) { return fn_ ? fn_(x) : x; }
 
-LeakyReLU::LeakyReLU(LeakyReLUOptions options) : Layer("LeakyReLU", options.name), alpha_(options.alpha) {
+nlohmann::json LeakyReLU::get_config() const {
+  nlohmann::json c = base_config();
+  c["alpha"] = alpha_;
+  return c;
+}
+
+std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "LeakyReLU");
+  const double alpha = r.has("alpha") ? r.number("alpha") : r.number("negative_slope", 0.3);  // Keras 3 name
+  if (!(alpha >= 0)) r.fail("alpha", "must be >= 0, got " + std::to_string(alpha));
+  return r.finish(std::make_shared<LeakyReLU>(LeakyReLUOptions{.alpha = alpha, .name = r.name(), .dtype = r.dtype()}));
+}
+
+LeakyReLU::LeakyReLU(LeakyReLUOptions options)
+    : Layer("LeakyReLU", options.name, std::nullopt, options.dtype), alpha_(options.alpha) {
   if (!(alpha_ >= 0)) throw std::invalid_argument(describe() + ": alpha must be >= 0, got " + std::to_string(alpha_));
 }
 

@@ -15,6 +15,7 @@ namespace tapeflow::layers {
 struct ActivationOptions {
   std::string activation = "linear";
   std::string name = "";
+  DType dtype = DType::kFloat32;
 };
 
 class Activation : public Layer {
@@ -22,20 +23,26 @@ class Activation : public Layer {
   explicit Activation(ActivationOptions options);
   explicit Activation(const std::string& activation) : Activation(ActivationOptions{activation}) {}
   Tensor call(const Tensor& inputs, bool training) override;
+  nlohmann::json get_config() const override;  // activation
+  static std::shared_ptr<Activation> from_config(const nlohmann::json& config);
 
  private:
+  std::string activation_;
   activations::ActivationFn fn_;
 };
 
 struct LeakyReLUOptions {
   double alpha = 0.3;
   std::string name = "";
+  DType dtype = DType::kFloat32;
 };
 
 class LeakyReLU : public Layer {
  public:
   explicit LeakyReLU(LeakyReLUOptions options = {});
   Tensor call(const Tensor& inputs, bool training) override;
+  nlohmann::json get_config() const override;  // alpha (Keras 2)
+  static std::shared_ptr<LeakyReLU> from_config(const nlohmann::json& config);
   double alpha() const { return alpha_; }
 
  private:

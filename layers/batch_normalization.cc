@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/internal/batch_norm_kernel.h"
+#include "layers/serialization.h"
 #include "tape/autodiff/custom_gradient.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
@@ -10,6 +11,51 @@
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::layers {
+
+nlohmann::json BatchNormalization::get_config() const {
+  nlohmann::json c = base_config();
+  c["axis"] = options_.axis;
+  c["momentum"] = options_.momentum;
+  c["epsilon"] = options_.epsilon;
+  c["center"] = options_.center;
+  c["scale"] = options_.scale;
+  c["beta_initializer"] = serialize_initializer(options_.beta_initializer);
+  c["gamma_initializer"] = serialize_initializer(options_.gamma_initializer);
+  c["moving_mean_initializer"] = serialize_initializer(options_.moving_mean_initializer);
+  c["moving_variance_initializer"] = serialize_initializer(options_.moving_variance_initializer);
+  for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) c[k] = nullptr;
+  return c;
+}
+
+std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "BatchNormalization");
+  for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+    r.require_null(k);
+  if (r.boolean("synchronized", false)) r.fail("synchronized", "not supported by tapeflow");
+  int axis = -1;
+  if (r.has("axis")) {
+    const nlohmann::json& a = config["axis"];
+    if (a.is_array() && a.size() == 1 && a[0].is_number_integer()) axis = a[0].get<int>();  // Keras after build
+    else if (a.is_number_integer()) axis = a.get<int>();
+    else r.fail("axis", "expected one integer axis, got " + a.dump());
+  }
+  try {
+    return r.finish(std::make_shared<BatchNormalization>(BatchNormalizationOptions{
+        .axis = axis,
+        .momentum = r.number("momentum", 0.99),
+        .epsilon = r.number("epsilon", 1e-3),
+        .center = r.boolean("center", true),
+        .scale = r.boolean("scale", true),
+        .beta_initializer = r.initializer("beta_initializer", "zeros"),
+        .gamma_initializer = r.initializer("gamma_initializer", "ones"),
+        .moving_mean_initializer = r.initializer("moving_mean_initializer", "zeros"),
+        .moving_variance_initializer = r.initializer("moving_variance_initializer", "ones"),
+        .name = r.name(),
+        .dtype = r.dtype()}));
+  } catch (const std::invalid_argument& e) {
+    r.fail("momentum/epsilon", e.what());
+  }
+}
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer("BatchNormalization", options.name, options.seed, options.dtype), options_(std::move(options)) {

@@ -45,6 +45,9 @@ class BatchNormalization : public Layer {
 
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
+  // Keras 2's config (axis as given, an integer; momentum, epsilon, center, scale, initializers).
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<BatchNormalization> from_config(const nlohmann::json& config);
 
   const BatchNormalizationOptions& options() const { return options_; }
   // Errors: std::logic_error before build, or for gamma/beta when scale/center is off.

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "layers/serialization.h"
+
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
@@ -64,6 +66,41 @@ const Variable& Dense::bias() const {
   if (!bias_.defined())
     throw std::logic_error(describe() + (options_.use_bias ? ": bias() before the layer is built" : ": use_bias is false"));
   return bias_;
+}
+
+nlohmann::json Dense::get_config() const {
+  nlohmann::json c = base_config();
+  c["units"] = options_.units;
+  c["activation"] = options_.activation.empty() ? "linear" : options_.activation;
+  c["use_bias"] = options_.use_bias;
+  c["kernel_initializer"] = serialize_initializer(options_.kernel_initializer);
+  c["bias_initializer"] = serialize_initializer(options_.bias_initializer);
+  c["kernel_regularizer"] = nullptr;
+  if (options_.kernel_regularizer_l2 > 0)
+    c["kernel_regularizer"] = {{"class_name", "L1L2"}, {"config", {{"l1", 0.0}, {"l2", options_.kernel_regularizer_l2}}}};
+  for (const char* k : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
+    c[k] = nullptr;
+  return c;
+}
+
+std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Dense");
+  for (const char* k : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
+    r.require_null(k);
+  DenseOptions o{.units = r.integer("units"),
+                 .activation = r.string("activation", "linear"),
+                 .use_bias = r.boolean("use_bias", true),
+                 .kernel_initializer = r.initializer("kernel_initializer", "glorot_uniform"),
+                 .bias_initializer = r.initializer("bias_initializer", "zeros"),
+                 .kernel_regularizer_l2 = r.l2_regularizer("kernel_regularizer"),
+                 .name = r.name(),
+                 .dtype = r.dtype()};
+  if (o.activation == "linear") o.activation = "";
+  try {
+    return r.finish(std::make_shared<Dense>(std::move(o)));
+  } catch (const std::invalid_argument& e) {
+    r.fail("units/activation", e.what());
+  }
 }
 
 std::vector<Tensor> Dense::regularization_losses() const {

@@ -36,6 +36,10 @@ class Dense : public Layer {
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
+  // Keras 2's Dense config (units, activation, use_bias, initializers, kernel_regularizer, ...).
+  nlohmann::json get_config() const override;
+  // Errors: std::invalid_argument naming the layer and field (layers/serialization.h).
+  static std::shared_ptr<Dense> from_config(const nlohmann::json& config);
 
   std::int64_t units() const { return options_.units; }
   const DenseOptions& options() const { return options_; }

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "layers/serialization.h"
 #include "tape/ops/math_ops.h"
 
 namespace tapeflow::layers {
@@ -10,6 +11,23 @@ Dropout::Dropout(DropoutOptions options)
     : Layer("Dropout", options.name, options.seed, options.dtype), options_(std::move(options)) {
   if (!(options_.rate >= 0 && options_.rate < 1))
     throw std::invalid_argument(describe() + ": rate must be in [0, 1), got " + std::to_string(options_.rate));
+}
+
+nlohmann::json Dropout::get_config() const {
+  nlohmann::json c = base_config();
+  c["rate"] = options_.rate;
+  c["noise_shape"] = nullptr;
+  c["seed"] = options_.seed ? nlohmann::json(*options_.seed) : nlohmann::json(nullptr);
+  return c;
+}
+
+std::shared_ptr<Dropout> Dropout::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Dropout");
+  r.require_null("noise_shape");
+  const double rate = r.number("rate");
+  if (!(rate >= 0 && rate < 1)) r.fail("rate", "must be in [0, 1), got " + std::to_string(rate));
+  return r.finish(std::make_shared<Dropout>(
+      DropoutOptions{.rate = rate, .seed = r.seed("seed"), .name = r.name(), .dtype = r.dtype()}));
 }
 
 Tensor Dropout::call(const Tensor& x, bool training) {

@@ -25,6 +25,8 @@ class Dropout : public Layer {
   explicit Dropout(DropoutOptions options);
   explicit Dropout(double rate) : Dropout(DropoutOptions{.rate = rate}) {}
   Tensor call(const Tensor& inputs, bool training) override;
+  nlohmann::json get_config() const override;  // rate, noise_shape (null), seed
+  static std::shared_ptr<Dropout> from_config(const nlohmann::json& config);
   double rate() const { return options_.rate; }
 
  private:

@@ -2,11 +2,25 @@
 
 #include <stdexcept>
 
+#include "layers/serialization.h"
 #include "tape/ops/array_ops.h"
 
 namespace tapeflow::layers {
 
-Flatten::Flatten(FlattenOptions options) : Layer("Flatten", options.name) {}
+Flatten::Flatten(FlattenOptions options) : Layer("Flatten", options.name, std::nullopt, options.dtype) {}
+
+nlohmann::json Flatten::get_config() const {
+  nlohmann::json c = base_config();
+  c["data_format"] = "channels_last";
+  return c;
+}
+
+std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Flatten");
+  if (r.string("data_format", "channels_last") != "channels_last")
+    r.fail("data_format", "only channels_last is supported, got '" + r.string("data_format") + "'");
+  return r.finish(std::make_shared<Flatten>(FlattenOptions{.name = r.name(), .dtype = r.dtype()}));
+}
 
 Shape Flatten::compute_output_shape(const Shape& s) const {
   if (s.rank() < 1) throw std::invalid_argument(describe() + ": expected inputs with a batch axis, got a scalar");

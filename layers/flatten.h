@@ -11,6 +11,7 @@ namespace tapeflow::layers {
 
 struct FlattenOptions {
   std::string name = "";
+  DType dtype = DType::kFloat32;
 };
 
 class Flatten : public Layer {
@@ -18,6 +19,8 @@ class Flatten : public Layer {
   explicit Flatten(FlattenOptions options = {});
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;  // data_format "channels_last"
+  static std::shared_ptr<Flatten> from_config(const nlohmann::json& config);
 };
 
 }  // namespace tapeflow::layers

@@ -7,7 +7,8 @@ namespace tapeflow::layers {
 
 Initializer::Initializer(const char* name) : Initializer(initializers::get(name)) {}
 Initializer::Initializer(const std::string& name) : Initializer(initializers::get(name)) {}
-Initializer::Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(std::move(fn)) {
+Initializer::Initializer(std::string name, Fn fn, Params params)
+    : name_(std::move(name)), fn_(std::move(fn)), params_(std::move(params)) {
   if (!fn_) throw std::invalid_argument("Initializer '" + name_ + "': empty function");
 }
 
@@ -24,22 +25,26 @@ void check_float(const char* name, DType dtype) {
                                 dtype_name(dtype));
 }
 
-enum class Mode { kFanIn, kFanAvg };
-enum class Dist { kUniform, kTruncatedNormal };
+enum class Mode { kFanIn, kFanOut, kFanAvg };
+enum class Dist { kUniform, kTruncatedNormal, kNormal };
 
 // keras.initializers.VarianceScaling.
-Initializer variance_scaling(const char* name, double scale, Mode mode, Dist dist) {
-  return Initializer(name, [=](const Shape& shape, DType dtype, Generator& gen) {
-    check_float(name, dtype);
-    Fans f = compute_fans(shape);
-    double n = mode == Mode::kFanIn ? f.fan_in : (f.fan_in + f.fan_out) / 2.0;
-    double s = scale / std::max(1.0, n);
-    if (dist == Dist::kUniform) {
-      double limit = std::sqrt(3.0 * s);
-      return tapeflow::random_uniform(shape, gen, -limit, limit, dtype);
-    }
-    return tapeflow::truncated_normal(shape, gen, 0.0, std::sqrt(s) / kTruncatedStddevCorrection, dtype);
-  });
+Initializer variance_scaling(const char* name, double scale, Mode mode, Dist dist, Initializer::Params params = {}) {
+  return Initializer(
+      name,
+      [=](const Shape& shape, DType dtype, Generator& gen) {
+        check_float(name, dtype);
+        Fans f = compute_fans(shape);
+        double n = mode == Mode::kFanIn ? f.fan_in : mode == Mode::kFanOut ? f.fan_out : (f.fan_in + f.fan_out) / 2.0;
+        double s = scale / std::max(1.0, n);
+        if (dist == Dist::kUniform) {
+          double limit = std::sqrt(3.0 * s);
+          return tapeflow::random_uniform(shape, gen, -limit, limit, dtype);
+        }
+        if (dist == Dist::kNormal) return tapeflow::random_normal(shape, gen, 0.0, std::sqrt(s), dtype);
+        return tapeflow::truncated_normal(shape, gen, 0.0, std::sqrt(s) / kTruncatedStddevCorrection, dtype);
+      },
+      std::move(params));
 }
 
 }  // namespace
@@ -61,10 +66,29 @@ Initializer glorot_normal() {
 Initializer he_uniform() { return variance_scaling("he_uniform", 2.0, Mode::kFanIn, Dist::kUniform); }
 Initializer he_normal() { return variance_scaling("he_normal", 2.0, Mode::kFanIn, Dist::kTruncatedNormal); }
 
+Initializer variance_scaling(double scale, const std::string& mode, const std::string& distribution) {
+  if (!(scale > 0)) throw std::invalid_argument("initializer VarianceScaling: scale must be > 0, got " + std::to_string(scale));
+  Mode m;
+  if (mode == "fan_in") m = Mode::kFanIn;
+  else if (mode == "fan_out") m = Mode::kFanOut;
+  else if (mode == "fan_avg") m = Mode::kFanAvg;
+  else throw std::invalid_argument("initializer VarianceScaling: unknown mode '" + mode + "' (fan_in, fan_out, fan_avg)");
+  Dist d;
+  if (distribution == "uniform") d = Dist::kUniform;
+  else if (distribution == "truncated_normal" || distribution == "normal") d = Dist::kTruncatedNormal;
+  else if (distribution == "untruncated_normal") d = Dist::kNormal;
+  else
+    throw std::invalid_argument("initializer VarianceScaling: unknown distribution '" + distribution +
+                                "' (uniform, truncated_normal, untruncated_normal)");
+  // Params keep the mode and distribution as numbers in Keras's order of the enums above.
+  return variance_scaling("variance_scaling", scale, m, d,
+                          {{"scale", scale}, {"mode", double(int(m))}, {"distribution", double(int(d))}});
+}
+
 Initializer constant(double value) {
-  return Initializer("constant", [value](const Shape& shape, DType dtype, Generator&) {
-    return fill(shape, value, dtype);
-  });
+  return Initializer(
+      "constant", [value](const Shape& shape, DType dtype, Generator&) { return fill(shape, value, dtype); },
+      {{"value", value}});
 }
 Initializer zeros() {
   return Initializer("zeros", [](const Shape& shape, DType dtype, Generator&) { return tapeflow::zeros(shape, dtype); });
@@ -73,22 +97,31 @@ Initializer ones() {
   return Initializer("ones", [](const Shape& shape, DType dtype, Generator&) { return tapeflow::ones(shape, dtype); });
 }
 Initializer random_normal(double mean, double stddev) {
-  return Initializer("random_normal", [=](const Shape& shape, DType dtype, Generator& gen) {
-    check_float("random_normal", dtype);
-    return tapeflow::random_normal(shape, gen, mean, stddev, dtype);
-  });
+  return Initializer(
+      "random_normal",
+      [=](const Shape& shape, DType dtype, Generator& gen) {
+        check_float("random_normal", dtype);
+        return tapeflow::random_normal(shape, gen, mean, stddev, dtype);
+      },
+      {{"mean", mean}, {"stddev", stddev}});
 }
 Initializer random_uniform(double minval, double maxval) {
-  return Initializer("random_uniform", [=](const Shape& shape, DType dtype, Generator& gen) {
-    check_float("random_uniform", dtype);
-    return tapeflow::random_uniform(shape, gen, minval, maxval, dtype);
-  });
+  return Initializer(
+      "random_uniform",
+      [=](const Shape& shape, DType dtype, Generator& gen) {
+        check_float("random_uniform", dtype);
+        return tapeflow::random_uniform(shape, gen, minval, maxval, dtype);
+      },
+      {{"minval", minval}, {"maxval", maxval}});
 }
 Initializer truncated_normal(double mean, double stddev) {
-  return Initializer("truncated_normal", [=](const Shape& shape, DType dtype, Generator& gen) {
-    check_float("truncated_normal", dtype);
-    return tapeflow::truncated_normal(shape, gen, mean, stddev, dtype);
-  });
+  return Initializer(
+      "truncated_normal",
+      [=](const Shape& shape, DType dtype, Generator& gen) {
+        check_float("truncated_normal", dtype);
+        return tapeflow::truncated_normal(shape, gen, mean, stddev, dtype);
+      },
+      {{"mean", mean}, {"stddev", stddev}});
 }
 
 Initializer get(const std::string& name) {

@@ -15,6 +15,8 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tape/core/random.h"
 #include "tape/core/tensor.h"
@@ -26,15 +28,19 @@ namespace tapeflow::layers {
 class Initializer {
  public:
   using Fn = std::function<Tensor(const Shape& shape, DType dtype, Generator& gen)>;
+  // The numeric arguments (Keras config fields such as {"mean", 0.0}, {"stddev", 0.05}).
+  using Params = std::vector<std::pair<std::string, double>>;
   Initializer(const char* name);         // NOLINT: Keras identifiers, like kernel_initializer="zeros"
   Initializer(const std::string& name);  // NOLINT
-  Initializer(std::string name, Fn fn);
+  Initializer(std::string name, Fn fn, Params params = {});
   Tensor operator()(const Shape& shape, DType dtype, Generator& gen) const;
   const std::string& name() const { return name_; }
+  const Params& params() const { return params_; }
 
  private:
   std::string name_;
   Fn fn_;
+  Params params_;
 };
 
 namespace initializers {
@@ -58,6 +64,10 @@ Initializer constant(double value);
 Initializer random_normal(double mean = 0.0, double stddev = 0.05);
 Initializer random_uniform(double minval = -0.05, double maxval = 0.05);
 Initializer truncated_normal(double mean = 0.0, double stddev = 0.05);
+// keras.initializers.VarianceScaling: mode "fan_in" / "fan_out" / "fan_avg", distribution
+// "uniform" / "truncated_normal" / "untruncated_normal" ("normal" = truncated, as Keras).
+// Errors: std::invalid_argument for scale <= 0 or an unknown mode / distribution.
+Initializer variance_scaling(double scale, const std::string& mode, const std::string& distribution);
 // Looks up a Keras identifier ("glorot_uniform", "he_normal", "zeros", ...).
 // Errors: std::invalid_argument for an unknown name.
 Initializer get(const std::string& name);

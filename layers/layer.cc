@@ -6,7 +6,11 @@
 #include <mutex>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
+#include "layers/keras_tensor.h"
 #include "tape/ops/math_ops.h"
+#include "tape/runtime/recorder.h"
 
 namespace tapeflow::layers {
 
@@ -67,6 +71,73 @@ Tensor Layer::operator()(const Tensor& inputs, bool training) {
 }
 
 void Layer::build(const Shape&) { built_ = true; }
+
+void Layer::build(const std::vector<Shape>& shapes) {
+  if (shapes.size() == 1) build(shapes[0]);
+  built_ = true;
+}
+
+Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) {
+  std::vector<Tensor> xs = inputs;
+  std::vector<Shape> shapes;
+  for (Tensor& x : xs) {
+    if (!x.defined()) throw std::invalid_argument(describe() + ": called on an undefined tensor");
+    if (is_floating(x.dtype()) && x.dtype() != dtype_) x = cast(x, dtype_);
+    shapes.push_back(x.shape());
+  }
+  if (!built_) {
+    build(shapes);
+    built_ = true;
+  }
+  call_losses_.clear();
+  return call(xs, training);
+}
+
+Tensor Layer::call(const std::vector<Tensor>& inputs, bool training) {
+  if (inputs.size() != 1)
+    throw std::invalid_argument(describe() + ": expects one input, got " + std::to_string(inputs.size()));
+  return call(inputs[0], training);
+}
+
+KerasTensor Layer::operator()(const KerasTensor& input) { return (*this)(std::vector<KerasTensor>{input}); }
+
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) {
+  std::shared_ptr<Layer> self = weak_from_this().lock();
+  if (!self)
+    throw std::logic_error(describe() + ": a layer called on KerasTensors must be held by a std::shared_ptr "
+                                        "(std::make_shared)");
+  if (inputs.empty()) throw std::invalid_argument(describe() + ": called on an empty list of KerasTensors");
+  std::vector<Tensor> examples;  // one zero example per input: the output shape comes from a real call
+  std::string from;
+  for (const KerasTensor& kt : inputs) {
+    if (!kt.defined()) throw std::invalid_argument(describe() + ": called on an undefined KerasTensor");
+    std::vector<std::int64_t> dims = kt.shape();
+    if (!dims.empty()) dims[0] = 1;
+    examples.push_back(zeros(Shape(dims), kt.dtype()));
+    from += (from.empty() ? "" : ", ") + kt.describe();
+  }
+  Tensor out;
+  try {
+    RecordingPause pause;
+    out = inputs.size() == 1 ? (*this)(examples[0], /*training=*/false) : (*this)(examples, /*training=*/false);
+  } catch (const std::exception& e) {
+    throw std::invalid_argument(describe() + ": cannot be called on " + from + ": " + e.what());
+  }
+  std::vector<std::int64_t> shape(out.shape().begin(), out.shape().end());
+  if (!shape.empty()) shape[0] = -1;
+  auto node = std::make_shared<Node>(Node{self, inputs, next_node_serial()});
+  return KerasTensor(std::move(shape), out.dtype(), std::move(node));
+}
+
+nlohmann::json Layer::base_config() const {
+  return {{"name", name_}, {"trainable", trainable_}, {"dtype", dtype_name(dtype_)}};
+}
+
+nlohmann::json Layer::get_config() const {
+  throw std::logic_error(describe() + ": get_config() is not implemented for class '" + class_name() +
+                         "'; to save its architecture implement get_config() (and register the class with "
+                         "layers::register_layer_class), or save only its weights with save_weights");
+}
 
 Shape Layer::compute_output_shape(const Shape& input_shape) const { return input_shape; }
 

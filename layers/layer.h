@@ -14,7 +14,13 @@
 //           watching them); Keras's BatchNormalization then runs in inference mode.
 //           losses(): the add_loss() tensors of the last call plus regularization losses computed
 //           now from the current weights (so they are differentiable inside the caller's tape).
-// Errors:   std::logic_error for count_params() before build and for an initializer that returns
+//           get_config(): the Keras config (a JSON object: name, trainable, dtype and the
+//           constructor arguments); layers/serialization.h turns it back into a layer.
+//           Called on KerasTensors (layers/keras_tensor.h), a layer records a node of a
+//           functional graph instead of computing: it is built and run once on a zero batch of
+//           one example in inference mode (nothing recorded) to learn the output shape.
+// Errors:   std::logic_error for get_config() on a layer class that does not implement it, for a
+//           symbolic call on a layer not held by a std::shared_ptr, and for count_params() before build and for an initializer that returns
 //           the wrong shape/dtype; std::invalid_argument for a non-float layer dtype; layers throw
 //           std::invalid_argument naming the layer and the shapes received for incompatible inputs.
 // Ref:      keras/src/layers/layer.py, keras/src/backend/common/variables.py
@@ -26,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "layers/initializers.h"
 #include "tape/core/random.h"
 #include "tape/core/tensor.h"
@@ -33,7 +41,9 @@
 
 namespace tapeflow::layers {
 
-class Layer {
+class KerasTensor;
+
+class Layer : public std::enable_shared_from_this<Layer> {
  public:
   virtual ~Layer();
   Layer(const Layer&) = delete;
@@ -42,8 +52,20 @@ class Layer {
   // Builds on the first call (build(inputs.shape())), then returns call(inputs, training).
   Tensor operator()(const Tensor& inputs, bool training = false);
   virtual Tensor call(const Tensor& inputs, bool training) = 0;
+  // Several inputs (merge layers, functional models): builds on the first call
+  // (build(shapes)), then returns call(inputs, training).
+  Tensor operator()(const std::vector<Tensor>& inputs, bool training = false);
+  // Default: one input goes to call(Tensor); more are an std::invalid_argument naming the layer.
+  virtual Tensor call(const std::vector<Tensor>& inputs, bool training);
+  // Symbolic calls (Functional API): record a node and return its output. Errors:
+  // std::invalid_argument naming this layer, the inputs' layers and shapes if the layer rejects
+  // them; std::logic_error if the layer is not held by a std::shared_ptr.
+  KerasTensor operator()(const KerasTensor& input);
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs);
   // Creates the weights for `input_shape` (default: none) and marks the layer built.
   virtual void build(const Shape& input_shape);
+  // Several inputs (default: build(shapes[0]) for one shape, else just mark the layer built).
+  virtual void build(const std::vector<Shape>& input_shapes);
   // The output shape for an input shape (default: unchanged).
   virtual Shape compute_output_shape(const Shape& input_shape) const;
 
@@ -69,6 +91,9 @@ class Layer {
   // Total elements of variables(). Errors: std::logic_error if not built.
   std::int64_t count_params() const;
   virtual std::string class_name() const { return class_name_; }
+  // Keras's get_config(): {"name", "trainable", "dtype", ...constructor arguments}.
+  // Errors: std::logic_error (the default) for a layer class that does not implement it.
+  virtual nlohmann::json get_config() const;
   // Sublayers tracked with track_layer(), in order.
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
 
@@ -94,6 +119,8 @@ class Layer {
   Generator& generator() { return generator_; }
   // "Dense 'dense_1'" for error messages.
   std::string describe() const;
+  // The config every layer shares: name, trainable, dtype (start of get_config()).
+  nlohmann::json base_config() const;
 
  private:
   std::string class_name_;

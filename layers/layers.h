@@ -1,5 +1,6 @@
 // layers: the umbrella header of tapeflow::layers (Layer, initializers, activations, Dense,
-// BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU).
+// BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU, merge layers, InputLayer,
+// KerasTensor, serialization).
 #pragma once
 
 #include "layers/activation.h"
@@ -9,5 +10,9 @@
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/initializers.h"
+#include "layers/input_layer.h"
+#include "layers/keras_tensor.h"
 #include "layers/layer.h"
+#include "layers/merge.h"
 #include "layers/reshape.h"
+#include "layers/serialization.h"

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "layers/serialization.h"
 #include "tape/ops/array_ops.h"
 
 namespace tapeflow::layers {
@@ -14,7 +15,8 @@ std::string to_string(const std::vector<std::int64_t>& v) {
 }
 }  // namespace
 
-Reshape::Reshape(ReshapeOptions options) : Layer("Reshape", options.name), target_(std::move(options.target_shape)) {
+Reshape::Reshape(ReshapeOptions options)
+    : Layer("Reshape", options.name, std::nullopt, options.dtype), target_(std::move(options.target_shape)) {
   int unknown = 0;
   for (std::int64_t d : target_) {
     if (d < -1) throw std::invalid_argument(describe() + ": invalid target_shape " + to_string(target_));
@@ -41,6 +43,22 @@ Shape Reshape::compute_output_shape(const Shape& s) const {
                                 to_string(target_));
   if (unknown_at >= 0) out[unknown_at + 1] = have / known;
   return Shape(out);
+}
+
+nlohmann::json Reshape::get_config() const {
+  nlohmann::json c = base_config();
+  c["target_shape"] = target_;
+  return c;
+}
+
+std::shared_ptr<Reshape> Reshape::from_config(const nlohmann::json& config) {
+  ConfigReader r(config, "Reshape");
+  try {
+    return r.finish(std::make_shared<Reshape>(
+        ReshapeOptions{.target_shape = r.integers("target_shape"), .name = r.name(), .dtype = r.dtype()}));
+  } catch (const std::invalid_argument& e) {
+    r.fail("target_shape", e.what());
+  }
 }
 
 Tensor Reshape::call(const Tensor& x, bool) { return reshape(x, compute_output_shape(x.shape())); }

@@ -13,6 +13,7 @@ namespace tapeflow::layers {
 struct ReshapeOptions {
   std::vector<std::int64_t> target_shape;
   std::string name = "";
+  DType dtype = DType::kFloat32;
 };
 
 class Reshape : public Layer {
@@ -20,6 +21,8 @@ class Reshape : public Layer {
   explicit Reshape(ReshapeOptions options);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;  // target_shape
+  static std::shared_ptr<Reshape> from_config(const nlohmann::json& config);
 
  private:
   std::vector<std::int64_t> target_;

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "tape/core/tensor.h"
 
 namespace tapeflow::models {
@@ -27,6 +29,10 @@ class Loss {
   virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
   const std::string& name() const { return name_; }
   Reduction reduction() const { return reduction_; }
+  // Keras's class name and config ({"reduction": "auto", "name", ...}; models/config.h reads it
+  // back with deserialize_loss). Errors: std::logic_error for a class without a config.
+  virtual std::string class_name() const { return "Loss"; }
+  virtual nlohmann::json get_config() const;
 
  protected:
   Loss(std::string name, Reduction reduction) : name_(std::move(name)), reduction_(reduction) {}
@@ -52,6 +58,9 @@ class SparseCategoricalCrossentropy : public Loss {
  public:
   explicit SparseCategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
+  nlohmann::json get_config() const override;  // + from_logits, ignore_class (null)
+  bool from_logits() const { return from_logits_; }
 
  private:
   bool from_logits_;
@@ -64,6 +73,9 @@ class CategoricalCrossentropy : public Loss {
  public:
   explicit CategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CategoricalCrossentropy"; }
+  nlohmann::json get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
+  bool from_logits() const { return from_logits_; }
 
  private:
   bool from_logits_;
@@ -77,6 +89,9 @@ class BinaryCrossentropy : public Loss {
  public:
   explicit BinaryCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "BinaryCrossentropy"; }
+  nlohmann::json get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
+  bool from_logits() const { return from_logits_; }
 
  private:
   bool from_logits_;
@@ -94,6 +109,8 @@ class MeanSquaredError : public Loss {
  public:
   explicit MeanSquaredError(MeanSquaredErrorOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "MeanSquaredError"; }
+  nlohmann::json get_config() const override;
 };
 
 // A loss by its Keras name: "sparse_categorical_crossentropy", "categorical_crossentropy",

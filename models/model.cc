@@ -38,10 +38,11 @@ void check_xy(const char* caller, const Tensor& x, const Tensor& y) {
                                 "dimension), got x " + x.shape().to_string() + ", y " + y.shape().to_string());
 }
 
-void check_batch(const char* caller, const data::Example& batch) {
-  if (batch.size() < 2)
-    throw std::invalid_argument(std::string(caller) + ": expected a batch {x, y}, got " +
-                                std::to_string(batch.size()) + " component(s)");
+void check_batch(const char* caller, const data::Example& batch, std::size_t inputs = 1) {
+  if (batch.size() < inputs + 1)
+    throw std::invalid_argument(std::string(caller) + ": expected a batch {" +
+                                (inputs == 1 ? std::string("x") : "x1, ..., x" + std::to_string(inputs)) +
+                                ", y}, got " + std::to_string(batch.size()) + " component(s)");
 }
 
 void check_batch_size(const char* caller, std::int64_t batch_size) {
@@ -120,16 +121,22 @@ void Model::reset_metrics() {
   for (const auto& m : metrics_) m->reset_state();
 }
 
+Tensor Model::forward(const data::Example& batch, bool training) {
+  const std::size_t n = input_count();
+  if (n == 1) return (*this)(batch[0], training);
+  return (*this)(std::vector<Tensor>(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(n)), training);
+}
+
 Logs Model::train_step(const data::Example& batch) {
-  check_batch("Model::train_step", batch);
+  check_batch("Model::train_step", batch, input_count());
   const Tensor& x = batch[0];
-  const Tensor& y = batch[1];
+  const Tensor& y = batch[input_count()];
   Tensor y_pred, loss;
   std::vector<Variable> vars;
   std::vector<std::optional<Tensor>> grads;
   {
     GradientTape tape;
-    y_pred = (*this)(x, /*training=*/true);
+    y_pred = forward(batch, /*training=*/true);
     loss = compute_loss(y, y_pred);
     vars = trainable_variables();  // after the call: the first call builds the weights
     grads = tape.gradient(loss, vars);
@@ -139,11 +146,12 @@ Logs Model::train_step(const data::Example& batch) {
 }
 
 Logs Model::test_step(const data::Example& batch) {
-  check_batch("Model::test_step", batch);
+  check_batch("Model::test_step", batch, input_count());
   RecordingPause pause;
-  const Tensor y_pred = (*this)(batch[0], /*training=*/false);
-  const Tensor loss = compute_loss(batch[1], y_pred);
-  return compute_metrics(batch[1], y_pred, loss, batch[0].rank() > 0 ? batch[0].shape()[0] : 1);
+  const Tensor& y = batch[input_count()];
+  const Tensor y_pred = forward(batch, /*training=*/false);
+  const Tensor loss = compute_loss(y, y_pred);
+  return compute_metrics(y, y_pred, loss, batch[0].rank() > 0 ? batch[0].shape()[0] : 1);
 }
 
 History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) {

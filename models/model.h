@@ -141,11 +141,18 @@ class Model : public layers::Layer {
   // Output shapes per row of summary() (default: the input shape the model was built with run
   // through each tracked layer's compute_output_shape, when known).
   virtual std::vector<std::string> summary_output_shapes() const;
+  // Keras's "Connected to" entries per row of summary(), one line each (empty: no such column).
+  virtual std::vector<std::string> summary_connections() const { return {}; }
+  // How many leading components of a batch are inputs (the rest start with y); train_step and
+  // test_step pass several to call(std::vector<Tensor>).
+  virtual std::size_t input_count() const { return 1; }
   // The input shape of the first call (empty before).
   const std::optional<Shape>& build_input_shape() const { return build_input_shape_; }
 
  private:
   Logs run_evaluation(const data::Dataset& batches, const char* caller);
+  // The forward pass on the input components of a batch.
+  Tensor forward(const data::Example& batch, bool training);
   void require_compiled(const char* caller) const;
 
   bool compiled_ = false;

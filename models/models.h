@@ -1,15 +1,19 @@
 // models: the umbrella header of tapeflow::models (Model, Sequential, losses, metrics, callbacks,
-// ready-made architectures).
+// ready-made architectures, the Functional API, configs, whole-model saving, TensorFlow.js).
 #pragma once
 
 #include "models/adversarial.h"
 #include "models/architectures.h"
 #include "models/callbacks.h"
 #include "models/checkpoint.h"
+#include "models/config.h"
+#include "models/functional.h"
 #include "models/gan.h"
 #include "models/logs.h"
 #include "models/losses.h"
 #include "models/metrics.h"
 #include "models/model.h"
 #include "models/saving.h"
+#include "models/saving_model.h"
 #include "models/sequential.h"
+#include "models/tfjs.h"

@@ -28,6 +28,9 @@ class Adam : public Optimizer {
  public:
   explicit Adam(AdamOptions options = {});
   const AdamOptions& options() const { return options_; }
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "Adam"; }
+  std::vector<std::vector<std::string>> keras_slot_order() const override { return {{"m", "v"}, {"vhat"}}; }
 
  protected:
   Adam(AdamOptions options, double weight_decay);
@@ -54,6 +57,8 @@ struct AdamWOptions {
 class AdamW : public Adam {
  public:
   explicit AdamW(AdamWOptions options = {});
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "AdamW"; }
 };
 
 }  // namespace tapeflow::optimizers

@@ -81,6 +81,14 @@ class Optimizer {
   Variable get_slot(const Variable& var, const std::string& slot) const;
   // Slot names of one variable, in creation order.
   std::vector<std::string> slot_names(const Variable& var) const;
+  // Keras's optimizer config (optimizers/serialization.h): class name via class_name(), fields as
+  // tf.keras 2.15 writes them. Errors: std::logic_error for a class that does not implement it.
+  virtual nlohmann::json get_config() const;
+  virtual std::string class_name() const { return "Optimizer"; }
+  // Slot names in the order Keras creates an optimizer's variables: each inner list is one pass
+  // over the model variables creating those slots per variable (Adam: {{"m", "v"}, {"vhat"}};
+  // RMSprop: {{"rms"}, {"momentum"}, {"mg"}}). Default: one pass over every slot.
+  virtual std::vector<std::vector<std::string>> keras_slot_order() const { return {}; }
 
  protected:
   explicit Optimizer(OptimizerConfig config);

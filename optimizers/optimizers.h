@@ -6,4 +6,5 @@
 #include "optimizers/optimizer.h"
 #include "optimizers/rmsprop.h"
 #include "optimizers/schedules.h"
+#include "optimizers/serialization.h"
 #include "optimizers/sgd.h"

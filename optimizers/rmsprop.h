@@ -31,6 +31,9 @@ class RMSprop : public Optimizer {
  public:
   explicit RMSprop(RMSpropOptions options = {});
   const RMSpropOptions& options() const { return options_; }
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "RMSprop"; }
+  std::vector<std::vector<std::string>> keras_slot_order() const override { return {{"rms"}, {"momentum"}, {"mg"}}; }
 
  protected:
   void build_slots(const Variable& var) override;
@@ -54,6 +57,8 @@ class Adagrad : public Optimizer {
  public:
   explicit Adagrad(AdagradOptions options = {});
   const AdagradOptions& options() const { return options_; }
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "Adagrad"; }
 
  protected:
   void build_slots(const Variable& var) override;

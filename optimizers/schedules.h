@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace tapeflow::optimizers {
 
 class LearningRateSchedule {
@@ -24,6 +26,9 @@ class LearningRateSchedule {
   virtual ~LearningRateSchedule() = default;
   virtual double operator()(std::int64_t step) const = 0;
   virtual std::string name() const = 0;
+  // Keras's config of the schedule (optimizers/serialization.h). Errors: std::logic_error for a
+  // schedule class that does not implement it.
+  virtual nlohmann::json get_config() const;
 };
 
 struct ExponentialDecayOptions {
@@ -39,6 +44,7 @@ class ExponentialDecay : public LearningRateSchedule {
       : ExponentialDecay(ExponentialDecayOptions{initial_learning_rate, decay_steps, decay_rate, staircase}) {}
   double operator()(std::int64_t step) const override;
   std::string name() const override { return "ExponentialDecay"; }
+  nlohmann::json get_config() const override;
 
  private:
   ExponentialDecayOptions o_;
@@ -56,6 +62,7 @@ class CosineDecay : public LearningRateSchedule {
       : CosineDecay(CosineDecayOptions{initial_learning_rate, decay_steps, alpha}) {}
   double operator()(std::int64_t step) const override;
   std::string name() const override { return "CosineDecay"; }
+  nlohmann::json get_config() const override;
 
  private:
   CosineDecayOptions o_;
@@ -66,6 +73,7 @@ class PiecewiseConstantDecay : public LearningRateSchedule {
   PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
   double operator()(std::int64_t step) const override;
   std::string name() const override { return "PiecewiseConstantDecay"; }
+  nlohmann::json get_config() const override;
 
  private:
   std::vector<std::int64_t> boundaries_;

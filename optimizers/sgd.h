@@ -24,6 +24,8 @@ class SGD : public Optimizer {
  public:
   explicit SGD(SGDOptions options = {});
   const SGDOptions& options() const { return options_; }
+  nlohmann::json get_config() const override;
+  std::string class_name() const override { return "SGD"; }
 
  protected:
   void build_slots(const Variable& var) override;

@@ -30,6 +30,7 @@ struct Flags : tf::apps::CommonFlags {
   std::string schedule = "cosine";
   std::string checkpoint_dir;  // save every epoch through a CheckpointManager
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
+  std::string save_model;      // after training: a .h5 file (save_model) or a TensorFlow.js directory
 };
 
 // The optimizer named on the command line with the learning rate (a number or a schedule).
@@ -133,6 +134,11 @@ int run(const Flags& f) {
                train_seconds / static_cast<double>(epoch_seconds.size()), epoch_seconds.size(),
                tf::kernels::num_threads());
   if (!f.metrics_out.empty()) write_metrics(f.metrics_out, f, test, history, epoch_seconds, total);
+  if (!f.save_model.empty()) {
+    if (f.save_model.ends_with(".h5")) tf::models::save_model(*model, f.save_model);
+    else tf::models::export_tfjs(*model, f.save_model);
+    spdlog::info("Saved the model to {}", f.save_model);
+  }
   return 0;
 }
 
@@ -153,6 +159,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::IsMember({"cosine", "constant"}));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "Save a checkpoint (model, optimizer, epoch) to DIR after every epoch (keeps the newest 3)");
+  app.add_option("--save-model", f.save_model,
+                 "After training, save the whole model: PATH.h5 (Keras 2 HDF5, load with load_model or the "
+                 "predict app) or a TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
   app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs("--checkpoint-dir");
   tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);

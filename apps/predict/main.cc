@@ -1,0 +1,116 @@
+// predict: loads any saved model (save_model's .h5 or a TensorFlow.js directory) without the code
+// that defined it, and prints its predictions for IDX images and, given labels, the accuracy.
+// Serving without the training code; see --help.
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "data/idx.h"
+#include "models/models.h"
+#include "tape/ops/index_ops.h"
+
+namespace tf = tapeflow;
+
+namespace {
+
+struct Flags {
+  std::string model;
+  std::string images;
+  std::string labels;
+  std::int64_t batch_size = 1000;
+  std::int64_t limit = 0;
+  std::int64_t show = 10;
+  std::string metrics_out;
+};
+
+// A .h5 file from save_model, or a TensorFlow.js model directory / model.json.
+std::shared_ptr<tf::models::Model> load_any(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::is_directory(path) || path.ends_with(".json")) return tf::models::load_tfjs(path);
+  return tf::models::load_model(path, {.compile = false});
+}
+
+// uint8 images [n, ...] -> float32 in [0, 1] shaped [n, <the model's input shape>].
+tf::Tensor images_tensor(const tf::data::IdxArray& a, std::int64_t n, const tf::Shape& example_shape, const std::string& file) {
+  if (a.type != tf::data::IdxType::kUInt8 || a.dims.empty())
+    throw std::runtime_error(file + ": expected uint8 images [n, ...], got " + tf::data::describe(a));
+  const std::int64_t per = a.num_elements() / std::max<std::int64_t>(a.dims[0], 1);
+  if (per != example_shape.num_elements())
+    throw std::runtime_error(file + ": images have " + std::to_string(per) + " values each, the model expects " +
+                             example_shape.to_string() + " (" + std::to_string(example_shape.num_elements()) + ")");
+  std::vector<std::int64_t> dims{n};
+  dims.insert(dims.end(), example_shape.begin(), example_shape.end());
+  tf::Tensor x = tf::Tensor::empty(tf::Shape(dims), tf::DType::kFloat32);
+  float* p = x.mutable_data<float>();
+  for (std::int64_t i = 0; i < n * per; ++i) p[i] = static_cast<float>(a.bytes[i]) / 255.0f;
+  return x;
+}
+
+int run(const Flags& f) {
+  auto model = load_any(f.model);
+  spdlog::info("Loaded {} '{}' ({} parameters) from {}", model->class_name(), model->name(), model->count_params(), f.model);
+  const tf::data::IdxArray images = tf::data::read_idx(f.images);
+  std::int64_t n = images.dims.empty() ? 0 : images.dims[0];
+  if (f.limit > 0) n = std::min(n, f.limit);
+  // The model's input shape without the batch axis, from its config.
+  nlohmann::json config = tf::models::model_to_config(*model)["config"];
+  std::vector<std::int64_t> input;
+  for (const auto& l : config["layers"]) {
+    // An InputLayer, or (as TensorFlow.js writes Sequential models) the first layer's batch_input_shape.
+    const auto& c = l["config"];
+    if (c.contains("batch_input_shape") && c["batch_input_shape"].is_array()) {
+      for (std::size_t i = 1; i < c["batch_input_shape"].size(); ++i)
+        input.push_back(c["batch_input_shape"][i].get<std::int64_t>());
+      break;
+    }
+  }
+  if (input.empty()) throw std::runtime_error(f.model + ": the model config has no input shape");
+  const tf::Tensor x = images_tensor(images, n, tf::Shape(input), f.images);
+  const tf::Tensor scores = model->predict(x, {.batch_size = f.batch_size});
+  const tf::Tensor predicted = tf::argmax(scores, -1);
+  const std::int64_t* p = predicted.data<std::int64_t>();
+  for (std::int64_t i = 0; i < std::min(n, f.show); ++i) std::printf("%lld: class %lld\n", (long long)i, (long long)p[i]);
+  if (!f.labels.empty()) {
+    const tf::data::IdxArray labels = tf::data::read_idx(f.labels);
+    if (labels.type != tf::data::IdxType::kUInt8 || labels.dims.size() != 1 || labels.dims[0] < n)
+      throw std::runtime_error(f.labels + ": expected at least " + std::to_string(n) + " uint8 labels, got " +
+                               tf::data::describe(labels));
+    std::int64_t correct = 0;
+    for (std::int64_t i = 0; i < n; ++i) correct += p[i] == labels.bytes[i];
+    const double acc = n > 0 ? static_cast<double>(correct) / static_cast<double>(n) : 0.0;
+    std::printf("accuracy: %.4f (%lld / %lld)\n", acc, (long long)correct, (long long)n);
+    if (!f.metrics_out.empty()) {
+      std::ofstream out(f.metrics_out);
+      out << nlohmann::json{{"accuracy", acc}, {"correct", correct}, {"examples", n}}.dump(2) << "\n";
+      if (!out.flush()) throw std::runtime_error("--metrics-out: cannot write '" + f.metrics_out + "'");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  CLI::App app{"Load a saved model (save_model .h5 or a TensorFlow.js directory) and predict classes of IDX images."};
+  app.add_option("--model", f.model, "Model file (.h5) or TensorFlow.js directory / model.json")->required()->check(CLI::ExistingPath);
+  app.add_option("--images", f.images, "IDX images (uint8, optionally .gz), scaled to [0, 1]")->required()->check(CLI::ExistingFile);
+  app.add_option("--labels", f.labels, "IDX labels: print the accuracy")->check(CLI::ExistingFile);
+  app.add_option("--batch-size", f.batch_size, "Examples per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--limit", f.limit, "Use only the first N images (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--show", f.show, "Print the first N predictions")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--metrics-out", f.metrics_out, "Write the accuracy as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    return run(f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "predict: error: %s\n", e.what());
+    return 1;
+  }
+}

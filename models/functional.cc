@@ -1,0 +1,365 @@
+#include "models/functional.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "layers/input_layer.h"
+#include "layers/serialization.h"
+#include "tape/runtime/recorder.h"
+
+namespace tapeflow::models {
+using layers::KerasTensor;
+using layers::Node;
+using nlohmann::json;
+
+namespace {
+
+std::string layer_label(const layers::Layer& l) { return l.class_name() + " '" + l.name() + "'"; }
+
+bool is_input_node(const Node& n) {
+  return n.inputs.empty() && dynamic_cast<const layers::InputLayer*>(n.layer.get()) != nullptr;
+}
+
+std::string default_model_name(const std::string& name) {
+  if (!name.empty()) return name;
+  return layers::unique_layer_name("model");  // Keras 2: "model", "model_1", ...
+}
+
+}  // namespace
+
+Functional::Functional(const KerasTensor& input, const KerasTensor& output, std::string name)
+    : Functional(std::vector<KerasTensor>{input}, std::vector<KerasTensor>{output}, std::move(name)) {}
+
+Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, std::string name)
+    : Model(default_model_name(name), "Functional"), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+  const std::string me = "Functional '" + this->name() + "'";
+  if (inputs_.empty()) throw std::invalid_argument(me + ": no inputs given");
+  if (outputs_.empty()) throw std::invalid_argument(me + ": no outputs given");
+  std::set<const Node*> input_nodes;
+  for (std::size_t i = 0; i < inputs_.size(); ++i) {
+    const KerasTensor& t = inputs_[i];
+    if (!t.defined()) throw std::invalid_argument(me + ": inputs[" + std::to_string(i) + "] is undefined");
+    if (!is_input_node(*t.node()))
+      throw std::invalid_argument(me + ": inputs[" + std::to_string(i) + "] is not an Input: it is the " + t.describe() +
+                                  " (model inputs must come from layers::Input)");
+    if (!input_nodes.insert(t.node().get()).second)
+      throw std::invalid_argument(me + ": inputs[" + std::to_string(i) + "] (" + t.describe() + ") is given twice");
+  }
+  // Walk back from the outputs; every path must end at one of the inputs.
+  std::set<const Node*> seen;
+  std::vector<std::shared_ptr<const Node>> stack;
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    if (!outputs_[i].defined()) throw std::invalid_argument(me + ": outputs[" + std::to_string(i) + "] is undefined");
+    stack.push_back(outputs_[i].node());
+  }
+  while (!stack.empty()) {
+    std::shared_ptr<const Node> n = stack.back();
+    stack.pop_back();
+    if (!seen.insert(n.get()).second) continue;
+    nodes_.push_back(n);
+    if (is_input_node(*n)) {
+      if (!input_nodes.count(n.get())) {
+        std::string given;
+        for (const KerasTensor& t : inputs_) given += (given.empty() ? "'" : ", '") + t.node()->layer->name() + "'";
+        throw std::invalid_argument(me + ": graph disconnected: the outputs depend on Input '" + n->layer->name() +
+                                    "', which is not among the model inputs (" + given + ")");
+      }
+      continue;
+    }
+    for (const KerasTensor& t : n->inputs) stack.push_back(t.node());
+  }
+  for (const KerasTensor& t : inputs_)
+    if (!seen.count(t.node().get())) nodes_.push_back(t.node());  // unused inputs are still inputs
+  std::sort(nodes_.begin(), nodes_.end(), [](const auto& a, const auto& b) { return a->serial < b->serial; });
+
+  // Value slots: the inputs first, in the given order, then every other node's output.
+  for (std::size_t i = 0; i < inputs_.size(); ++i) slot_[inputs_[i].node().get()] = i;
+  std::size_t next = inputs_.size();
+  std::map<const layers::Layer*, int> calls;
+  std::map<std::string, const layers::Layer*> names;
+  // Keras's layer order: the inputs, then the other layers as first called.
+  std::vector<std::shared_ptr<layers::Layer>> order;
+  for (const KerasTensor& t : inputs_) order.push_back(t.node()->layer);
+  for (const auto& n : nodes_) {
+    if (!is_input_node(*n)) {
+      Step step{n, {}, next};
+      for (const KerasTensor& t : n->inputs) step.inputs.push_back(slot_.at(t.node().get()));
+      slot_[n.get()] = next++;
+      steps_.push_back(std::move(step));
+      if (std::find(order.begin(), order.end(), n->layer) == order.end()) order.push_back(n->layer);
+    }
+    node_index_[n.get()] = calls[n->layer.get()]++;
+  }
+  for (const auto& l : order) {
+    auto [it, fresh] = names.emplace(l->name(), l.get());
+    if (!fresh && it->second != l.get())
+      throw std::invalid_argument(me + ": two different layers are named '" + l->name() +
+                                  "' (layer names must be unique in a model)");
+    track_layer(l);
+  }
+  for (const KerasTensor& t : outputs_) output_slots_.push_back(slot_.at(t.node().get()));
+  if (inputs_.size() == 1) {
+    std::vector<std::int64_t> dims = inputs_[0].shape();
+    dims[0] = 1;
+    Model::build(Shape(dims));
+  } else {
+    Layer::build(std::vector<Shape>{});
+  }
+}
+
+std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training) {
+  if (xs.size() != inputs_.size())
+    throw std::invalid_argument(describe() + ": expects " + std::to_string(inputs_.size()) + " input(s), got " +
+                                std::to_string(xs.size()));
+  std::vector<Tensor> values(inputs_.size() + steps_.size());
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const auto& want = inputs_[i].shape();
+    const Shape& got = xs[i].shape();
+    bool ok = static_cast<std::size_t>(got.rank()) == want.size();
+    for (std::size_t d = 1; ok && d < want.size(); ++d) ok = got[int(d)] == want[d];
+    if (!ok)
+      throw std::invalid_argument(describe() + ": input " + std::to_string(i) + " ('" + inputs_[i].node()->layer->name() +
+                                  "') expects shape " + inputs_[i].shape_string() + ", got " + got.to_string());
+    values[i] = xs[i];
+  }
+  for (const Step& s : steps_) {
+    if (s.inputs.size() == 1) {
+      values[s.output] = (*s.node->layer)(values[s.inputs[0]], training);
+    } else {
+      std::vector<Tensor> in;
+      for (std::size_t k : s.inputs) in.push_back(values[k]);
+      values[s.output] = (*s.node->layer)(in, training);
+    }
+  }
+  std::vector<Tensor> out;
+  for (std::size_t k : output_slots_) out.push_back(values[k]);
+  return out;
+}
+
+std::vector<Tensor> Functional::call_all(const std::vector<Tensor>& inputs, bool training) { return run(inputs, training); }
+
+Tensor Functional::call(const Tensor& inputs, bool training) { return call(std::vector<Tensor>{inputs}, training); }
+
+Tensor Functional::call(const std::vector<Tensor>& inputs, bool training) {
+  if (outputs_.size() != 1)
+    throw std::invalid_argument(describe() + ": has " + std::to_string(outputs_.size()) +
+                                " outputs; use call_all / predict_all");
+  return run(inputs, training)[0];
+}
+
+void Functional::build(const Shape& input_shape) { Model::build(input_shape); }
+void Functional::build(const std::vector<Shape>& input_shapes) {
+  if (input_shapes.size() == 1) Model::build(input_shapes[0]);
+  else Layer::build(input_shapes);
+}
+
+Shape Functional::compute_output_shape(const Shape& input_shape) const {
+  if (outputs_.size() != 1) throw std::invalid_argument(describe() + ": compute_output_shape with several outputs");
+  std::vector<std::int64_t> dims = outputs_[0].shape();
+  if (!dims.empty()) dims[0] = input_shape.rank() > 0 ? input_shape[0] : 1;
+  return Shape(dims);
+}
+
+std::vector<Tensor> Functional::predict_all(const std::vector<Tensor>& xs, const EvaluateOptions& options) {
+  if (xs.size() != inputs_.size())
+    throw std::invalid_argument(describe() + ": predict expects " + std::to_string(inputs_.size()) + " input(s), got " +
+                                std::to_string(xs.size()));
+  if (options.batch_size < 1)
+    throw std::invalid_argument(describe() + ": predict: batch_size must be >= 1, got " + std::to_string(options.batch_size));
+  RecordingPause pause;
+  std::vector<std::vector<Tensor>> parts(outputs_.size());
+  for (const data::Example& b : data::Dataset::from_tensor_slices(xs).batch(options.batch_size)) {
+    std::vector<Tensor> ys = run(b, /*training=*/false);
+    for (std::size_t k = 0; k < ys.size(); ++k) parts[k].push_back(ys[k]);
+  }
+  std::vector<Tensor> out;
+  for (auto& p : parts) {
+    if (p.empty()) throw std::invalid_argument(describe() + ": predict on 0 examples");
+    if (p.size() == 1) {
+      out.push_back(p[0]);
+      continue;
+    }
+    Shape shape = p[0].shape();
+    shape[0] = xs[0].shape()[0];
+    Tensor t = Tensor::empty(shape, p[0].dtype());
+    char* dst = static_cast<char*>(t.mutable_raw_data());
+    for (const Tensor& o : p) {
+      std::memcpy(dst, o.raw_data(), o.nbytes());
+      dst += o.nbytes();
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+Tensor Functional::predict(const std::vector<Tensor>& xs, const EvaluateOptions& options) {
+  if (outputs_.size() != 1)
+    throw std::invalid_argument(describe() + ": has " + std::to_string(outputs_.size()) + " outputs; use predict_all");
+  return predict_all(xs, options)[0];
+}
+
+std::string Functional::inbound_string(const KerasTensor& t) const {
+  return t.node()->layer->name() + "[" + std::to_string(node_index_.at(t.node().get())) + "][0]";
+}
+
+std::vector<std::string> Functional::summary_output_shapes() const {
+  std::vector<std::string> out;
+  for (const auto& l : layers()) {
+    std::vector<std::string> shapes;
+    for (const auto& n : nodes_)
+      if (n->layer == l) {
+        const KerasTensor* t = nullptr;
+        for (const KerasTensor& in : inputs_)
+          if (in.node() == n) t = &in;
+        std::string s;
+        if (t) s = t->shape_string();
+        else
+          for (const auto& m : nodes_)
+            for (const KerasTensor& in : m->inputs)
+              if (in.node() == n) s = in.shape_string();
+        for (const KerasTensor& o : outputs_)
+          if (o.node() == n) s = o.shape_string();
+        shapes.push_back(s);
+      }
+    bool same = std::all_of(shapes.begin(), shapes.end(), [&](const std::string& s) { return s == shapes[0]; });
+    out.push_back(shapes.empty() ? "?" : same ? shapes[0] : "multiple");
+  }
+  return out;
+}
+
+std::vector<std::string> Functional::summary_connections() const {
+  std::vector<std::string> out;
+  for (const auto& l : layers()) {
+    std::string c;
+    for (const auto& n : nodes_)
+      if (n->layer == l)
+        for (const KerasTensor& t : n->inputs) c += (c.empty() ? "" : "\n") + inbound_string(t);
+    out.push_back(c.empty() ? "[]" : c);
+  }
+  return out;
+}
+
+json Functional::get_config() const {
+  json layer_configs = json::array();
+  for (const auto& l : layers()) {
+    json entry = layers::serialize(*l);
+    entry["name"] = l->name();
+    json inbound = json::array();
+    for (const auto& n : nodes_) {
+      if (n->layer != l || n->inputs.empty()) continue;
+      json node = json::array();
+      for (const KerasTensor& t : n->inputs)
+        node.push_back(json::array({t.node()->layer->name(), node_index_.at(t.node().get()), 0, json::object()}));
+      inbound.push_back(node);
+    }
+    entry["inbound_nodes"] = inbound;
+    layer_configs.push_back(entry);
+  }
+  json ins = json::array(), outs = json::array();
+  for (const KerasTensor& t : inputs_) ins.push_back(json::array({t.node()->layer->name(), 0, 0}));
+  for (const KerasTensor& t : outputs_)
+    outs.push_back(json::array({t.node()->layer->name(), node_index_.at(t.node().get()), 0}));
+  return {{"name", name()}, {"trainable", trainable()}, {"layers", layer_configs}, {"input_layers", ins},
+          {"output_layers", outs}};
+}
+
+std::shared_ptr<Functional> Functional::from_config(const json& config) {
+  if (!config.is_object()) throw std::invalid_argument("Functional: config must be a JSON object");
+  const std::string model_name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
+  const std::string me = "Functional '" + model_name + "'";
+  if (!config.contains("layers") || !config["layers"].is_array())
+    throw std::invalid_argument(me + ": config field 'layers': expected a list");
+  struct Pending {
+    std::shared_ptr<layers::Layer> layer;
+    json nodes;  // inbound_nodes
+    std::size_t done = 0;
+  };
+  std::vector<Pending> pending;
+  std::map<std::string, std::size_t> by_name;
+  std::map<std::pair<std::string, std::int64_t>, KerasTensor> made;  // (layer, node index) -> output
+  for (const json& entry : config["layers"]) {
+    std::shared_ptr<layers::Layer> layer = layers::deserialize(entry);
+    const std::string name = entry.contains("name") && entry["name"].is_string() ? entry["name"].get<std::string>()
+                                                                                  : layer->name();
+    if (name != layer->name())
+      throw std::invalid_argument(me + ": layer entry name '" + name + "' differs from its config name '" +
+                                  layer->name() + "'");
+    if (by_name.count(name)) throw std::invalid_argument(me + ": two layers are named '" + name + "'");
+    json nodes = entry.contains("inbound_nodes") && entry["inbound_nodes"].is_array() ? entry["inbound_nodes"] : json::array();
+    if (auto input = std::dynamic_pointer_cast<layers::InputLayer>(layer)) {
+      made[{name, 0}] = layers::InputLayer::output_of(input);
+      nodes = json::array();
+    }
+    by_name[name] = pending.size();
+    pending.push_back({layer, nodes, 0});
+  }
+  // Keras 2's inbound entry [layer_name, node_index, tensor_index, kwargs] -> the KerasTensor, if made yet.
+  auto resolve = [&](const json& ref, const std::string& user, const KerasTensor** out) {
+    if (!ref.is_array() || ref.size() < 3 || !ref[0].is_string() || !ref[1].is_number_integer() ||
+        !ref[2].is_number_integer())
+      throw std::invalid_argument(me + ": layer '" + user + "': bad inbound entry " + ref.dump() +
+                                  " (expected [layer_name, node_index, tensor_index, kwargs])");
+    const std::string from = ref[0].get<std::string>();
+    if (!by_name.count(from))
+      throw std::invalid_argument(me + ": layer '" + user + "' is connected to unknown layer '" + from + "'");
+    if (ref[2].get<std::int64_t>() != 0)
+      throw std::invalid_argument(me + ": layer '" + user + "': tensor_index " + ref[2].dump() + " of layer '" + from +
+                                  "' (tapeflow layers have one output)");
+    if (ref.size() > 3 && !ref[3].is_null() && !(ref[3].is_object() && ref[3].empty()))
+      throw std::invalid_argument(me + ": layer '" + user + "': call arguments " + ref[3].dump() +
+                                  " are not supported by tapeflow");
+    auto it = made.find({from, ref[1].get<std::int64_t>()});
+    *out = it == made.end() ? nullptr : &it->second;
+  };
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (Pending& p : pending) {
+      while (p.done < p.nodes.size()) {
+        const json& node = p.nodes[p.done];
+        const json& refs = node.is_object() && node.contains("args") ? node["args"] : node;  // Keras 2 form only
+        if (!refs.is_array() || refs.empty())
+          throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': bad inbound node " + node.dump());
+        std::vector<KerasTensor> in;
+        for (const json& ref : refs) {
+          const KerasTensor* t = nullptr;
+          resolve(ref, p.layer->name(), &t);
+          if (!t) break;
+          in.push_back(*t);
+        }
+        if (in.size() != refs.size()) break;
+        made[{p.layer->name(), static_cast<std::int64_t>(p.done)}] = in.size() == 1 ? (*p.layer)(in[0]) : (*p.layer)(in);
+        ++p.done;
+        progress = true;
+      }
+    }
+  }
+  for (const Pending& p : pending)
+    if (p.done < p.nodes.size())
+      throw std::invalid_argument(me + ": layer '" + p.layer->name() + "' node " + std::to_string(p.done) +
+                                  " depends on layer outputs that no node produces (a cycle or a missing layer): " +
+                                  p.nodes[p.done].dump().substr(0, 200));
+  auto endpoints = [&](const char* key) {
+    if (!config.contains(key) || !config[key].is_array())
+      throw std::invalid_argument(me + ": config field '" + key + "': expected a list of [layer_name, node, tensor]");
+    json list = config[key];
+    if (!list.empty() && list[0].is_string()) list = json::array({list});  // a single [name, node, tensor]
+    std::vector<KerasTensor> out;
+    for (const json& ref : list) {
+      const KerasTensor* t = nullptr;
+      resolve(ref, key, &t);
+      if (!t) throw std::invalid_argument(me + ": config field '" + key + "': no node " + ref.dump());
+      out.push_back(*t);
+    }
+    return out;
+  };
+  auto model = std::make_shared<Functional>(endpoints("input_layers"), endpoints("output_layers"), model_name);
+  if (config.contains("trainable") && config["trainable"].is_boolean() && !config["trainable"].get<bool>())
+    model->set_trainable(false);
+  return model;
+}
+
+}  // namespace tapeflow::models

@@ -1,0 +1,88 @@
+// Functional: a Model defined by a graph of layer calls on KerasTensors (the Keras Functional API).
+//
+// Shapes:   inputs as the model's Inputs (any batch size) -> outputs as the graph's output tensors.
+// Facts:    auto in = layers::Input({.shape = {784}});
+//           auto h = (*std::make_shared<layers::Dense>(64, "relu"))(in);
+//           auto out = (*std::make_shared<layers::Add>())({h, ...});
+//           auto model = std::make_shared<Functional>(in, out);
+//           The constructor walks back from the outputs: every path must end at one of the
+//           given Inputs. Layers (InputLayers first, then in call order) are tracked once even when
+//           shared; their weights were created when they were called on KerasTensors. A call runs the
+//           recorded nodes in creation order (a topological order). One input and one output: the
+//           Model API as usual (fit(x, y), predict(x)); several inputs: fit / evaluate on a
+//           Dataset whose examples are {x1, ..., xn, y}, predict(std::vector<Tensor>); several
+//           outputs: call_all() / predict_all() (fit needs one output).
+//           get_config() is Keras 2's: {"name", "trainable", "layers": [{"class_name", "config",
+//           "name", "inbound_nodes": [[[layer, node_index, tensor_index, {}], ...], ...]}],
+//           "input_layers": [[name, 0, 0], ...], "output_layers": [[name, node_index, 0], ...]};
+//           node indices count the layer's calls inside this model, in order.
+//           summary() adds Keras's "Connected to" column ("dense[0][0]").
+// Errors:   std::invalid_argument (naming the model and the layers) for no inputs or outputs, an
+//           input that is not an Input, a repeated input, an output that depends on an Input
+//           not among the inputs ("graph disconnected"), two layers with one name, and for calls
+//           with the wrong number of inputs; from_config: unknown layers or nodes, naming them.
+// Ref:      keras/src/models/functional.py, tf_keras/src/engine/functional.py (get_config,
+//           reconstruct_from_config)
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "layers/keras_tensor.h"
+#include "models/model.h"
+
+namespace tapeflow::models {
+
+class Functional : public Model {
+ public:
+  Functional(std::vector<layers::KerasTensor> inputs, std::vector<layers::KerasTensor> outputs, std::string name = "");
+  Functional(const layers::KerasTensor& input, const layers::KerasTensor& output, std::string name = "");
+
+  using Model::call;
+  using Model::predict;
+  // One input, one output.
+  Tensor call(const Tensor& inputs, bool training) override;
+  // Several inputs, one output.
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;
+  // Every output, in the order given to the constructor.
+  std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
+  // Outputs in inference mode, batch by batch. Shapes: each x [n, ...] -> each output [n, ...].
+  Tensor predict(const std::vector<Tensor>& xs, const EvaluateOptions& options = {});
+  std::vector<Tensor> predict_all(const std::vector<Tensor>& xs, const EvaluateOptions& options = {});
+
+  void build(const Shape& input_shape) override;
+  void build(const std::vector<Shape>& input_shapes) override;
+  Shape compute_output_shape(const Shape& input_shape) const override;
+
+  const std::vector<layers::KerasTensor>& inputs() const { return inputs_; }
+  const std::vector<layers::KerasTensor>& outputs() const { return outputs_; }
+
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<Functional> from_config(const nlohmann::json& config);
+
+ protected:
+  std::size_t input_count() const override { return inputs_.size(); }
+  std::vector<std::string> summary_output_shapes() const override;
+  std::vector<std::string> summary_connections() const override;
+
+ private:
+  // One recorded layer call: where its inputs are in the value list, and where its output goes.
+  struct Step {
+    std::shared_ptr<const layers::Node> node;
+    std::vector<std::size_t> inputs;
+    std::size_t output;
+  };
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training);
+  std::string inbound_string(const layers::KerasTensor& t) const;
+
+  std::vector<layers::KerasTensor> inputs_, outputs_;
+  std::vector<Step> steps_;
+  std::vector<std::size_t> output_slots_;
+  std::map<const layers::Node*, std::size_t> slot_;        // node -> value index
+  std::map<const layers::Node*, int> node_index_;          // node -> index among its layer's calls here
+  std::vector<std::shared_ptr<const layers::Node>> nodes_;  // every node, creation order
+};
+
+}  // namespace tapeflow::models

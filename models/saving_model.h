@@ -1,0 +1,44 @@
+// save_model / load_model: a whole model (architecture, weights, compile state, optimizer state) in
+// one HDF5 file with Keras 2's full-model layout.
+//
+// Layout:   root attributes model_config (to_json's {"class_name", "config"}), keras_version
+//           ("2.15.0"), backend ("tensorflow"), training_config (when compiled: {"loss",
+//           "metrics", "weighted_metrics": null, "loss_weights": null, "optimizer_config"});
+//           model_weights/  the save_weights layout (models/saving.h);
+//           optimizer_weights/  attribute weight_names and one dataset per name, in the order
+//           and with the names tf.keras 2.15 writes (optimizers/serialization.h keras_weights:
+//           "iteration:0", "m/dense/kernel:0", "v/dense/kernel:0", ...), for the model's trainable
+//           variables. Written through io::H5Writer: a temporary file, fsync, rename (a crash
+//           leaves the old file or the new one); Fletcher-32 checksums on every chunk.
+// Facts:    load_model rebuilds the model from model_config (no defining code needed), reads
+//           and checks every weight and optimizer value, then assigns them all at once and compiles
+//           the model with the saved loss, metrics and optimizer (its slots restored), so fit()
+//           continues exactly where the saved model stopped. Nothing is returned on any error.
+//           Layers' private generators (Dropout masks) are not saved.
+// Errors:   std::runtime_error "<file>: ..." for I/O and missing or hostile parts (no
+//           model_config, JSON that does not parse, a missing group or dataset, an optimizer weight
+//           count or shape that does not match: naming the weight); config problems (unknown
+//           classes, bad fields) as std::runtime_error "<file>: model_config: <layer and field>";
+//           std::logic_error from save_model for a subclassed model without get_config().
+// Ref:      tf_keras/src/saving/legacy/hdf5_format.py (save_model_to_hdf5, load_model_from_hdf5)
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/model.h"
+
+namespace tapeflow::models {
+
+struct SaveModelOptions {
+  bool include_optimizer = true;
+};
+
+struct LoadModelOptions {
+  bool compile = true;  // false: architecture and weights only
+};
+
+void save_model(const Model& model, const std::string& path, const SaveModelOptions& options = {});
+std::shared_ptr<Model> load_model(const std::string& path, const LoadModelOptions& options = {});
+
+}  // namespace tapeflow::models

@@ -1,0 +1,42 @@
+// Optimizer and learning-rate-schedule configs in Keras's JSON form, and optimizer variables in the
+// order and with the names tf.keras 2.15 writes them to a model file's optimizer_weights.
+//
+// Facts:    serialize(optimizer) = {"class_name": "Adam", "config": {name, weight_decay,
+//           clipnorm, global_clipnorm, clipvalue, use_ema: false, ema_momentum: 0.99,
+//           ema_overwrite_frequency: null, jit_compile: false, is_legacy_optimizer: false,
+//           learning_rate (a number or {"class_name": "ExponentialDecay", "config": ...}),
+//           then the algorithm's fields (Adam: beta_1, beta_2, epsilon, amsgrad)}.
+//           keras_weights(): iteration first, then the slots in Keras's creation order
+//           (Optimizer::keras_slot_order: Adam m0, v0, m1, v1, ..., then vhat0, vhat1, ...;
+//           RMSprop every velocity, then momentums, then average gradients), named as tf.keras
+//           names them: "iteration:0", "m/dense/kernel:0", "velocity/dense/kernel:0" (tapeflow's
+//           slot "rms" is Keras's "velocity", "mg" is "average_gradient", SGD's "momentum" is "m").
+// Errors:   std::invalid_argument naming the optimizer class and the field for an unknown class,
+//           a missing or mistyped field, or an unsupported feature (use_ema, weight_decay on an
+//           optimizer without it).
+// Ref:      tf_keras/src/optimizers/optimizer.py (get_config, variables), adam.py, rmsprop.py,
+//           keras.optimizers.schedules
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "optimizers/optimizer.h"
+
+namespace tapeflow::optimizers {
+
+nlohmann::json serialize(const Optimizer& optimizer);
+std::shared_ptr<Optimizer> deserialize(const nlohmann::json& optimizer_config);
+
+nlohmann::json serialize_learning_rate(const LearningRate& lr);
+LearningRate deserialize_learning_rate(const nlohmann::json& value, const std::string& where);
+
+// The optimizer's variables for `model_variables` (built first if needed) as Keras orders and names them.
+std::vector<std::pair<std::string, Variable>> keras_weights(Optimizer& optimizer,
+                                                            const std::vector<Variable>& model_variables);
+
+}  // namespace tapeflow::optimizers
