@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libstb-dev nlohmann-json3-dev
+  openmpi-bin libopenmpi-dev
   dataset-fashion-mnist nodejs
 )
 # Debian's npm; skipped when nodejs already ships npm (NodeSource packages do, and conflict with it).
