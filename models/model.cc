@@ -8,6 +8,7 @@
 
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/ops/math_ops.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::models {
@@ -200,7 +201,7 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
       if (stop_training_) break;
     }
     if (step == 0) {
-      spdlog::warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
+      logger()->warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
       break;
     }
     if (validation) {
@@ -210,8 +211,8 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
     if (options.verbose > 0)
-      spdlog::info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
-                   1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
+      logger()->info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
+                     1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
     last_logs = epoch_logs;
   }
   for (auto& cb : callbacks) cb->on_train_end(last_logs);
@@ -244,8 +245,8 @@ Logs Model::evaluate(const data::Dataset& dataset, const EvaluateOptions& option
   const auto t0 = std::chrono::steady_clock::now();
   Logs logs = run_evaluation(dataset, "evaluate");
   if (options.verbose > 0)
-    spdlog::info("evaluate - {:.2f}s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                 format_logs(logs));
+    logger()->info("evaluate - {:.2f}s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                   format_logs(logs));
   return logs;
 }
 
