@@ -67,7 +67,10 @@ std::string batch_shape_string(const Shape& shape) {
   return s + (shape.rank() == 1 ? ",)" : ")");
 }
 
-Model::Model(std::string name, std::string class_name) : Layer(std::move(class_name), std::move(name)) {}
+Model::Model(std::string name, std::string class_name, std::optional<DType> dtype)
+    : Layer(std::move(class_name), std::move(name), std::nullopt, dtype) {
+  set_autocast(dtype.has_value());
+}
 
 Model::~Model() = default;
 
@@ -262,9 +265,10 @@ Tensor Model::predict(const Tensor& x, const EvaluateOptions& options) {
   if (outputs.empty()) {  // no examples: run one to learn the output shape, then drop it
     Shape one = x.shape();
     one[0] = 1;
-    Shape s = (*this)(zeros(one, x.dtype()), false).shape();
+    Tensor y = (*this)(zeros(one, x.dtype()), false);
+    Shape s = y.shape();
     s[0] = 0;
-    return Tensor::empty(s, is_floating(x.dtype()) ? dtype() : x.dtype());
+    return Tensor::empty(s, y.dtype());
   }
   if (outputs.size() == 1) return outputs[0];
   Shape shape = outputs[0].shape();
