@@ -15,7 +15,7 @@ namespace tapeflow::layers {
 struct ActivationOptions {
   std::string activation = "linear";
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class Activation : public Layer {
@@ -34,7 +34,7 @@ class Activation : public Layer {
 struct LeakyReLUOptions {
   double alpha = 0.3;
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class LeakyReLU : public Layer {

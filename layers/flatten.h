@@ -11,7 +11,7 @@ namespace tapeflow::layers {
 
 struct FlattenOptions {
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class Flatten : public Layer {

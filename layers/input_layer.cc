@@ -48,7 +48,7 @@ std::shared_ptr<InputLayer> InputLayer::from_config(const nlohmann::json& config
   }
   if (r.boolean("sparse", false)) r.fail("sparse", "sparse inputs are not supported by tapeflow");
   if (r.boolean("ragged", false)) r.fail("ragged", "ragged inputs are not supported by tapeflow");
-  return std::make_shared<InputLayer>(InputOptions{.shape = shape, .dtype = r.dtype(), .name = r.name()});
+  return std::make_shared<InputLayer>(InputOptions{.shape = shape, .dtype = r.dtype().value_or(DType::kFloat32), .name = r.name()});
 }
 
 KerasTensor InputLayer::output_of(const std::shared_ptr<InputLayer>& layer) {

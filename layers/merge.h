@@ -16,7 +16,7 @@ namespace tapeflow::layers {
 
 struct MergeOptions {
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 // The shared part: checks the input list, then merge().
@@ -65,7 +65,7 @@ class Average : public Merge {
 struct ConcatenateOptions {
   int axis = -1;
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class Concatenate : public Merge {

@@ -13,7 +13,7 @@ namespace tapeflow::layers {
 struct ReshapeOptions {
   std::vector<std::int64_t> target_shape;
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class Reshape : public Layer {

@@ -223,7 +223,10 @@ const json& ConfigReader::field(const std::string& key) const {
 
 std::string ConfigReader::name() const { return has("name") ? string("name") : ""; }
 bool ConfigReader::trainable() const { return boolean("trainable", true); }
-DType ConfigReader::dtype() const { return has("dtype") ? dtype_from_config(config_["dtype"], where_) : DType::kFloat32; }
+std::optional<DType> ConfigReader::dtype() const {
+  if (!has("dtype")) return std::nullopt;
+  return dtype_from_config(config_["dtype"], where_);
+}
 
 double ConfigReader::number(const std::string& key, std::optional<double> fallback) const {
   if (!has(key) && fallback) return *fallback;

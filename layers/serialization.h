@@ -62,7 +62,7 @@ class ConfigReader {
   bool has(const std::string& key) const;  // present and not null
   std::string name() const;                // "" when absent (an automatic name)
   bool trainable() const;                  // true when absent
-  DType dtype() const;                     // float32 when absent
+  std::optional<DType> dtype() const;      // empty when absent (float32, or the model's dtype)
   double number(const std::string& key, std::optional<double> fallback = std::nullopt) const;
   std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const;
   bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
