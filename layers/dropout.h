@@ -26,6 +26,7 @@ class Dropout : public Layer {
   explicit Dropout(double rate) : Dropout(DropoutOptions{.rate = rate}) {}
   Tensor call(const Tensor& inputs, bool training) override;
   double rate() const { return options_.rate; }
+  Generator* training_generator() override { return &generator(); }
 
  private:
   DropoutOptions options_;

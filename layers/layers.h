@@ -1,13 +1,17 @@
 // layers: the umbrella header of tapeflow::layers (Layer, initializers, activations, Dense,
-// BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU).
+// BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU, Conv2D, Conv2DTranspose,
+// MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D).
 #pragma once
 
 #include "layers/activation.h"
 #include "layers/activations.h"
 #include "layers/batch_normalization.h"
+#include "layers/conv2d.h"
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
 #include "layers/initializers.h"
 #include "layers/layer.h"
+#include "layers/pooling2d.h"
 #include "layers/reshape.h"
+#include "layers/reshaping2d.h"

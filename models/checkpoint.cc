@@ -61,7 +61,19 @@ Tensor read_checked(const io::H5Reader& r, const std::string& path, const std::s
 
 }  // namespace
 
-Checkpoint::Checkpoint(CheckpointOptions options) : options_(std::move(options)) {}
+Checkpoint::Checkpoint(CheckpointOptions options) : options_(std::move(options)) {
+  if (options_.model) track_layer_generators("model_rng", *options_.model);
+}
+
+std::size_t Checkpoint::track_layer_generators(const std::string& prefix, layers::Layer& model) {
+  std::size_t count = 0;
+  auto visit = [&](auto& self, layers::Layer& layer) -> void {
+    if (Generator* g = layer.training_generator()) track_generator(prefix + "." + std::to_string(count++), g);
+    for (const auto& sub : layer.layers()) self(self, *sub);
+  };
+  visit(visit, model);
+  return count;
+}
 
 void Checkpoint::track_variable(const std::string& name, const Variable& variable) {
   check_unique(variables_, name, "variable");

@@ -17,7 +17,9 @@
 //           and tape.gradient use its saved custom gradient. Entries in the file that nothing
 //           tracks are ignored; a tracked entry missing from the file is an error. Learning-rate
 //           schedules are pure functions of `iterations`, so restoring iterations restores them.
-//           Layers' private generators (Dropout masks) are not saved.
+//           The training generators of the model's layers (Layer::training_generator: Dropout
+//           masks) are tracked as generators/model_rng.<i> (i-th such layer, depth first), so a
+//           resumed run draws the same masks.
 // Errors:   std::runtime_error "<file>: <problem>" for I/O, hostile or mismatched files (missing
 //           group/attribute/dataset, wrong shape or dtype naming the variable and both shapes,
 //           a different schedule, an unknown op in a saved function); std::invalid_argument for a
@@ -53,6 +55,9 @@ class Checkpoint {
   void track_variable(const std::string& name, const Variable& variable);
   void track_counter(const std::string& name, std::int64_t* counter);
   void track_generator(const std::string& name, Generator* generator);
+  // Tracks the training generator of every layer in `model`'s tree (depth first, the model itself
+  // first) that has one, as "<prefix>.<i>". Returns how many.
+  std::size_t track_layer_generators(const std::string& prefix, layers::Layer& model);
   // Saves a traced function (with its gradient when traced with trace_custom_gradient).
   void add_function(const FunctionGraph& function);
 

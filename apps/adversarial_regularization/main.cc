@@ -37,6 +37,7 @@ struct Flags : tf::apps::CommonFlags {
   std::vector<double> epsilons = {0.01, 0.03, 0.05, 0.1};
   int pgd_steps = 0;
   std::vector<std::int64_t> hidden = {256};
+  std::string model = "mlp";  // or "cnn": the Keras convnet (make_classifier_cnn)
   std::string checkpoint_dir;
 };
 
@@ -61,8 +62,9 @@ std::string json_list(const std::vector<double>& v) {
 // Trains one classifier for f.epochs epochs; the shuffling depends only on f.seed, so both models
 // see the same batches in the same order.
 ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const std::string& name, double lambda) {
-  auto model = tf::models::make_classifier_mlp(
-      {.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
+  std::shared_ptr<tf::models::Sequential> model =
+      f.model == "cnn" ? tf::models::make_classifier_cnn({.seed = f.seed, .name = name})
+                       : tf::models::make_classifier_mlp({.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
   auto adam = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = f.learning_rate});
   const std::int64_t n = ds.x_train.shape()[0];
   tf::Generator shuffle_gen(f.seed ^ 0x5eedULL);
@@ -141,10 +143,10 @@ void write_metrics(const Flags& f, const std::vector<ModelReport>& reports, std:
         json_list(r.pgd), json_number(r.final_loss), json_number(r.final_cross_entropy),
         json_number(r.final_input_gradient_norm), json_number(r.train_seconds));
   const std::string json = fmt::format(
-      "{{\n  \"epsilons\": {},\n  \"pgd_steps\": {},\n  \"lambda\": {},\n  \"epochs\": {},\n  \"batch_size\": {},\n"
+      "{{\n  \"model\": \"{}\",\n  \"epsilons\": {},\n  \"pgd_steps\": {},\n  \"lambda\": {},\n  \"epochs\": {},\n  \"batch_size\": {},\n"
       "  \"learning_rate\": {},\n  \"seed\": {},\n  \"threads\": {},\n  \"train_examples\": {},\n"
       "  \"test_examples\": {},\n  \"models\": {{\n{}\n  }}\n}}\n",
-      json_list(f.epsilons), f.pgd_steps, json_number(f.lambda), f.epochs, f.batch_size, json_number(f.learning_rate),
+      f.model, json_list(f.epsilons), f.pgd_steps, json_number(f.lambda), f.epochs, f.batch_size, json_number(f.learning_rate),
       f.seed, tf::kernels::num_threads(), n_train, n_test, models);
   std::ofstream out(f.metrics_out);
   out << json;
@@ -170,7 +172,7 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Train a baseline and an input-gradient-regularized Fashion-MNIST MLP (loss = CE + λ·‖∂CE/∂x‖₂, "
+  CLI::App app{"Train a baseline and an input-gradient-regularized Fashion-MNIST MLP or convnet (loss = CE + λ·‖∂CE/∂x‖₂, "
                "double backward) with the same seed and budget; report clean and FGSM/PGD test accuracy."};
   app.add_option("--epochs", f.epochs, "Training epochs per model")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch-size", f.batch_size, "Examples per step")->capture_default_str()->check(CLI::PositiveNumber);
@@ -182,6 +184,11 @@ int main(int argc, char** argv) {
       ->delimiter(',')->capture_default_str()->check(CLI::Range(0.0, 1.0));
   app.add_option("--pgd-steps", f.pgd_steps, "Also evaluate PGD with K steps of 2.5·ε/K (0: off)")
       ->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--model", f.model,
+                 "Classifier: mlp (Dense ReLU layers of --hidden) or cnn (the Keras convnet: Conv2D 32 -> MaxPool -> "
+                 "Conv2D 64 -> MaxPool -> Dropout 0.5 -> Dense 10; its input gradient needs the second derivative "
+                 "of a convolution)")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--hidden", f.hidden, "Hidden layer sizes of the MLP (ReLU), comma-separated")
       ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--checkpoint-dir", f.checkpoint_dir,

@@ -1,6 +1,7 @@
-// gan: trains the Fashion-MNIST GAN (MLP generator and discriminator, BCE from logits, Adam(2e-4,
-// β1 0.5) each, two tapes per step), writes a PNG grid of samples from a fixed noise batch every
-// epoch, and scores samples with a classifier it trains itself. See --help.
+// gan: trains a Fashion-MNIST GAN — the MLP pair (default; Adam(2e-4, β1 0.5)) or TF's DCGAN tutorial
+// networks (--arch dcgan; Adam(1e-4, β1 0.9)) — with BCE from logits and two tapes per step, writes a
+// PNG grid of samples from a fixed noise batch every epoch, and scores samples with a classifier it
+// trains itself. See --help.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -35,8 +36,14 @@ namespace tf = tapeflow;
 namespace {
 
 constexpr std::int64_t kNoiseDim = 100;
+// Defaults of --arch dcgan where --epochs / --learning-rate / --beta-1 are not given (TF's tutorial
+// optimizer; the epochs are what a 2-core machine trains in reasonable time).
+constexpr int kDcganEpochs = 5;
+constexpr double kDcganLearningRate = 1e-4;
+constexpr double kDcganBeta1 = 0.9;
 
 struct Flags : tf::apps::CommonFlags {
+  std::string arch = "mlp";
   int epochs = 20;
   std::int64_t batch_size = 128;
   double learning_rate = 2e-4;
@@ -87,7 +94,7 @@ tf::Tensor sample_images(tf::layers::Layer& generator, std::int64_t n, tf::Gener
   std::vector<tf::Tensor> parts;
   for (std::int64_t b = 0; b < n; b += 1000) {
     const std::int64_t m = std::min<std::int64_t>(1000, n - b);
-    parts.push_back(generator(tf::random_normal(tf::Shape{m, kNoiseDim}, gen), false));
+    parts.push_back(tf::reshape(generator(tf::random_normal(tf::Shape{m, kNoiseDim}, gen), false), tf::Shape{m, 784}));
   }
   const tf::Tensor all = parts.size() == 1 ? parts[0] : tf::concat(parts, 0);
   return (all + 1.0) * 0.5;
@@ -110,10 +117,15 @@ int run(const Flags& f) {
   tf::data::FashionMnistTensors& ds = *loaded;
   const std::int64_t n = ds.x_train.shape()[0];
   spdlog::info("Fashion-MNIST: {} training images; {} threads", n, tf::kernels::num_threads());
-  const tf::Tensor real_all = ds.x_train * 2.0 - 1.0;  // tanh range
+  const bool dcgan = f.arch == "dcgan";
+  // tanh range; the DCGAN's discriminator takes NHWC images.
+  const tf::Tensor real_all = tf::reshape(ds.x_train * 2.0 - 1.0, dcgan ? tf::Shape{n, 28, 28, 1} : tf::Shape{n, 784});
 
-  auto generator = tf::models::make_gan_generator({.noise_dim = kNoiseDim, .seed = f.seed});
-  auto discriminator = tf::models::make_gan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100});
+  auto generator = dcgan ? tf::models::make_dcgan_generator({.noise_dim = kNoiseDim, .seed = f.seed})
+                         : tf::models::make_gan_generator({.noise_dim = kNoiseDim, .seed = f.seed});
+  auto discriminator = dcgan ? tf::models::make_dcgan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100})
+                             : tf::models::make_gan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100});
+  spdlog::info("\n{}\n{}", generator->summary(), discriminator->summary());
   const tf::optimizers::AdamOptions adam{.learning_rate = f.learning_rate, .beta_1 = f.beta_1};
   auto g_opt = std::make_shared<tf::optimizers::Adam>(adam), d_opt = std::make_shared<tf::optimizers::Adam>(adam);
   tf::Generator noise_gen(f.seed + 1), shuffle_gen(f.seed + 2), fixed_gen(f.seed + 3);
@@ -126,6 +138,7 @@ int run(const Flags& f) {
     const auto d_vars = discriminator->variables(), d_slots = d_opt->variables();
     for (std::size_t i = 0; i < d_vars.size(); ++i) ckpt->track_variable(fmt::format("discriminator.{}", i), d_vars[i]);
     for (std::size_t i = 0; i < d_slots.size(); ++i) ckpt->track_variable(fmt::format("d_optimizer.{}", i), d_slots[i]);
+    ckpt->track_layer_generators("discriminator_rng", *discriminator);  // Dropout masks (DCGAN)
     ckpt->track_counter("epoch", &epochs_done);
     ckpt->track_generator("noise", &noise_gen);
     ckpt->track_generator("shuffle", &shuffle_gen);
@@ -163,7 +176,7 @@ int run(const Flags& f) {
     log.d_loss /= k, log.g_loss /= k, log.r1 /= k, log.d_real /= k, log.d_fake /= k;
     log.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     log.grid_path = (std::filesystem::path(f.samples_dir) / fmt::format("epoch_{:03d}.png", epoch + 1)).string();
-    gan_app::write_png_grid(log.grid_path, (*generator)(fixed_noise, false), f.grid, -1.0, 1.0);
+    gan_app::write_png_grid(log.grid_path, tf::reshape((*generator)(fixed_noise, false), std::vector<std::int64_t>{-1, 784}), f.grid, -1.0, 1.0);
     spdlog::info("epoch {}/{} - {:.1f}s - D loss {:.4f} - G loss {:.4f}{} - D(real) {:.3f} - D(G(z)) {:.3f} - {}",
                  epoch + 1, f.epochs, log.seconds, log.d_loss, log.g_loss,
                  f.r1_gamma > 0 ? fmt::format(" - R1 {:.4f}", log.r1) : "", log.d_real, log.d_fake, log.grid_path);
@@ -217,9 +230,15 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Train a GAN on Fashion-MNIST (MLP generator/discriminator, BCE from logits, Adam(2e-4, beta_1 0.5), "
+  CLI::App app{"Train a GAN on Fashion-MNIST (MLP generator/discriminator with Adam(2e-4, beta_1 0.5), or with "
+               "--arch dcgan TF's DCGAN tutorial networks with Adam(1e-4, beta_1 0.9); BCE from logits, "
                "two tapes per step), write a PNG grid of fixed-noise samples every epoch and score the samples "
                "with a Fashion-MNIST classifier against uniform noise and real test images."};
+  app.add_option("--arch", f.arch,
+                 "mlp: Dense generator/discriminator (default; fast); dcgan: Dense -> Conv2DTranspose x3 generator and "
+                 "Conv2D x2 discriminator (defaults " + std::to_string(kDcganEpochs) + " epochs, learning rate " +
+                     fmt::format("{:g}", kDcganLearningRate) + ", beta_1 " + fmt::format("{:g}", kDcganBeta1) + ")")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "dcgan"}));
   app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--batch-size", f.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--learning-rate", f.learning_rate, "Adam learning rate (both networks)")
@@ -240,6 +259,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);
+  if (f.arch == "dcgan") {
+    if (app.count("--epochs") == 0) f.epochs = kDcganEpochs;
+    if (app.count("--learning-rate") == 0) f.learning_rate = kDcganLearningRate;
+    if (app.count("--beta-1") == 0) f.beta_1 = kDcganBeta1;
+  }
   try {
     return run(f);
   } catch (const std::exception& e) {

@@ -1,5 +1,5 @@
-// train_classifier: trains the Fashion-MNIST classifier MLP (784-256-BN-ReLU-256-BN-ReLU-10) and
-// reports test loss and accuracy. The main job of tapeflow; see --help.
+// train_classifier: trains a Fashion-MNIST classifier, the MLP (784-256-BN-ReLU-256-BN-ReLU-10,
+// default) or the Keras convnet (--model cnn), and reports test loss and accuracy. See --help.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -22,7 +22,12 @@ namespace tf = tapeflow;
 
 namespace {
 
+// Defaults of --model cnn where --epochs / --learning-rate are not given.
+constexpr int kCnnEpochs = 15;
+constexpr double kCnnLearningRate = 3e-3;
+
 struct Flags : tf::apps::CommonFlags {
+  std::string model = "mlp";
   int epochs = 8;
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";
@@ -49,10 +54,10 @@ void write_metrics(const std::string& path, const Flags& f, const tf::models::Lo
   std::string times;
   for (double t : epoch_seconds) times += (times.empty() ? "" : ", ") + json_number(t);
   const std::string json = fmt::format(
-      "{{\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
+      "{{\n  \"model\": \"{}\",\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
       "  \"epochs\": {},\n  \"batch_size\": {},\n  \"optimizer\": \"{}\",\n  \"learning_rate\": {},\n"
       "  \"seed\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {}\n}}\n",
-      json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
+      f.model, json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
       json_number(h["accuracy"].back()), h.epoch.size(), f.batch_size, f.optimizer, json_number(f.learning_rate),
       f.seed, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds));
   std::ofstream out(path);
@@ -70,7 +75,8 @@ int run(const Flags& f) {
   spdlog::info("Fashion-MNIST: {} training and {} test examples from {}", ds.x_train.shape()[0],
                ds.x_test.shape()[0], f.data_dir);
 
-  auto model = tf::models::make_classifier_mlp({.seed = f.seed});
+  std::shared_ptr<tf::models::Sequential> model = f.model == "cnn" ? tf::models::make_classifier_cnn({.seed = f.seed})
+                                                                    : tf::models::make_classifier_mlp({.seed = f.seed});
   spdlog::info("\n{}", model->summary());
 
   const std::int64_t n = ds.x_train.shape()[0];
@@ -140,8 +146,13 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Train the tapeflow Fashion-MNIST classifier (784-256-BN-ReLU-256-BN-ReLU-10, softmax "
-               "cross-entropy) and report test loss and accuracy."};
+  CLI::App app{"Train a tapeflow Fashion-MNIST classifier (softmax cross-entropy) and report test loss and "
+               "accuracy: the MLP 784-256-BN-ReLU-256-BN-ReLU-10 (default) or the Keras convnet (--model cnn)."};
+  app.add_option("--model", f.model,
+                 "mlp: 784-256-BN-ReLU-256-BN-ReLU-10 (default: fast, 8 epochs); cnn: Conv2D 32 3x3 -> MaxPool 2 -> "
+                 "Conv2D 64 3x3 -> MaxPool 2 -> Flatten -> Dropout 0.5 -> Dense 10 (defaults: " +
+                     std::to_string(kCnnEpochs) + " epochs, learning rate " + fmt::format("{:g}", kCnnLearningRate) + ")")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", f.batch_size, "Examples per training step")
       ->capture_default_str()->check(CLI::PositiveNumber);
@@ -156,6 +167,10 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs("--checkpoint-dir");
   tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);
+  if (f.model == "cnn") {
+    if (app.count("--epochs") == 0) f.epochs = kCnnEpochs;
+    if (app.count("--learning-rate") == 0) f.learning_rate = kCnnLearningRate;
+  }
   try {
     return run(f);
   } catch (const std::exception& e) {

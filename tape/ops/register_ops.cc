@@ -9,6 +9,8 @@ void register_builtin_ops(OpRegistry& registry) {
   register_reduction_ops(registry);
   register_linalg_ops(registry);
   register_nn_ops(registry);
+  register_conv_ops(registry);
+  register_pool_ops(registry);
 }
 
 }  // namespace tapeflow
