@@ -37,7 +37,7 @@ struct Conv2DOptions {
   double kernel_regularizer_l2 = 0.0;
   std::string name = "";
   std::optional<std::uint64_t> seed = std::nullopt;
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the enclosing model's dtype
 };
 using Conv2DTransposeOptions = Conv2DOptions;
 

@@ -24,7 +24,7 @@ struct Pooling2DOptions {
   std::optional<std::array<std::int64_t, 2>> strides = std::nullopt;  // default: pool_size
   std::string padding = "valid";
   std::string name = "";
-  DType dtype = DType::kFloat32;  // floating inputs of another dtype are cast (Keras's dtype policy)
+  std::optional<DType> dtype = std::nullopt;  // empty: float32 or the enclosing model's; inputs are cast to it
 };
 
 // Shared by MaxPooling2D and AveragePooling2D.
@@ -58,7 +58,7 @@ class AveragePooling2D : public Pooling2D {
 struct GlobalPooling2DOptions {
   bool keepdims = false;
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;
 };
 
 // Shared by GlobalAveragePooling2D and GlobalMaxPooling2D.

@@ -21,7 +21,7 @@ struct UpSampling2DOptions {
   std::array<std::int64_t, 2> size = {2, 2};
   std::string interpolation = "nearest";
   std::string name = "";
-  DType dtype = DType::kFloat32;  // floating inputs of another dtype are cast (Keras's dtype policy)
+  std::optional<DType> dtype = std::nullopt;  // empty: float32 or the enclosing model's; inputs are cast to it
 };
 
 class UpSampling2D : public Layer {
@@ -39,7 +39,7 @@ struct ZeroPadding2DOptions {
   // ((top, bottom), (left, right)); Keras's padding=1 is {{1, 1}, {1, 1}}.
   std::array<std::array<std::int64_t, 2>, 2> padding = {{{1, 1}, {1, 1}}};
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;
 };
 
 class ZeroPadding2D : public Layer {
