@@ -14,6 +14,7 @@
 #include "models/io/atomic_file.h"
 #include "models/io/h5_io.h"
 #include "models/saving.h"
+#include "tape/runtime/logging.h"
 
 namespace tapeflow::models {
 namespace {
@@ -286,7 +287,7 @@ void CheckpointManager::read_index() {
   // The index only carries the numbering on (its "next" line) once files were deleted; a damaged
   // one is reported and ignored.
   auto ignore = [&](const std::string& why) {
-    spdlog::warn("{}: {}; ignoring the index and using the checkpoint files in {}", index, why, directory_);
+    logger()->warn("{}: {}; ignoring the index and using the checkpoint files in {}", index, why, directory_);
   };
   if (fs::file_size(index, ec) > kMaxIndexBytes) return ignore("checkpoint index is too large");
   std::ifstream in(index);
@@ -347,7 +348,7 @@ std::optional<std::string> CheckpointManager::restore() {
       checkpoint_->read(path);  // checks everything before it changes anything
       return path;
     } catch (const std::runtime_error& e) {
-      spdlog::warn("cannot restore {}: {}; trying an older checkpoint", path, e.what());
+      logger()->warn("cannot restore {}: {}; trying an older checkpoint", path, e.what());
       problems += std::string("\n  ") + e.what();
     }
   }

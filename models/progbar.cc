@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include "tape/runtime/logging.h"
 
 namespace tapeflow::models {
 namespace {
@@ -75,7 +76,7 @@ void Progbar::update(std::int64_t current, const Values& values, bool finalize) 
       last_draw_ = now;
       const std::string where =
           options_.target > 0 ? fmt::format("{}/{}", current, options_.target) : fmt::format("{}", current);
-      spdlog::info("{}{}{} - {:.1f}s{}", options_.prefix, options_.prefix.empty() ? "" : " - ", where, elapsed,
+      logger()->info("{}{}{} - {:.1f}s{}", options_.prefix, options_.prefix.empty() ? "" : " - ", where, elapsed,
                    format_values(values));
     }
     finished_ = finalize;

@@ -2,6 +2,9 @@
 #include "tape/ops/math_ops.h"
 
 #include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -24,6 +27,33 @@ Tensor unbroadcast(const Tensor& g, const Shape& shape) { return g.shape() == sh
 template <typename T>
 T round_half_even(T v) {
   return std::nearbyint(v);  // default rounding mode is to-nearest-even
+}
+
+// Python's a // b: integers round toward -inf; floats floor(a / b) (TF's FloorDiv).
+template <typename T>
+T floor_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    if (b == -1) return static_cast<T>(U(0) - static_cast<U>(a));  // -a, wrapping: INT_MIN / -1 would trap
+    const T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  } else {
+    return std::floor(a / b);
+  }
+}
+
+// Integer division by zero would trap: reject it with TF's message.
+void check_no_integer_zero(const char* op, std::span<const Tensor> in) {
+  if (in.size() != 2 || !is_integer(in[1].dtype()) || in[1].dtype() != in[0].dtype()) return;
+  bool zero = false;
+  dispatch_dtype(in[1].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* p = in[1].data<T>();
+      for (std::int64_t i = 0; i < in[1].num_elements(); ++i) zero = zero || p[i] == 0;
+    }
+  });
+  if (zero) throw std::invalid_argument(std::string(op) + ": integer division by zero");
 }
 
 template <typename T>
@@ -79,7 +109,7 @@ TensorList activation_grad_forward(const char* op, std::span<const Tensor> in, K
 TF_BINARY(add, "AddV2")
 TF_BINARY(subtract, "Sub")
 TF_BINARY(multiply, "Mul")
-TF_BINARY(divide, "RealDiv")
+TF_BINARY(floordiv, "FloorDiv")
 TF_BINARY(pow, "Pow")
 TF_BINARY(maximum, "Maximum")
 TF_BINARY(minimum, "Minimum")
@@ -121,7 +151,22 @@ TF_UNARY(logical_not, "LogicalNot")
 #undef TF_UNARY
 
 Tensor scalar_like(const Tensor& t, double v) { return scalar(v, t.dtype()); }
-Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(a, exponent)); }
+
+namespace {
+// A C++ double joining tensor t: converted to t's float dtype; an integer or bool tensor is an
+// error, as TF refuses to convert a Python float to an integer tensor (no silent truncation).
+Tensor float_operand(const char* op, const Tensor& t, double v) {
+  if (t.defined() && !is_floating(t.dtype())) {
+    std::ostringstream value;
+    value << v;
+    throw std::invalid_argument(std::string(op) + ": cannot convert the floating-point value " + value.str() +
+                                " to the tensor's dtype " + dtype_name(t.dtype()) +
+                                " (TensorFlow refuses too); use an integer operand or cast() the tensor");
+  }
+  return scalar_like(t, v);
+}
+}  // namespace
+Tensor pow(const Tensor& a, double exponent) { return pow(a, float_operand("pow", a, exponent)); }
 
 Tensor leaky_relu(const Tensor& x, double alpha) {
   static const OpDef& op = op_def("LeakyRelu");
@@ -161,14 +206,33 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
 Tensor operator-(const Tensor& x) { return negative(x); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
-Tensor operator-(const Tensor& a, double b) { return subtract(a, scalar_like(a, b)); }
-Tensor operator*(const Tensor& a, double b) { return multiply(a, scalar_like(a, b)); }
-Tensor operator/(const Tensor& a, double b) { return divide(a, scalar_like(a, b)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar_like(b, a), b); }
-Tensor operator-(double a, const Tensor& b) { return subtract(scalar_like(b, a), b); }
-Tensor operator*(double a, const Tensor& b) { return multiply(scalar_like(b, a), b); }
-Tensor operator/(double a, const Tensor& b) { return divide(scalar_like(b, a), b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, float_operand("add", a, b)); }
+Tensor operator-(const Tensor& a, double b) { return subtract(a, float_operand("subtract", a, b)); }
+Tensor operator*(const Tensor& a, double b) { return multiply(a, float_operand("multiply", a, b)); }
+Tensor operator/(const Tensor& a, double b) { return divide(a, float_operand("divide", a, b)); }
+Tensor operator+(double a, const Tensor& b) { return add(float_operand("add", b, a), b); }
+Tensor operator-(double a, const Tensor& b) { return subtract(float_operand("subtract", b, a), b); }
+Tensor operator*(double a, const Tensor& b) { return multiply(float_operand("multiply", b, a), b); }
+Tensor operator/(double a, const Tensor& b) { return divide(float_operand("divide", b, a), b); }
+
+namespace math_internal {
+Tensor integer_operand(const char* op, const Tensor& t, std::int64_t v) {
+  if (t.dtype() == DType::kInt32 && (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max()))
+    throw std::invalid_argument(std::string(op) + ": the integer " + std::to_string(v) +
+                                " is out of range for an int32 tensor");
+  if (t.dtype() == DType::kBool)
+    throw std::invalid_argument(std::string(op) + ": cannot combine a bool tensor with the integer " + std::to_string(v));
+  return scalar(static_cast<double>(v), t.dtype());
+}
+}  // namespace math_internal
+
+Tensor divide(const Tensor& a, const Tensor& b) {
+  static const OpDef& op = op_def("RealDiv");
+  // TF's true division: integers divide as float64 (tf.math.divide, Python's /); floordiv is //.
+  if (a.defined() && b.defined() && is_integer(a.dtype()) && a.dtype() == b.dtype())
+    return execute1(op, {cast(a, DType::kFloat64), cast(b, DType::kFloat64)});
+  return execute1(op, {a, b});
+}
 
 // ---- registration: forward kernel + gradient, in one place per op ----
 void register_math_ops(OpRegistry& r) {
@@ -189,18 +253,7 @@ void register_math_ops(OpRegistry& r) {
          }});
   r.add({"RealDiv",
          [](In in, const Attrs&) {
-           if (in.size() == 2 && is_integer(in[1].dtype()) && in[1].dtype() == in[0].dtype()) {
-             // integer division by zero would crash: reject it with a clear error
-             bool zero = false;
-             dispatch_dtype(in[1].dtype(), [&](auto tag) {
-               using T = decltype(tag);
-               if constexpr (!std::is_same_v<T, bool>) {
-                 const T* p = in[1].data<T>();
-                 for (std::int64_t i = 0; i < in[1].num_elements(); ++i) zero = zero || p[i] == 0;
-               }
-             });
-             if (zero) throw std::invalid_argument("divide: integer division by zero");
-           }
+           check_no_integer_zero("divide", in);
            return binary_forward<Kinds::kNumeric, false>("divide", in, [](auto a, auto b) { return a / b; });
          },
          [](C c, G g) {
@@ -225,6 +278,12 @@ void register_math_ops(OpRegistry& r) {
            return TensorList{unbroadcast(da, c.input_shape(0)), unbroadcast(db, c.input_shape(1))};
          },
          kSaveAll});
+  // floordiv (Python's //): no gradient, as TF's FloorDiv.
+  r.add({"FloorDiv", [](In in, const Attrs&) {
+           check_no_integer_zero("floordiv", in);
+           return binary_forward<Kinds::kNumeric, false>("floordiv", in, [](auto a, auto b) { return floor_div(a, b); });
+         },
+         {}});
   // maximum/minimum: ties go to the first input (TF's _MaximumMinimumGrad uses >= / <=).
   auto select_grad = [](C c, G g, bool is_max) {
     const Tensor &a = c.input(0), &b = c.input(1);

@@ -13,6 +13,7 @@
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/kernels/parallel.h"
 #include "tape/ops/array_ops.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::internal {
@@ -69,8 +70,8 @@ bool recording_active() { return !active_recorders().empty(); }
 void log_batched_fallback(const char* what, const std::string& op) {
   static std::atomic<bool> logged{false};
   if (!logged.exchange(true))
-    spdlog::debug("{}: op {} has no batched gradient rule; falling back to a loop of backward passes "
-                  "(logged once)", what, op);
+    logger()->debug("{}: op {} has no batched gradient rule; falling back to a loop of backward passes "
+                    "(logged once)", what, op);
 }
 
 namespace {
