@@ -219,8 +219,10 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
     std::fprintf(options_.out, "%s\n", title.c_str());
     std::fflush(options_.out);
   }
+  // verbose 2: "epoch 3/10 - 120/469 - ..." progress lines, distinct from fit's "Epoch 3/10 - ..." summary.
   bar_.emplace(ProgbarOptions{.target = options_.steps, .verbose = options_.verbose,
-                              .log_interval = options_.log_interval, .prefix = title, .out = options_.out});
+                              .log_interval = options_.log_interval,
+                              .prefix = fmt::format("epoch {}/{}", epoch + 1, options_.epochs), .out = options_.out});
   seen_ = 0;
 }
 
