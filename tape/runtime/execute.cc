@@ -18,7 +18,12 @@ TensorList execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined())
       throw std::invalid_argument(op.name + ": input " + std::to_string(i) + " is an undefined tensor");
-  TensorList outputs = op.forward(inputs, attrs);
+  TensorList outputs;
+  try {
+    outputs = op.forward(inputs, attrs);
+  } catch (const ShapeError& e) {  // a shape that cannot exist (e.g. from a hostile attribute): name the op
+    throw ShapeError(op.name + ": " + e.what());
+  }
   auto& recorders = active_recorders();
   if (!recorders.empty()) {
     static const std::shared_ptr<const GradientFn> kNoCustom;
