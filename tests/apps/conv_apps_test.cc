@@ -9,15 +9,7 @@
 #include <string>
 #include <utility>
 
-// Helpers defined in adversarial_test.cc (same test_apps executable).
-namespace tapeflow_app_test {
-std::string temp_path(const std::string& name);
-std::string slurp(const std::string& path);
-std::pair<int, std::string> run_app(const std::string& binary, const std::string& args);
-std::string json_field(const std::string& json, const std::string& key, std::size_t from);
-void expect_well_formed(const std::string& json);
-bool dataset_installed();
-}  // namespace tapeflow_app_test
+#include "tests/apps/app_test_util.h"
 
 namespace {
 
