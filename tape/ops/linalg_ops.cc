@@ -1,12 +1,14 @@
 // Linear-algebra ops: forward kernels (Eigen GEMM / LU) and gradients written with ops.
 #include "tape/ops/linalg_ops.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "tape/kernels/matmul.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/execute.h"
@@ -106,6 +108,39 @@ TensorList matmul_gradient(const GradContext& c, std::span<const Tensor> g) {
   return {na ? sum_to_shape(da, c.input_shape(0)) : Tensor(), nb ? sum_to_shape(db, c.input_shape(1)) : Tensor()};
 }
 
+// Batched operands are padded to the common batch rank behind K and broadcast by the kernel. When
+// only a is batched, untransposed, and b is a plain matrix, K folds into a's rows: one GEMM. One-hot a
+// (batch_jacobian's seeds): result[k] = s[:, o + k] ⊗ op(b)[o + k, :], a broadcast product, no GEMM.
+TensorList matmul_batch(std::span<const Tensor> in, const BatchContext& c) {
+  const bool ta = c.attrs().get_bool("transpose_a"), tb = c.attrs().get_bool("transpose_b");
+  const std::int64_t k = c.size();
+  const Shape sa = c.shape(0), sb = c.shape(1);
+  if (c.one_hot(0) && !c.batched(1) && !ta && sa.rank() == 2 && sb.rank() == 2) {
+    const std::int64_t rows = sa[0], n = sa[1], off = c.one_hot_offset();
+    Tensor opb = tb ? transpose(in[1]) : in[1];  // op(b) [n, m]
+    const std::int64_t m = opb.shape()[1];
+    Tensor st = transpose(in[0]);  // [n, rows]
+    if (k != n) {  // this chunk's columns only
+      st = slice(st, {off, 0}, {k, rows});
+      opb = slice(opb, {off, 0}, {k, m});
+    }
+    return {reshape(st, Shape{k, rows, 1}) * reshape(opb, Shape{k, 1, m})};
+  }
+  const Tensor a = c.batched(0) ? c.dense(0) : in[0], b = c.batched(1) ? c.dense(1) : in[1];
+  if (c.batched(0) && !c.batched(1) && !ta && sb.rank() == 2) {
+    const std::int64_t inner = sa.dim(-1), rows = k * (inner ? sa.num_elements() / inner : 0);
+    Tensor y = matmul(reshape(a, Shape{rows, inner}), b, false, tb);
+    Shape out{k};
+    for (int i = 0; i + 1 < sa.rank(); ++i) out.push_back(sa[i]);
+    out.push_back(y.shape()[1]);
+    return {reshape(y, out)};
+  }
+  const int rank = std::max(sa.rank(), sb.rank());
+  const Tensor args[2] = {c.batched(0) ? reshape(a, batching::padded(k, sa, rank)) : a,
+                          c.batched(1) ? reshape(b, batching::padded(k, sb, rank)) : b};
+  return batching::run(c, args, c.attrs());
+}
+
 TensorList solve_forward(std::span<const Tensor> in, const Attrs& at) {
   check_arity("solve", in, 2);
   const Tensor &a = in[0], &b = in[1];
@@ -149,6 +184,21 @@ TensorList solve_gradient(const GradContext& c, std::span<const Tensor> g) {
   return {da, db};
 }
 
+// A plain matrix with batched right-hand sides [K, n, r] solves all of them at once as [n, K*r];
+// otherwise both operands are broadcast to [K, batch..., n, *] (solve needs equal batch dims).
+TensorList solve_batch(std::span<const Tensor> in, const BatchContext& c) {
+  const std::int64_t k = c.size();
+  const Shape sa = c.shape(0), sb = c.shape(1);
+  if (!c.batched(0) && sa.rank() == 2 && sb.rank() == 2) {
+    const std::int64_t n = sb[0], r = sb[1];
+    Tensor rhs = reshape(transpose(c.dense(1), {1, 0, 2}), Shape{n, k * r});
+    Tensor x = solve(in[0], rhs, c.attrs().get_bool("adjoint"));
+    return {transpose(reshape(x, Shape{n, k, r}), {1, 0, 2})};
+  }
+  const Tensor args[2] = {c.dense(0), c.dense(1)};
+  return batching::run(c, args, c.attrs());
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
@@ -162,8 +212,8 @@ Tensor solve(const Tensor& matrix, const Tensor& rhs, bool adjoint) {
 }
 
 void register_linalg_ops(OpRegistry& r) {
-  r.add({"MatMul", matmul_forward, matmul_gradient, kSaveInputs});
-  r.add({"MatrixSolve", solve_forward, solve_gradient, kSaveAll});
+  r.add({"MatMul", matmul_forward, matmul_gradient, kSaveInputs, BatchRule(matmul_batch, /*accepts_one_hot=*/true)});
+  r.add({"MatrixSolve", solve_forward, solve_gradient, kSaveAll, solve_batch});
 }
 
 }  // namespace tapeflow
