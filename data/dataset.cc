@@ -208,6 +208,44 @@ class TakeNode : public DatasetNode {
   std::int64_t count_;
 };
 
+// ---- shard --------------------------------------------------------------------------------
+class ShardIterator : public ElementIterator {
+ public:
+  ShardIterator(std::unique_ptr<ElementIterator> in, std::int64_t num_shards, std::int64_t index)
+      : in_(std::move(in)), num_shards_(num_shards), index_(index) {}
+  bool next(Element& out) override {
+    // Element i of the input belongs to this shard iff i % num_shards == index.
+    while (in_->next(out)) {
+      const std::int64_t i = position_++;
+      if (i % num_shards_ == index_) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::unique_ptr<ElementIterator> in_;
+  std::int64_t num_shards_, index_;
+  std::int64_t position_ = 0;
+};
+
+class ShardNode : public DatasetNode {
+ public:
+  ShardNode(std::shared_ptr<const DatasetNode> in, std::int64_t num_shards, std::int64_t index)
+      : in_(std::move(in)), num_shards_(num_shards), index_(index) {}
+  std::unique_ptr<ElementIterator> make_iterator() const override {
+    return std::make_unique<ShardIterator>(in_->make_iterator(), num_shards_, index_);
+  }
+  std::int64_t cardinality() const override {
+    const std::int64_t n = in_->cardinality();
+    if (n < 0) return n;  // infinite or unknown stays so
+    return n > index_ ? (n - index_ + num_shards_ - 1) / num_shards_ : 0;
+  }
+
+ private:
+  std::shared_ptr<const DatasetNode> in_;
+  std::int64_t num_shards_, index_;
+};
+
 }  // namespace
 
 
@@ -260,6 +298,15 @@ Dataset Dataset::map(std::function<Example(const Example&)> fn) const {
 Dataset Dataset::repeat(std::int64_t count) const { return Dataset(std::make_shared<RepeatNode>(node_, count)); }
 
 Dataset Dataset::take(std::int64_t count) const { return Dataset(std::make_shared<TakeNode>(node_, count)); }
+
+Dataset Dataset::shard(std::int64_t num_shards, std::int64_t index) const {
+  if (num_shards < 1)
+    throw std::invalid_argument("Dataset::shard: num_shards must be >= 1, got " + std::to_string(num_shards));
+  if (index < 0 || index >= num_shards)
+    throw std::invalid_argument("Dataset::shard: index must be in [0, " + std::to_string(num_shards) + "), got " +
+                                std::to_string(index));
+  return Dataset(std::make_shared<ShardNode>(node_, num_shards, index));
+}
 
 Dataset Dataset::prefetch(std::int64_t buffer_size) const {
   if (buffer_size < 1)

@@ -99,6 +99,15 @@ class Dataset {
   // At most the first `count` examples (count < 0: all). Ref: tf.data.Dataset.take
   Dataset take(std::int64_t count) const;
 
+  // The examples whose position i in a pass satisfies i % num_shards == index: one of num_shards
+  // disjoint shards that together hold every example exactly once (data-parallel training gives
+  // each rank its shard). Shard after a shuffle seeded alike on every rank, and before batch.
+  // Facts:   cardinality n -> ceil((n - index) / num_shards) (0 if n <= index), so shards differ by
+  //          at most one example; infinite and unknown stay so.
+  // Errors:  std::invalid_argument for num_shards < 1 or index outside [0, num_shards).
+  // Ref:     tf.data.Dataset.shard
+  Dataset shard(std::int64_t num_shards, std::int64_t index) const;
+
   // Produces up to `buffer_size` examples ahead in a oneTBB background task.
   // Facts:   the order is unchanged; an exception in the producer is rethrown by next().
   //          With one thread the producer runs inside next() (it never deadlocks).

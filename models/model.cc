@@ -49,6 +49,36 @@ void check_batch_size(const char* caller, std::int64_t batch_size) {
     throw std::invalid_argument(std::string(caller) + ": batch_size must be >= 1, got " + std::to_string(batch_size));
 }
 
+// The logs of every rank averaged with weight `examples` (this rank's example count), in place.
+// Returns the total count. Every rank must hold the same keys in the same order.
+double average_logs(ReplicaContext& replicas, Logs& logs, double examples, const char* what) {
+  std::vector<double> v;
+  for (const auto& [k, x] : logs) v.push_back(x * examples);
+  v.push_back(examples);
+  replicas.all_reduce(v, ReduceOp::kSum, what);
+  const double total = v.back();
+  std::size_t i = 0;
+  Logs out;
+  for (const auto& [k, x] : logs) out.set(k, total > 0 ? v[i++] / total : 0.0);
+  logs = out;
+  return total;
+}
+
+bool distributed(const ReplicaContext* replicas) { return replicas && replicas->size() > 1; }
+
+// Sets `*slot` for the lifetime of the guard.
+class ReplicaScope {
+ public:
+  ReplicaScope(ReplicaContext** slot, ReplicaContext* value) : slot_(slot), old_(*slot) { *slot = value; }
+  ~ReplicaScope() { *slot_ = old_; }
+  ReplicaScope(const ReplicaScope&) = delete;
+  ReplicaScope& operator=(const ReplicaScope&) = delete;
+
+ private:
+  ReplicaContext** slot_;
+  ReplicaContext* old_;
+};
+
 std::string format_logs(const Logs& logs) {
   std::string s;
   for (const auto& [k, v] : logs) s += fmt::format(" - {}: {:.4f}", k, v);
@@ -132,7 +162,7 @@ Logs Model::train_step(const data::Example& batch) {
     y_pred = (*this)(x, /*training=*/true);
     loss = compute_loss(y, y_pred);
     vars = trainable_variables();  // after the call: the first call builds the weights
-    grads = tape.gradient(loss, vars);
+    grads = replica_context_ ? replica_context_->gradient(tape, loss, vars) : tape.gradient(loss, vars);
   }
   optimizer_->apply_gradients(grads, vars);
   return compute_metrics(y, y_pred, loss, x.rank() > 0 ? x.shape()[0] : 1);
@@ -149,9 +179,27 @@ Logs Model::test_step(const data::Example& batch) {
 History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) {
   check_xy("Model::fit", x, y);
   check_batch_size("Model::fit", options.batch_size);
+  const std::int64_t n = x.shape()[0];
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
-  if (options.shuffle) ds = ds.shuffle(x.shape()[0], options.seed);
-  return fit(ds.batch(options.batch_size).prefetch(2), options);
+  if (options.shuffle) ds = ds.shuffle(n, options.seed);
+  ReplicaContext* replicas = options.replica_context.get();
+  if (!distributed(replicas)) return fit(ds.batch(options.batch_size).prefetch(2), options);
+  // Same shuffled order on every rank; rank r keeps examples r, r + N, ... of each pass, so the
+  // ranks' k-th batches together are the k-th global batch.
+  const std::int64_t ranks = replicas->size();
+  const std::int64_t local = options.batch_size / ranks;
+  if (local < 1)
+    throw std::invalid_argument("Model::fit: batch_size (the global batch) must be >= the number of replicas, got " +
+                                std::to_string(options.batch_size) + " for " + std::to_string(ranks) + " replicas");
+  if (options.batch_size % ranks != 0 && replicas->rank() == 0)
+    spdlog::warn("Model::fit: batch_size {} is not a multiple of {} replicas: each takes {}, the global batch is {}",
+                 options.batch_size, ranks, local, local * ranks);
+  const std::int64_t steps = n / (local * ranks);
+  if (steps == 0)
+    throw std::invalid_argument("Model::fit: " + std::to_string(n) + " examples are fewer than one global batch of " +
+                                std::to_string(local * ranks) + " across " + std::to_string(ranks) + " replicas");
+  ds = ds.shard(ranks, replicas->rank()).batch(local).take(steps);  // the uneven tail is dropped
+  return fit(ds.prefetch(2), options);
 }
 
 History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
@@ -160,6 +208,9 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
     throw std::invalid_argument("Model::fit: epochs must be >= 0, got " + std::to_string(options.epochs));
   if (dataset.cardinality() == data::kInfiniteCardinality && options.steps_per_epoch < 1)
     throw std::invalid_argument("Model::fit: the dataset is infinite; set steps_per_epoch");
+  ReplicaContext* replicas = options.replica_context.get();
+  const bool multi = distributed(replicas);
+  const bool chief = !multi || replicas->rank() == 0;  // runs callbacks and logs
   std::optional<data::Dataset> validation = options.validation_dataset;
   if (!options.validation_data.empty()) {
     if (options.validation_data.size() != 2)
@@ -167,83 +218,132 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
                                   std::to_string(options.validation_data.size()) + " tensor(s)");
     check_xy("Model::fit (validation_data)", options.validation_data[0], options.validation_data[1]);
     check_batch_size("Model::fit", options.batch_size);
-    validation = data::Dataset::from_tensor_slices(options.validation_data).batch(options.batch_size);
+    data::Dataset v = data::Dataset::from_tensor_slices(options.validation_data);
+    if (multi) v = v.shard(replicas->size(), replicas->rank());
+    validation = v.batch(options.batch_size);
   }
+  // Batches per epoch: steps_per_epoch, else one pass; replicas agree on the smallest.
+  std::int64_t steps_per_epoch = options.steps_per_epoch;
+  const bool continue_pass = options.steps_per_epoch > 0;  // an epoch continues the previous pass (Keras)
+  if (multi) {
+    const std::int64_t mine = continue_pass ? options.steps_per_epoch : dataset.cardinality();
+    if (mine < 0)
+      throw std::invalid_argument("Model::fit: with " + std::to_string(replicas->size()) +
+                                  " replicas the number of batches per epoch must be known: set steps_per_epoch");
+    std::vector<double> lo{static_cast<double>(mine)}, hi{static_cast<double>(mine)};
+    replicas->all_reduce(lo, ReduceOp::kMin, "fit: batches per epoch (min)");
+    replicas->all_reduce(hi, ReduceOp::kMax, "fit: batches per epoch (max)");
+    if (lo[0] != hi[0] && chief)
+      spdlog::warn("Model::fit: the replicas have {} to {} batches per epoch; each runs {} (the rest is dropped)",
+                   lo[0], hi[0], lo[0]);
+    steps_per_epoch = static_cast<std::int64_t>(lo[0]);
+  }
+  ReplicaScope scope(&replica_context_, replicas);
 
   auto history = std::make_shared<History>();
-  std::vector<std::shared_ptr<Callback>> callbacks = options.callbacks;
+  std::vector<std::shared_ptr<Callback>> callbacks;
+  if (chief) callbacks = options.callbacks;  // rank 0 only: checkpoints, CSV files, early stopping
   callbacks.push_back(history);  // last: it records what the other callbacks added to the logs
   for (auto& cb : callbacks) cb->set_model(this);
   stop_training_ = false;
   for (auto& cb : callbacks) cb->on_train_begin({});
+  // Rank 0's stop_training and constant learning rate, on every rank.
+  auto sync_control = [&](const char* what) {
+    if (!multi) return;
+    const bool constant_lr = !optimizer_->learning_rate().is_schedule();
+    std::vector<double> v{stop_training_ ? 1.0 : 0.0, constant_lr ? optimizer_->current_learning_rate() : 0.0};
+    replicas->broadcast(v, 0, what);
+    stop_training_ = v[0] != 0.0;
+    if (constant_lr) optimizer_->set_learning_rate(v[1]);
+  };
 
-  // With steps_per_epoch, an epoch continues the previous epoch's pass (as Keras does).
   std::optional<data::Dataset::Iterator> it;
   Logs last_logs;
   for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training_; ++epoch) {
     reset_metrics();
     for (auto& cb : callbacks) cb->on_epoch_begin(epoch, {});
+    sync_control("fit: epoch begin (stop_training, learning rate)");
+    if (stop_training_) break;
     const auto t0 = std::chrono::steady_clock::now();
-    if (options.steps_per_epoch < 1 || !it) it.emplace(dataset.make_iterator());
+    if (!continue_pass || !it) it.emplace(dataset.make_iterator());
     std::int64_t step = 0;
+    double examples = 0;
     Logs epoch_logs;  // what the last train_step returned (running means), as Keras
-    while (options.steps_per_epoch < 1 || step < options.steps_per_epoch) {
+    while (steps_per_epoch < 1 || step < steps_per_epoch) {
       std::optional<data::Example> batch = it->next();
+      if (multi) {  // nobody steps alone: every rank has a batch and nobody stopped
+        std::vector<double> v{batch ? 0.0 : 1.0, stop_training_ ? 1.0 : 0.0};
+        replicas->all_reduce(v, ReduceOp::kMax, "fit: step agreement (batch present, stop_training)");
+        if (v[0] != 0.0 && batch) batch.reset();
+        if (v[1] != 0.0) stop_training_ = true;
+        if (stop_training_ && batch) break;
+      }
       if (!batch) {
-        if (options.steps_per_epoch > 0) it.reset();
+        if (continue_pass) it.reset();
         break;
       }
       for (auto& cb : callbacks) cb->on_train_batch_begin(step, {});
       epoch_logs = train_step(*batch);
+      examples += (*batch)[0].rank() > 0 ? static_cast<double>((*batch)[0].shape()[0]) : 1.0;
       for (auto& cb : callbacks) cb->on_train_batch_end(step, epoch_logs);
       ++step;
-      if (stop_training_) break;
+      if (stop_training_ && !multi) break;
     }
     if (step == 0) {
-      spdlog::warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
+      if (chief) spdlog::warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
       break;
     }
+    if (multi) average_logs(*replicas, epoch_logs, examples, "fit: epoch logs");
     if (validation) {
-      const Logs val = run_evaluation(*validation, "fit (validation)");
+      const Logs val = run_evaluation(*validation, "fit (validation)", replicas);
       for (const auto& [k, v] : val) epoch_logs.set("val_" + k, v);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
-    if (options.verbose > 0)
+    sync_control("fit: epoch end (stop_training, learning rate)");
+    if (options.verbose > 0 && chief)
       spdlog::info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
                    1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
     last_logs = epoch_logs;
   }
   for (auto& cb : callbacks) cb->on_train_end(last_logs);
   for (auto& cb : callbacks) cb->set_model(nullptr);
+  // One model everywhere: rank 0's (its callbacks may have restored weights; BN statistics were local).
+  if (multi) replicas->broadcast_variables(variables(), 0);
   return *history;
 }
 
-Logs Model::run_evaluation(const data::Dataset& batches, const char* caller) {
+Logs Model::run_evaluation(const data::Dataset& batches, const char* caller, ReplicaContext* replicas) {
   require_compiled(caller);
   reset_metrics();
-  std::int64_t steps = 0;
+  double examples = 0;
   data::Dataset::Iterator it = batches.make_iterator();
   while (std::optional<data::Example> batch = it.next()) {
     test_step(*batch);
-    ++steps;
+    examples += (*batch)[0].rank() > 0 ? static_cast<double>((*batch)[0].shape()[0]) : 1.0;
   }
-  if (steps == 0) throw std::invalid_argument(describe() + ": " + caller + ": the dataset is empty");
-  return get_metrics_result();
+  Logs logs = get_metrics_result();
+  if (distributed(replicas)) examples = average_logs(*replicas, logs, examples, caller);
+  if (examples == 0) throw std::invalid_argument(describe() + ": " + caller + ": the dataset is empty");
+  return logs;
 }
 
 Logs Model::evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options) {
   check_xy("Model::evaluate", x, y);
   check_batch_size("Model::evaluate", options.batch_size);
-  return evaluate(data::Dataset::from_tensor_slices({x, y}).batch(options.batch_size), options);
+  data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
+  if (distributed(options.replica_context.get()))
+    ds = ds.shard(options.replica_context->size(), options.replica_context->rank());
+  return evaluate(ds.batch(options.batch_size), options);
 }
 
 Logs Model::evaluate(const data::Dataset& dataset, const EvaluateOptions& options) {
   if (dataset.cardinality() == data::kInfiniteCardinality)
     throw std::invalid_argument("Model::evaluate: the dataset is infinite");
   const auto t0 = std::chrono::steady_clock::now();
-  Logs logs = run_evaluation(dataset, "evaluate");
-  if (options.verbose > 0)
+  ReplicaContext* replicas = options.replica_context.get();
+  Logs logs = run_evaluation(dataset, "evaluate", replicas);
+  if (options.verbose > 0 && (!distributed(replicas) || replicas->rank() == 0))
     spdlog::info("evaluate - {:.2f}s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                  format_logs(logs));
   return logs;

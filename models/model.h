@@ -9,6 +9,29 @@
 //           epoch's last train_step — then "val_loss" and "val_<metric>" from test_step.
 //           With verbose > 0 each epoch logs one line through spdlog (info):
 //           "Epoch 3/10 - 469 steps - 1.21s 2.6ms/step - loss: 0.3512 - accuracy: 0.8721 - val_...".
+// Replicas: given FitOptions/EvaluateOptions::replica_context with size() N > 1 (distribute::Context
+//           over MPI), fit and evaluate run data-parallel (Horovod's design):
+//           - fit(x, y): every rank shuffles the whole set with the same seed, keeps its shard
+//             (Dataset::shard(N, rank): example i of the pass goes to rank i % N) and batches it
+//             by batch_size / N, so the ranks' batches of one step together form the global batch
+//             of batch_size examples that one process would see (batch_size must be >= N; if N
+//             does not divide it the global batch is N · floor(batch_size / N), warned). Each
+//             epoch runs floor(n / global batch) steps on every rank: the uneven tail (fewer than
+//             one global batch, different examples each epoch) is dropped.
+//           - fit(dataset): the dataset is this rank's (shard it yourself); the ranks agree up front
+//             on the smallest number of batches per epoch and each runs that many (the rest of a
+//             longer rank's pass is dropped, warned). Before every step the ranks also agree that
+//             each has a batch and nobody stopped, so uneven data never deadlocks.
+//           - train_step averages the gradients across ranks (ReplicaContext::gradient), so every
+//             rank applies the same update; BatchNormalization's moving statistics stay local to
+//             each rank (Horovod's default) until the end of fit, when rank 0's variables (all of
+//             them, moving statistics included) are broadcast to every rank.
+//           - the logs (loss, metrics, val_*) are averaged across ranks, weighted by examples, so
+//             they equal what one process would report on the same examples; callbacks and the
+//             epoch log line run on rank 0 only; rank 0's stop_training and constant learning
+//             rate (LearningRateScheduler) are broadcast at each epoch's start and end.
+//           - evaluate(x, y) shards the examples (no example dropped) and averages the logs.
+//           With N = 1 everything behaves as without a context.
 // Errors:   std::logic_error for fit/evaluate before compile (or without a loss), and for a call()
 //           that a subclass did not override; std::invalid_argument for bad options (epochs < 0,
 //           batch_size < 1), x and y of different lengths, or a dataset whose examples are not {x, y}.
@@ -28,6 +51,7 @@
 #include "models/logs.h"
 #include "models/losses.h"
 #include "models/metrics.h"
+#include "models/replica_context.h"
 #include "optimizers/optimizer.h"
 
 namespace tapeflow::models {
@@ -75,12 +99,16 @@ struct FitOptions {
   std::uint64_t seed = 0;              // shuffle seed
   int initial_epoch = 0;
   std::int64_t steps_per_epoch = -1;   // with an infinite (repeated) dataset: batches per epoch
+  // Data-parallel training across the context's ranks (see "Replicas" above); null: this process only.
+  std::shared_ptr<ReplicaContext> replica_context = nullptr;
 };
 
 // Keyword arguments of Model.evaluate / Model.predict.
 struct EvaluateOptions {
   std::int64_t batch_size = 32;
   int verbose = 0;
+  // evaluate only: each rank evaluates its shard, the logs are averaged (predict ignores it).
+  std::shared_ptr<ReplicaContext> replica_context = nullptr;
 };
 
 class Model : public layers::Layer {
@@ -102,8 +130,9 @@ class Model : public layers::Layer {
   // Outputs in inference mode, computed batch by batch and concatenated. Shapes: [n, ...] -> [n, ...].
   Tensor predict(const Tensor& x, const EvaluateOptions& options = {});
 
-  // One training step on a batch {x, y}: tape -> loss (+ layer losses) -> gradient ->
-  // optimizer.apply_gradients; updates the metrics and returns their current values.
+  // One training step on a batch {x, y}: tape -> loss (+ layer losses) -> gradient (averaged
+  // across ranks inside a data-parallel fit) -> optimizer.apply_gradients; updates the metrics
+  // and returns their current values.
   virtual Logs train_step(const data::Example& batch);
   // One evaluation step on {x, y}: forward in inference mode, loss, metrics.
   virtual Logs test_step(const data::Example& batch);
@@ -130,6 +159,9 @@ class Model : public layers::Layer {
   const std::shared_ptr<Loss>& loss() const { return loss_; }
   const std::vector<std::shared_ptr<PredictionMetric>>& metrics() const { return metrics_; }
   bool stop_training() const { return stop_training_; }
+  // The replica context of the running fit (null outside fit or without one); custom train_steps
+  // reduce their gradients with replica_context()->gradient(tape, loss, vars).
+  ReplicaContext* replica_context() const { return replica_context_; }
   void set_stop_training(bool stop) { stop_training_ = stop; }
 
   Tensor call(const Tensor& inputs, bool training) override;
@@ -145,7 +177,9 @@ class Model : public layers::Layer {
   const std::optional<Shape>& build_input_shape() const { return build_input_shape_; }
 
  private:
-  Logs run_evaluation(const data::Dataset& batches, const char* caller);
+  // Runs test_step over `batches`; with a replica context of size > 1 the logs are averaged across
+  // ranks (a rank may have no batch).
+  Logs run_evaluation(const data::Dataset& batches, const char* caller, ReplicaContext* replicas);
   void require_compiled(const char* caller) const;
 
   bool compiled_ = false;
@@ -155,6 +189,7 @@ class Model : public layers::Layer {
   std::vector<std::shared_ptr<PredictionMetric>> metrics_;
   Mean loss_tracker_{"loss"};
   std::optional<Shape> build_input_shape_;
+  ReplicaContext* replica_context_ = nullptr;
 };
 
 // "(None, 256)": a shape with its first dimension shown as None (Keras's batch dimension).

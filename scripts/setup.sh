@@ -6,6 +6,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libstb-dev
+  openmpi-bin libopenmpi-dev
   dataset-fashion-mnist
 )
 missing=()

@@ -1,5 +1,8 @@
 // train_classifier: trains the Fashion-MNIST classifier MLP (784-256-BN-ReLU-256-BN-ReLU-10) and
 // reports test loss and accuracy. The main job of tapeflow; see --help.
+// Under mpirun (built with MPI) it trains data-parallel: --batch-size stays the global batch, split
+// across the ranks; --threads is per rank; rank 0 alone logs, writes checkpoints and --metrics-out;
+// --resume restores on rank 0 and broadcasts model, optimizer and epoch to every rank (any N).
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +20,9 @@
 #include "models/models.h"
 #include "optimizers/optimizers.h"
 #include "tape/kernels/parallel.h"
+#ifdef TAPEFLOW_HAVE_DISTRIBUTE
+#include "distribute/context.h"
+#endif
 
 namespace tf = tapeflow;
 
@@ -30,7 +36,14 @@ struct Flags : tf::apps::CommonFlags {
   std::string schedule = "cosine";
   std::string checkpoint_dir;  // save every epoch through a CheckpointManager
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
+  double collective_timeout = 300;  // seconds, under mpirun
 };
+
+#ifdef TAPEFLOW_HAVE_DISTRIBUTE
+using Replicas = tf::distribute::Context;
+#else
+using Replicas = tf::models::ReplicaContext;  // never made without MPI
+#endif
 
 // The optimizer named on the command line with the learning rate (a number or a schedule).
 std::shared_ptr<tf::optimizers::Optimizer> make_optimizer(const std::string& name, tf::optimizers::LearningRate lr) {
@@ -45,24 +58,30 @@ std::shared_ptr<tf::optimizers::Optimizer> make_optimizer(const std::string& nam
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
 void write_metrics(const std::string& path, const Flags& f, const tf::models::Logs& test,
-                   const tf::models::History& h, const std::vector<double>& epoch_seconds, double total_seconds) {
+                   const tf::models::History& h, const std::vector<double>& epoch_seconds, double total_seconds,
+                   std::int64_t ranks) {
   std::string times;
   for (double t : epoch_seconds) times += (times.empty() ? "" : ", ") + json_number(t);
   const std::string json = fmt::format(
       "{{\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
       "  \"epochs\": {},\n  \"batch_size\": {},\n  \"optimizer\": \"{}\",\n  \"learning_rate\": {},\n"
-      "  \"seed\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {}\n}}\n",
+      "  \"seed\": {},\n  \"ranks\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {}\n}}\n",
       json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
       json_number(h["accuracy"].back()), h.epoch.size(), f.batch_size, f.optimizer, json_number(f.learning_rate),
-      f.seed, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds));
+      f.seed, ranks, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds));
   std::ofstream out(path);
   out << json;
   if (!out.flush()) throw std::runtime_error("--metrics-out: cannot write '" + path + "'");
 }
 
-int run(const Flags& f) {
+int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
   const auto t_start = std::chrono::steady_clock::now();
+  const bool chief = !replicas || replicas->rank() == 0;  // logs, checkpoints and metrics
   tf::apps::apply_common_flags(f);
+  if (!chief && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
+  if (replicas)
+    spdlog::info("Data-parallel over {} ranks: global batch {}, {} per rank, {} threads per rank", replicas->size(),
+                 f.batch_size, f.batch_size / replicas->size(), tf::kernels::num_threads());
 
   auto loaded = tf::apps::load_fashion_mnist_or_explain("train_classifier", f);
   if (!loaded) return 2;
@@ -74,7 +93,11 @@ int run(const Flags& f) {
   spdlog::info("\n{}", model->summary());
 
   const std::int64_t n = ds.x_train.shape()[0];
-  const std::int64_t steps = f.epochs * ((n + f.batch_size - 1) / f.batch_size);
+  const std::int64_t ranks = replicas ? replicas->size() : 1;
+  // Steps of the run (fit drops the uneven tail when ranks > 1: see Model::fit).
+  const std::int64_t steps_per_epoch =
+      ranks > 1 ? n / (f.batch_size / ranks * ranks) : (n + f.batch_size - 1) / f.batch_size;
+  const std::int64_t steps = f.epochs * steps_per_epoch;
   tf::optimizers::LearningRate lr = f.learning_rate;
   if (f.schedule == "cosine" && steps > 0) lr = tf::optimizers::CosineDecay(f.learning_rate, steps);
   model->compile({.optimizer = make_optimizer(f.optimizer, lr),
@@ -93,16 +116,26 @@ int run(const Flags& f) {
     auto ckpt = std::make_shared<tf::models::Checkpoint>(
         tf::models::CheckpointOptions{.model = model, .optimizer = model->optimizer()});
     ckpt->track_counter("epoch", &done_epochs);
-    manager = std::make_shared<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
+    if (chief) manager = std::make_shared<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
     if (f.resume) {
-      if (auto path = manager->restore()) spdlog::info("Resumed from {} after epoch {}", *path, done_epochs);
-      else spdlog::info("No checkpoint in {}; starting from scratch", f.checkpoint_dir);
+      if (chief) {
+        if (auto path = manager->restore()) spdlog::info("Resumed from {} after epoch {}", *path, done_epochs);
+        else spdlog::info("No checkpoint in {}; starting from scratch", f.checkpoint_dir);
+      }
+      if (replicas && ranks > 1) {  // rank 0 restored: model, optimizer state and epoch to everyone
+        model->optimizer()->build(model->trainable_variables());
+        replicas->broadcast_variables(model->variables(), 0);
+        replicas->broadcast_variables(model->optimizer()->variables(), 0);
+        std::vector<double> epoch{static_cast<double>(done_epochs)};
+        replicas->broadcast(epoch, 0, "resume: epoch");
+        done_epochs = static_cast<std::int64_t>(epoch[0]);
+      }
       if (done_epochs >= f.epochs)
         throw std::runtime_error("the checkpoint already has " + std::to_string(done_epochs) + " of " +
                                  std::to_string(f.epochs) + " epochs");
     }
     callbacks.push_back(std::make_shared<tf::models::CheckpointHook>(tf::models::CheckpointHookOptions{
-        .save = [&, manager](int epoch, const tf::models::Logs&) {
+        .save = [&, manager](int epoch, const tf::models::Logs&) {  // fit runs callbacks on rank 0 only
           done_epochs = epoch + 1;
           spdlog::info("Saved {}", manager->save());
         }}));
@@ -121,10 +154,11 @@ int run(const Flags& f) {
   const tf::models::History history =
       model->fit(ds.x_train, ds.y_train,
                  {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks, .verbose = 1, .seed = f.seed,
-                  .initial_epoch = static_cast<int>(done_epochs)});
+                  .initial_epoch = static_cast<int>(done_epochs), .replica_context = replicas});
   if (history.epoch.empty()) throw std::runtime_error("training ran no epoch (--epochs 0?)");
 
-  const tf::models::Logs test = model->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000});
+  const tf::models::Logs test =
+      model->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000, .replica_context = replicas});
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   double train_seconds = 0;
   for (double t : epoch_seconds) train_seconds += t;
@@ -132,13 +166,22 @@ int run(const Flags& f) {
   spdlog::info("Wall time: {:.2f}s total, {:.2f}s per epoch on average ({} epochs, {} threads)", total,
                train_seconds / static_cast<double>(epoch_seconds.size()), epoch_seconds.size(),
                tf::kernels::num_threads());
-  if (!f.metrics_out.empty()) write_metrics(f.metrics_out, f, test, history, epoch_seconds, total);
+  if (!f.metrics_out.empty() && chief) write_metrics(f.metrics_out, f, test, history, epoch_seconds, total, ranks);
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::shared_ptr<Replicas> replicas;
+#ifdef TAPEFLOW_HAVE_DISTRIBUTE
+  try {
+    if (tf::distribute::launched_by_mpirun()) replicas = std::make_shared<Replicas>(&argc, &argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "train_classifier: error: %s\n", e.what());
+    return 1;
+  }
+#endif
   Flags f;
   CLI::App app{"Train the tapeflow Fashion-MNIST classifier (784-256-BN-ReLU-256-BN-ReLU-10, softmax "
                "cross-entropy) and report test loss and accuracy."};
@@ -154,12 +197,22 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "Save a checkpoint (model, optimizer, epoch) to DIR after every epoch (keeps the newest 3)");
   app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs("--checkpoint-dir");
+  app.add_option("--collective-timeout", f.collective_timeout,
+                 "Under mpirun: seconds after which a collective that has not completed aborts the job")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   tf::apps::add_common_flags(app, f);
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(f);
+#ifdef TAPEFLOW_HAVE_DISTRIBUTE
+    if (replicas) replicas->set_timeout(f.collective_timeout);
+#endif
+    return run(f, replicas);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "train_classifier: error: %s\n", e.what());
+    const std::string message = std::string("train_classifier: error: ") + e.what();
+#ifdef TAPEFLOW_HAVE_DISTRIBUTE
+    if (replicas && replicas->size() > 1) replicas->abort(1, message);  // the other ranks would wait forever
+#endif
+    std::fprintf(stderr, "%s\n", message.c_str());
     return 1;
   }
 }

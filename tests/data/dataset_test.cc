@@ -241,6 +241,37 @@ TEST(DatasetTest, IteratorOutlivesItsDataset) {
   EXPECT_FALSE(it->next().has_value());
 }
 
+TEST(DatasetTest, ShardsTogetherVisitEveryExampleOnce) {
+  for (std::int64_t n : {0, 1, 7, 10, 11, 12}) {
+    for (std::int64_t shards : {1, 2, 3}) {
+      std::vector<std::int64_t> all;
+      for (std::int64_t k = 0; k < shards; ++k) {
+        // Each "rank" builds its own pipeline (a shuffle counts its passes; pass 0 everywhere).
+        const Dataset base = Dataset::from_tensor_slices(make_xy(std::max<std::int64_t>(n, 1))).take(n).shuffle(13, 5);
+        const Dataset shard = base.shard(shards, k);
+        const auto mine = labels(shard);
+        EXPECT_EQ(static_cast<std::int64_t>(mine.size()), shard.cardinality()) << "n " << n << " shard " << k;
+        if (shards > 1 && n > 1) EXPECT_NE(labels(shard), mine) << "the next pass is reshuffled";
+        EXPECT_EQ(shard.cardinality(), n > k ? (n - k + shards - 1) / shards : 0);
+        all.insert(all.end(), mine.begin(), mine.end());
+      }
+      // Same seed on every "rank": the shards of one pass partition that pass.
+      std::sort(all.begin(), all.end());
+      std::vector<std::int64_t> expect(static_cast<std::size_t>(n));
+      std::iota(expect.begin(), expect.end(), 0);
+      EXPECT_EQ(all, expect) << "n " << n << " shards " << shards;
+    }
+  }
+  // Element i goes to shard i % num_shards (tf.data), before batching.
+  const Dataset ds = Dataset::from_tensor_slices(make_xy(7));
+  EXPECT_THAT(labels(ds.shard(3, 1)), ElementsAre(1, 4));
+  EXPECT_THAT(labels(ds.shard(3, 0).batch(2)), ElementsAre(0, 3, 6));
+  EXPECT_EQ(ds.repeat().shard(2, 1).cardinality(), kInfiniteCardinality);
+  expect_invalid([&] { ds.shard(0, 0); }, "Dataset::shard: num_shards must be >= 1, got 0");
+  expect_invalid([&] { ds.shard(2, 2); }, "index must be in [0, 2), got 2");
+  expect_invalid([&] { ds.shard(2, -1); }, "got -1");
+}
+
 TEST(DatasetTest, GatherRows) {
   const Tensor x = make_xy(4)[0];
   EXPECT_THAT(gather_rows(x, {3, 0, 3}).to_vector<float>(), ElementsAre(3, 30, 0, 0, 3, 30));

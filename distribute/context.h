@@ -1,0 +1,162 @@
+// Context: the MPI job this process belongs to (init/finalize, rank, size, local rank) and the
+// collectives of data-parallel training — allreduce, broadcast, gradients averaged in fusion
+// buffers with non-blocking MPI_Iallreduce. The counterpart of Horovod's hvd.* over Open MPI.
+//
+// Facts:    One Context per process (RAII: the constructor calls MPI_Init_thread with
+//           MPI_THREAD_FUNNELED, the destructor MPI_Finalize; all MPI calls come from the thread
+//           that made it). A process started without mpirun is a job of size 1. Collectives run
+//           on a private duplicate of MPI_COMM_WORLD.
+//           Every collective is non-blocking underneath and waited for with a deadline
+//           (ContextOptions::timeout_seconds): if it does not complete in time, the rank asks the
+//           other ranks where they are (ranks waiting in a collective answer; hung, busy or dead
+//           ranks do not), prints "distribute: collective '<name>' (#<seq>) did not complete
+//           within <t> s on rank <r>: rank 1 did not answer (...); rank 2 is in '<other>' (#<seq>)"
+//           to stderr and calls MPI_Abort, so mpirun ends every rank with a non-zero status instead
+//           of hanging. A rank that dies is caught by mpirun itself (it kills the job).
+//           Reductions: Open MPI's libnbc reduces each element once and sends the result back
+//           (binomial tree below 4 ranks, ring or reduce-scatter + allgather above), so every rank
+//           receives the same bits, and a fixed number of ranks reduces in a fixed order: runs are
+//           deterministic at a fixed number of ranks and threads. Averages divide the sum by size().
+//           Gradients (gradient(), DistributedGradientTape, DistributedOptimizer) are packed into
+//           fusion buffers of about fusion_threshold_bytes in reverse variable order (the order the
+//           backward pass finishes them), one buffer per dtype run; a buffer's MPI_Iallreduce starts
+//           as soon as every gradient in it is final — during the backward pass when the tape
+//           reports final gradients (GradientOptions::on_gradient_final), else right after it.
+//           The first gradient reduction checks that every rank holds the same variables (count,
+//           names, shapes, dtypes) and broadcasts rank 0's values of them (Horovod's
+//           broadcast_global_variables at the first step), so ranks that started differently agree.
+// Errors:   std::logic_error for a second Context in one process, or use after MPI_Finalize;
+//           std::runtime_error if MPI_Init_thread fails or lacks MPI_THREAD_FUNNELED;
+//           std::invalid_argument for a bad root, bad options, or variables that differ across
+//           ranks ("... variable 3 differs: rank 0 has 'dense_1/kernel:0' [256, 10] float32, rank 1
+//           has 'dense_1/kernel:0' [256, 12] float32"), thrown on every rank.
+// Ref:      horovod/common/operations.cc (tensor fusion, stall check), horovod.tensorflow
+//           (allreduce, broadcast_variables, DistributedGradientTape), MPI 3.1 §5.12.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "models/replica_context.h"
+#include "tape/autodiff/gradient_tape.h"
+#include "tape/core/tensor.h"
+#include "tape/core/variable.h"
+
+namespace tapeflow::distribute {
+
+using models::ReduceOp;
+
+namespace internal {
+class Communicator;
+class GradientReducer;
+}  // namespace internal
+
+struct ContextOptions {
+  // A collective not complete after this many seconds aborts the job (> 0).
+  double timeout_seconds = 300.0;
+  // Gradients are fused into buffers of about this size (one variable larger than it gets its own).
+  std::int64_t fusion_threshold_bytes = 1 << 20;
+  // Start each fusion buffer's reduction during the backward pass, as soon as its gradients are
+  // final (false: all buffers start after the backward pass; for measuring what overlap hides).
+  bool overlap_backward = true;
+  // After every gradient reduction, check that all ranks received identical bits (an extra small
+  // allreduce of a hash; for tests and debugging). Errors: std::logic_error if they differ.
+  bool check_identical = false;
+};
+
+// Where the time of gradient reductions went (totals since construction or reset_timings()).
+struct ReductionTimings {
+  std::int64_t reductions = 0;       // gradient() / reduce_gradients() calls
+  std::int64_t buffers = 0;          // fusion buffers reduced
+  std::int64_t bytes = 0;            // bytes reduced per rank
+  std::int64_t started_in_backward = 0;  // buffers whose reduction started before the backward pass ended
+  double backward_seconds = 0;       // in tape.gradient (including the reductions started in it)
+  double wait_seconds = 0;           // blocked after the backward pass until every buffer was reduced
+};
+
+// True when this process was started by mpirun/mpiexec (Open MPI, MPICH, PMIx), i.e. when a
+// Context would join a job instead of making a job of one. Apps create a Context only then.
+bool launched_by_mpirun();
+
+class Context : public models::ReplicaContext {
+ public:
+  // Initialises MPI (argc/argv may be null). Errors: see above.
+  Context(int* argc, char*** argv, ContextOptions options = {});
+  explicit Context(ContextOptions options = {}) : Context(nullptr, nullptr, options) {}
+  // MPI_Finalize; during stack unwinding from an exception with size() > 1, MPI_Abort instead
+  // (a finalize would wait for ranks that are waiting for this one).
+  ~Context() override;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  // Rank among the processes on this machine (for pinning threads or devices), and their count.
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  const ContextOptions& options() const { return options_; }
+
+  // Element-wise reduction across ranks: average (default), sum, min or max. Every rank passes a
+  // tensor of the same shape and dtype (float32, float64, int32, int64; average needs floating).
+  // Shapes:  [...] -> [...]. Errors: std::invalid_argument for an unsupported dtype or average of
+  //          integers; shapes that differ across ranks are not detected (as MPI).
+  // Ref:     hvd.allreduce(tensor, op=hvd.Average)
+  Tensor allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::kAverage, const char* name = "allreduce");
+  // Root's tensor on every rank (others pass a tensor of the same shape and dtype). Ref: hvd.broadcast
+  Tensor broadcast(const Tensor& tensor, int root, const char* name = "broadcast");
+
+  // ReplicaContext (used by Model::fit / evaluate).
+  std::vector<std::optional<Tensor>> gradient(GradientTape& tape, const Tensor& target,
+                                              const std::vector<Variable>& variables) override;
+  void all_reduce(std::span<double> values, ReduceOp op, const char* what) override;
+  void broadcast(std::span<double> values, int root, const char* what) override;
+  // Assigns root's value to every variable (any dtype), in one fused broadcast per dtype run.
+  // Ref: hvd.broadcast_variables
+  void broadcast_variables(const std::vector<Variable>& variables, int root) override;
+
+  // Averages (or sums) gradients already computed (nullopt = no gradient on this rank: zeros).
+  // What DistributedOptimizer uses; gradient() overlaps the same work with the backward pass.
+  std::vector<std::optional<Tensor>> reduce_gradients(const std::vector<std::optional<Tensor>>& gradients,
+                                                      const std::vector<Variable>& variables,
+                                                      ReduceOp op = ReduceOp::kAverage);
+  // tape.gradient(target, variables) with each fusion buffer reduced as soon as its gradients are final.
+  std::vector<std::optional<Tensor>> gradient(GradientTape& tape, const Tensor& target,
+                                              const std::vector<Variable>& variables, ReduceOp op);
+
+  // Fails unless every rank holds the same variables (count, names, shapes, dtypes); the message
+  // names the first difference and the ranks. Collective.
+  void check_same_variables(const std::vector<Variable>& variables, const char* what);
+
+  // Changes the fusion buffer size and the overlap with the backward pass (collective: call it at
+  // the same point on every rank). Errors: std::invalid_argument for threshold_bytes < 1.
+  void set_fusion(std::int64_t threshold_bytes, bool overlap_backward);
+
+  // Changes ContextOptions::timeout_seconds. Errors: std::invalid_argument unless seconds > 0.
+  void set_timeout(double seconds);
+
+  const ReductionTimings& timings() const { return timings_; }
+  void reset_timings() { timings_ = {}; }
+
+  // Ends the whole job now: prints "<message>" to stderr (prefixed with the rank) and calls
+  // MPI_Abort(code), which makes mpirun stop every rank with a non-zero status.
+  [[noreturn]] void abort(int code, const std::string& message) const;
+
+ private:
+  friend class internal::GradientReducer;
+  std::vector<std::optional<Tensor>> reduce(GradientTape* tape, const Tensor* target,
+                                            const std::vector<std::optional<Tensor>>* gradients,
+                                            const std::vector<Variable>& variables, ReduceOp op);
+
+  ContextOptions options_;
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+  std::unique_ptr<internal::Communicator> comm_;
+  std::unique_ptr<internal::GradientReducer> reducer_;
+  std::vector<std::vector<std::int64_t>> checked_;  // variable lists (handle ids) already checked
+  ReductionTimings timings_;
+};
+
+}  // namespace tapeflow::distribute

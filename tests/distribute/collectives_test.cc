@@ -1,0 +1,181 @@
+// Collectives of distribute::Context under mpirun (any number of ranks): allreduce, broadcast,
+// broadcast_variables, gradient averaging with fusion buffers, the variable check, sharding.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <numeric>
+
+#include "data/dataset.h"
+#include "distribute/distribute.h"
+#include "optimizers/sgd.h"
+#include "tape/ops/math_ops.h"
+#include "tape/ops/reduction_ops.h"
+#include "tests/distribute/mpi_test_util.h"
+
+namespace tapeflow::distribute::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ContextTest, RankSizeAndLocalRank) {
+  Context& c = context();
+  const char* env = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (env) {
+    EXPECT_EQ(c.size(), std::atoi(env));
+  }
+  EXPECT_GE(c.rank(), 0);
+  EXPECT_LT(c.rank(), c.size());
+  EXPECT_GE(c.local_rank(), 0);
+  EXPECT_LT(c.local_rank(), c.local_size());
+  EXPECT_EQ(c.local_size(), c.size());  // one machine here
+  EXPECT_TRUE(launched_by_mpirun());
+  // One Context per process.
+  EXPECT_THROW(Context second, std::logic_error);
+}
+
+TEST(ContextTest, AllreduceAverageSumMinMax) {
+  Context& c = context();
+  const int n = c.size();
+  const double r = c.rank() + 1;  // 1..n
+  const Tensor x = constant(std::vector<float>{static_cast<float>(r), static_cast<float>(2 * r)}, Shape{2});
+  EXPECT_THAT(c.allreduce(x).to_vector<float>(),
+              ::testing::ElementsAre(static_cast<float>(n + 1) / 2, static_cast<float>(n + 1)));
+  EXPECT_FLOAT_EQ(c.allreduce(x, ReduceOp::kSum).to_vector<float>()[0], static_cast<float>(n * (n + 1) / 2));
+  EXPECT_FLOAT_EQ(c.allreduce(x, ReduceOp::kMin).to_vector<float>()[0], 1.0f);
+  EXPECT_FLOAT_EQ(c.allreduce(x, ReduceOp::kMax).to_vector<float>()[1], static_cast<float>(2 * n));
+  const Tensor i = constant(std::vector<std::int64_t>{c.rank()}, Shape{1});
+  EXPECT_EQ(c.allreduce(i, ReduceOp::kSum).to_vector<std::int64_t>()[0], std::int64_t{n} * (n - 1) / 2);
+  EXPECT_EQ(x.to_vector<float>()[0], static_cast<float>(r));  // the input is not changed
+  // Errors are thrown before any communication, on every rank alike.
+  try {
+    c.allreduce(i);
+    FAIL() << "averaging integers must throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("cannot average a int64 tensor"));
+  }
+  std::vector<double> v{r, -r};
+  c.all_reduce(v, ReduceOp::kAverage, "test");
+  EXPECT_DOUBLE_EQ(v[0], (n + 1) / 2.0);
+  EXPECT_DOUBLE_EQ(v[1], -(n + 1) / 2.0);
+}
+
+TEST(ContextTest, BroadcastAndBroadcastVariables) {
+  Context& c = context();
+  const int root = c.size() - 1;
+  const Tensor t = constant(std::vector<double>{static_cast<double>(c.rank())}, Shape{1});
+  EXPECT_EQ(c.broadcast(t, root).item(), root);
+  Variable a(constant(std::vector<float>{static_cast<float>(c.rank()), 1.0f}, Shape{2}));
+  Variable b(constant(std::vector<std::int64_t>{c.rank() * 10}, Shape{1}));
+  c.broadcast_variables({a, b}, root);
+  EXPECT_THAT(a.value().to_vector<float>(), ::testing::ElementsAre(static_cast<float>(root), 1.0f));
+  EXPECT_EQ(b.value().to_vector<std::int64_t>()[0], root * 10);
+  EXPECT_THROW(c.broadcast_variables({a}, c.size()), std::invalid_argument);
+  try {
+    c.broadcast(t, -1);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("root must be in [0, " + std::to_string(c.size()) + "), got -1"));
+  }
+}
+
+// Gradients: rank r sees d loss / d w = (r + 1) * ones; `odd` has a gradient on odd ranks only;
+// `unused` has none anywhere. Small fusion buffers force several buffers.
+TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
+  Context& c = context();
+  const int n = c.size();
+  for (std::int64_t threshold : {std::int64_t{1} << 20, std::int64_t{16}}) {
+    c.set_fusion(threshold, true);
+    Variable w(zeros(Shape{3, 2}), {.name = "w"});
+    Variable odd(zeros(Shape{4}), {.name = "odd"});
+    Variable unused(zeros(Shape{2}), {.name = "unused"});
+    Variable w64(zeros(Shape{2}, DType::kFloat64), {.name = "w64"});
+    DistributedGradientTape tape(c);
+    const double scale = c.rank() + 1;
+    Tensor loss = reduce_sum(w.read() * scale) + reduce_sum(cast(w64.read(), DType::kFloat32) * scale);
+    if (c.rank() % 2 == 1) loss = loss + reduce_sum(odd.read());
+    const auto g = tape.gradient(loss, {w, odd, unused, w64});
+    ASSERT_EQ(g.size(), 4u);
+    ASSERT_TRUE(g[0].has_value());
+    for (float v : g[0]->to_vector<float>()) EXPECT_FLOAT_EQ(v, (n + 1) / 2.0f);
+    for (double v : g[3]->to_vector<double>()) EXPECT_DOUBLE_EQ(v, (n + 1) / 2.0);
+    if (n > 1) {
+      ASSERT_TRUE(g[1].has_value()) << "a gradient present on some rank is reduced with zeros elsewhere";
+      for (float v : g[1]->to_vector<float>()) EXPECT_FLOAT_EQ(v, static_cast<float>(n / 2) / n);
+    } else {
+      EXPECT_FALSE(g[1].has_value());
+    }
+    EXPECT_FALSE(g[2].has_value()) << "no rank had a gradient";
+    EXPECT_TRUE(same_on_every_rank(hash_bytes({*g[0], *g[3]})));
+  }
+  c.set_fusion(ContextOptions{}.fusion_threshold_bytes, true);
+  EXPECT_THROW(c.set_fusion(0, true), std::invalid_argument);
+}
+
+TEST(GradientTest, DistributedOptimizerAppliesTheAverage) {
+  Context& c = context();
+  Variable w(zeros(Shape{2}), {.name = "dopt_w"});
+  DistributedOptimizer opt(c, std::make_shared<optimizers::SGD>(optimizers::SGDOptions{.learning_rate = 1.0}));
+  const float r = static_cast<float>(c.rank() + 1);
+  opt.apply_gradients({constant(std::vector<float>{r, -r}, Shape{2})}, {w});
+  const float avg = (c.size() + 1) / 2.0f;
+  EXPECT_THAT(w.value().to_vector<float>(), ::testing::ElementsAre(-avg, avg));
+  EXPECT_EQ(opt.optimizer()->iterations(), 1);
+  EXPECT_THROW(DistributedOptimizer(c, nullptr), std::invalid_argument);
+}
+
+TEST(GradientTest, FirstReductionChecksVariablesAcrossRanks) {
+  Context& c = context();
+  if (c.size() == 1) GTEST_SKIP() << "needs two ranks";
+  // Rank 1 holds a differently shaped variable: every rank gets the same error, naming both.
+  Variable a(zeros(Shape{2, c.rank() == 1 ? 3 : 2}), {.name = "mismatch/kernel"});
+  Variable b(zeros(Shape{2}), {.name = "mismatch/bias"});
+  DistributedGradientTape tape(c);
+  const Tensor loss = reduce_sum(b.read()) + reduce_sum(a.read());
+  try {
+    tape.gradient(loss, {b, a});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("variable 1: rank 0 has 'mismatch/kernel' [2, 2] float32, rank 1 has "
+                                    "'mismatch/kernel' [2, 3] float32"));
+  }
+  // Different counts.
+  std::vector<Variable> vars{Variable(zeros(Shape{1}), {.name = "count"})};
+  if (c.rank() == 0) vars.push_back(Variable(zeros(Shape{1}), {.name = "extra"}));
+  try {
+    c.check_same_variables(vars, "test");
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("(2 on rank 0, 1 on rank 1): variable 1: rank 0 has 'extra' [1] float32, "
+                                    "rank 1 has no variable"));
+  }
+}
+
+TEST(GradientTest, FirstReductionBroadcastsRankZerosValues) {
+  Context& c = context();
+  Variable w(constant(std::vector<float>{static_cast<float>(c.rank())}, Shape{1}), {.name = "bcast_w"});
+  DistributedGradientTape tape(c);
+  const Tensor loss = reduce_sum(w.read());
+  tape.gradient(loss, {w});
+  EXPECT_EQ(w.value().item(), 0.0);  // rank 0's initial value everywhere
+}
+
+// Shards of a dataset shuffled alike on every rank partition each pass: every example once.
+TEST(ShardTest, EveryExampleExactlyOncePerEpochAcrossRanks) {
+  Context& c = context();
+  for (std::int64_t n : {7, 10, 11, 12}) {
+    std::vector<std::int64_t> ids(static_cast<std::size_t>(n));
+    std::iota(ids.begin(), ids.end(), 0);
+    const data::Dataset ds = data::Dataset::from_tensor_slices({constant(ids, Shape{n})}).shuffle(n, 3);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      std::vector<double> seen(static_cast<std::size_t>(n), 0.0);
+      for (const data::Example& e : ds.shard(c.size(), c.rank()))
+        seen[static_cast<std::size_t>(e[0].item<std::int64_t>())] += 1;
+      c.all_reduce(seen, ReduceOp::kSum, "test: seen");
+      for (std::int64_t i = 0; i < n; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1.0) << "n " << n << " i " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tapeflow::distribute::testing

@@ -1,0 +1,132 @@
+// Failures of mpirun jobs end them promptly with a clear message and a non-zero status: differing
+// variables, a rank that throws, a rank that is killed, a rank that hangs (collective timeout).
+// Also the train_classifier app under mpirun: one log, one checkpoint, one metrics file, and
+// --resume at another number of ranks. Every job runs under `timeout -s KILL` (no hang can
+// outlive the test).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "data/fashion_mnist.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kBin = TAPEFLOW_BINARY_DIR;
+constexpr int kHardTimeoutSeconds = 60;
+
+struct Job {
+  int exit_code = -1;
+  double seconds = 0;
+  std::string output;
+};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Job mpirun(int ranks, const std::string& command) {
+  const std::string out = (fs::temp_directory_path() / ("tapeflow_mpi_" + std::to_string(::getpid()) + ".txt")).string();
+  const std::string line = "timeout -s KILL " + std::to_string(kHardTimeoutSeconds) + " " TAPEFLOW_MPIRUN " " +
+                           std::to_string(ranks) + " " + command + " > " + out + " 2>&1";
+  const auto t0 = std::chrono::steady_clock::now();
+  const int status = std::system(line.c_str());
+  Job j;
+  j.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  j.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  j.output = read_file(out);
+  fs::remove(out);
+  return j;
+}
+
+std::string child(const std::string& args) { return kBin + "/tests/distribute_child " + args; }
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+TEST(DistributeFailures, HealthyJobSucceeds) {
+  const Job j = mpirun(2, child("--mode ok"));
+  EXPECT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("trained 16 steps"));
+}
+
+TEST(DistributeFailures, MismatchedVariablesNameTheFirstDifferenceAndTheRanks) {
+  const Job j = mpirun(2, child("--mode mismatch"));
+  EXPECT_NE(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("variable 0: rank 0 has 'w' [2, 2] float32, rank 1 has 'w' [2, 3] float32"));
+  EXPECT_LT(j.seconds, kHardTimeoutSeconds - 5) << j.output;
+}
+
+TEST(DistributeFailures, ARankThatThrowsEndsTheJob) {
+  const Job j = mpirun(2, child("--mode throw --timeout 30"));
+  EXPECT_NE(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("rank 1 of 2 is leaving with an exception; aborting the job"));
+  EXPECT_LT(j.seconds, 20) << "the others must not wait for the collective timeout\n" << j.output;
+}
+
+TEST(DistributeFailures, ARankThatIsKilledEndsTheJob) {
+  const Job j = mpirun(2, child("--mode kill --timeout 30"));
+  EXPECT_NE(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("signal 9")) << "mpirun reports the killed rank";
+  EXPECT_LT(j.seconds, 20) << j.output;
+}
+
+TEST(DistributeFailures, AHungRankTimesOutNamingIt) {
+  const Job j = mpirun(3, child("--mode hang --timeout 3"));
+  EXPECT_NE(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("did not complete within 3 s on rank"));
+  EXPECT_THAT(j.output, HasSubstr("rank 1 did not answer"));
+  EXPECT_LT(j.seconds, 30) << j.output;
+}
+
+bool dataset_installed() {
+  return fs::exists(std::string(tapeflow::data::kDefaultFashionMnistDir) + "/train-images-idx3-ubyte.gz") ||
+         fs::exists(std::string(tapeflow::data::kDefaultFashionMnistDir) + "/train-images-idx3-ubyte");
+}
+
+TEST(DistributeApps, TrainClassifierOnTwoRanksResumesOnOneAndThree) {
+  if (!fs::exists(kBin + "/apps/train_classifier")) GTEST_SKIP() << "apps not built";
+  if (!dataset_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const fs::path dir = fs::temp_directory_path() / ("tapeflow_mpi_app_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string app = kBin + "/apps/train_classifier --limit 480 --batch-size 60 --threads 1 --checkpoint-dir " +
+                          (dir / "ckpt").string() + " --metrics-out " + (dir / "m.json").string();
+  Job j = mpirun(2, app + " --epochs 1");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_EQ(count(j.output, "Epoch 1/1"), 1) << "one log line per epoch, from rank 0\n" << j.output;
+  EXPECT_EQ(count(j.output, "Saved "), 1) << j.output;
+  EXPECT_THAT(read_file((dir / "m.json").string()), HasSubstr("\"ranks\": 2"));
+  EXPECT_TRUE(fs::exists(dir / "ckpt" / "ckpt-1.h5"));
+
+  j = mpirun(3, app + " --epochs 2 --resume");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_EQ(count(j.output, "Resumed from"), 1) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("after epoch 1"));
+  EXPECT_EQ(count(j.output, "Epoch 2/2"), 1) << j.output;
+  EXPECT_THAT(read_file((dir / "m.json").string()), HasSubstr("\"ranks\": 3"));
+
+  j = mpirun(1, app + " --epochs 3 --resume");
+  ASSERT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("after epoch 2"));
+  EXPECT_EQ(count(j.output, "Epoch 3/3"), 1) << j.output;
+  fs::remove_all(dir);
+}
+
+}  // namespace

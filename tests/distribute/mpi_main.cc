@@ -1,0 +1,48 @@
+// gtest main for tests run under mpirun: one distribute::Context for the whole run; rank 0 prints
+// the usual report, other ranks print only their failures (prefixed with the rank).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/distribute/mpi_test_util.h"
+
+namespace tapeflow::distribute::testing {
+namespace {
+
+Context* g_context = nullptr;
+
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (r.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: failure\n%s\n", rank_, r.file_name() ? r.file_name() : "?",
+                   r.line_number(), r.summary());
+  }
+
+ private:
+  int rank_;
+};
+
+}  // namespace
+
+Context& context() { return *g_context; }
+
+}  // namespace tapeflow::distribute::testing
+
+int main(int argc, char** argv) {
+  // A short timeout: a test that desynchronises the ranks aborts the job instead of hanging CTest.
+  tapeflow::distribute::Context context(&argc, &argv, {.timeout_seconds = 60});
+  tapeflow::distribute::testing::g_context = &context;
+  ::testing::InitGoogleTest(&argc, argv);
+  if (context.rank() != 0) {
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new tapeflow::distribute::testing::FailurePrinter(context.rank()));
+  }
+  const int failed = RUN_ALL_TESTS();
+  // Every rank's verdict: a failure anywhere fails the job on every rank.
+  std::vector<double> any{static_cast<double>(failed)};
+  context.all_reduce(any, tapeflow::models::ReduceOp::kMax, "test verdict");
+  return any[0] != 0.0 ? 1 : 0;
+}
