@@ -82,7 +82,7 @@ Context::Context(int* argc, char*** argv, ContextOptions options) : options_(opt
     throw std::logic_error("distribute::Context: MPI is already initialised in this process (one Context per "
                            "process; MPI cannot be initialised again after MPI_Finalize)");
   int provided = 0;
-  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
     g_context_alive = false;
     throw std::runtime_error("distribute::Context: MPI_Init_thread failed");
   }
@@ -98,7 +98,8 @@ Context::Context(int* argc, char*** argv, ContextOptions options) : options_(opt
   MPI_Comm_size(local, &local_size_);
   MPI_Comm_free(&local);
   comm_ = std::make_unique<Communicator>(options_.timeout_seconds, rank_, size_);
-  reducer_ = std::make_unique<internal::GradientReducer>(*comm_);
+  // Serialized: the reducer's progress thread may call MPI while this thread computes.
+  reducer_ = std::make_unique<internal::GradientReducer>(*comm_, provided >= MPI_THREAD_SERIALIZED && size_ > 1);
 }
 
 Context::~Context() {
@@ -291,22 +292,26 @@ std::vector<std::optional<Tensor>> Context::reduce(GradientTape* tape, const Ten
       checked_.push_back(std::move(ids));
     }
   }
+  if (size_ == 1) {  // nothing to reduce: the average of one rank is its gradient
+    if (tape) return tape->gradient(*target, variables);
+    return *gradients;
+  }
   comm_->begin("gradients (" + std::to_string(variables.size()) + " variables)");
   reducer_->begin(variables, op, options_.fusion_threshold_bytes);
   std::vector<std::optional<Tensor>> local;
   const Clock::time_point t0 = Clock::now();
   if (tape) {
     GradientOptions go;
-    if (options_.overlap_backward && size_ > 1)
+    if (options_.overlap_backward)
       set_final_hook(go, [this](std::size_t i, const Tensor& g) { reducer_->set(i, g); });
     local = tape->gradient(*target, variables, go);
   } else {
     local = *gradients;
   }
   const Clock::time_point t1 = Clock::now();
+  const std::size_t early = reducer_->started();  // during the backward pass
   for (std::size_t i = 0; i < local.size(); ++i)
     if (!reducer_->is_set(i)) reducer_->set(i, local[i] ? *local[i] : Tensor());
-  const std::size_t early = reducer_->started_before_finish();
   std::vector<std::optional<Tensor>> out = reducer_->finish();
   timings_.reductions += 1;
   timings_.buffers += static_cast<std::int64_t>(reducer_->num_buffers());
@@ -314,15 +319,6 @@ std::vector<std::optional<Tensor>> Context::reduce(GradientTape* tape, const Ten
   timings_.started_in_backward += tape ? static_cast<std::int64_t>(early) : 0;
   timings_.backward_seconds += std::chrono::duration<double>(t1 - t0).count();
   timings_.wait_seconds += seconds_since(t1);
-  if (options_.check_identical && size_ > 1) {
-    std::vector<double> h{static_cast<double>(reducer_->last_hash()), static_cast<double>(reducer_->last_hash())};
-    all_reduce(std::span<double>(h.data(), 1), ReduceOp::kMin, "identical-result check (min)");
-    all_reduce(std::span<double>(h.data() + 1, 1), ReduceOp::kMax, "identical-result check (max)");
-    if (h[0] != h[1])
-      throw std::logic_error("distribute: the reduced gradients differ across ranks (hashes " +
-                             std::to_string(static_cast<std::uint64_t>(h[0])) + " and " +
-                             std::to_string(static_cast<std::uint64_t>(h[1])) + ")");
-  }
   return out;
 }
 

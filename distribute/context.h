@@ -2,10 +2,13 @@
 // collectives of data-parallel training — allreduce, broadcast, gradients averaged in fusion
 // buffers with non-blocking MPI_Iallreduce. The counterpart of Horovod's hvd.* over Open MPI.
 //
-// Facts:    One Context per process (RAII: the constructor calls MPI_Init_thread with
-//           MPI_THREAD_FUNNELED, the destructor MPI_Finalize; all MPI calls come from the thread
-//           that made it). A process started without mpirun is a job of size 1. Collectives run
-//           on a private duplicate of MPI_COMM_WORLD.
+// Facts:    One Context per process (RAII: the constructor calls MPI_Init_thread asking for
+//           MPI_THREAD_SERIALIZED, the destructor MPI_Finalize). Use it from the thread that made
+//           it; with SERIALIZED a progress thread of its own advances gradient reductions while
+//           the backward pass computes (Open MPI progresses non-blocking collectives only inside
+//           MPI calls); with FUNNELED only they progress at each final gradient. A process
+//           started without mpirun is a job of size 1. Collectives run on a private duplicate of
+//           MPI_COMM_WORLD.
 //           Every collective is non-blocking underneath and waited for with a deadline
 //           (ContextOptions::timeout_seconds): if it does not complete in time, the rank asks the
 //           other ranks where they are (ranks waiting in a collective answer; hung, busy or dead
@@ -63,9 +66,6 @@ struct ContextOptions {
   // Start each fusion buffer's reduction during the backward pass, as soon as its gradients are
   // final (false: all buffers start after the backward pass; for measuring what overlap hides).
   bool overlap_backward = true;
-  // After every gradient reduction, check that all ranks received identical bits (an extra small
-  // allreduce of a hash; for tests and debugging). Errors: std::logic_error if they differ.
-  bool check_identical = false;
 };
 
 // Where the time of gradient reductions went (totals since construction or reset_timings()).

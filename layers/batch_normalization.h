@@ -13,7 +13,7 @@
 // Facts:    axis = last uses one fused kernel forward and backward (a custom gradient; when a tape
 //           records the backward pass itself, the gradient is built from ops so second order works);
 //           other axes compose ops.
-// DTypes:   float32 (default) or float64 via .dtype.
+// DTypes:   float32 (default; inside a model with a dtype, the model's) or float64 via .dtype.
 // Errors:   std::invalid_argument for momentum outside [0, 1], epsilon <= 0, an axis outside the
 //           input rank at build, and a later input whose rank or feature size differs from the
 //           built one (names the layer and both shapes).
@@ -36,7 +36,7 @@ struct BatchNormalizationOptions {
   Initializer moving_variance_initializer = "ones";
   std::string name = "";
   std::optional<std::uint64_t> seed = std::nullopt;
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class BatchNormalization : public Layer {

@@ -3,7 +3,8 @@
 // Shapes:   inputs [..., in] (rank >= 2) -> [..., units]; rank > 2 applies the kernel to the last axis.
 // Weights:  "<name>/kernel:0" [in, units] (kernel_initializer, default glorot_uniform),
 //           "<name>/bias:0" [units] (bias_initializer, default zeros) if use_bias.
-// DTypes:   float32 (default) or float64 via .dtype; other floating inputs are cast.
+// DTypes:   float32 (default; inside a model with a dtype, the model's) or float64 via .dtype;
+//           other floating inputs are cast.
 // Facts:    one matmul + one bias add (+ the activation). kernel_regularizer_l2 = l adds
 //           l * sum(kernel²) to losses() (keras.regularizers.L2). `training` changes nothing.
 // Errors:   std::invalid_argument for units <= 0, an unknown activation (at construction), inputs of
@@ -25,7 +26,7 @@ struct DenseOptions {
   double kernel_regularizer_l2 = 0.0;
   std::string name = "";
   std::optional<std::uint64_t> seed = std::nullopt;
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class Dense : public Layer {

@@ -17,7 +17,7 @@ struct DropoutOptions {
   double rate = 0.0;
   std::optional<std::uint64_t> seed = std::nullopt;
   std::string name = "";
-  DType dtype = DType::kFloat32;
+  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
 };
 
 class Dropout : public Layer {

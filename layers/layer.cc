@@ -41,10 +41,11 @@ std::uint64_t next_default_seed() {
   return 0x7A9EF10Aull * 1000003ull + counter.fetch_add(1);
 }
 
-Layer::Layer(std::string class_name, std::string name, std::optional<std::uint64_t> seed, DType dtype)
+Layer::Layer(std::string class_name, std::string name, std::optional<std::uint64_t> seed, std::optional<DType> dtype)
     : class_name_(std::move(class_name)),
       name_(name.empty() ? unique_layer_name(to_snake_case(class_name_)) : std::move(name)),
-      dtype_(dtype),
+      dtype_(dtype.value_or(DType::kFloat32)),
+      dtype_set_(dtype.has_value()),
       generator_(seed ? *seed : next_default_seed()) {
   if (!is_floating(dtype_))
     throw std::invalid_argument(class_name_ + " '" + name_ + "': dtype must be float32 or float64, got " +
@@ -57,7 +58,7 @@ std::string Layer::describe() const { return class_name() + " '" + name_ + "'"; 
 
 Tensor Layer::operator()(const Tensor& inputs, bool training) {
   Tensor x = inputs;
-  if (is_floating(x.dtype()) && x.dtype() != dtype_) x = cast(x, dtype_);
+  if (autocast_ && is_floating(x.dtype()) && x.dtype() != dtype_) x = cast(x, dtype_);
   if (!built_) {
     build(x.shape());
     built_ = true;
@@ -67,6 +68,22 @@ Tensor Layer::operator()(const Tensor& inputs, bool training) {
 }
 
 void Layer::build(const Shape&) { built_ = true; }
+
+void Layer::set_dtype(DType dtype) {
+  if (!is_floating(dtype))
+    throw std::invalid_argument(describe() + ": dtype must be float32 or float64, got " + dtype_name(dtype));
+  if (built_ && dtype != dtype_)
+    throw std::logic_error(describe() + ": cannot change the dtype of a built layer from " + dtype_name(dtype_) +
+                           " to " + dtype_name(dtype));
+  dtype_ = dtype;
+  dtype_set_ = true;
+  for (auto& l : layers_)
+    if (l) pass_dtype_to(*l);
+}
+
+void Layer::pass_dtype_to(Layer& child) const {
+  if (dtype_set_ && !child.dtype_set_ && !child.built_) child.set_dtype(dtype_);
+}
 
 Shape Layer::compute_output_shape(const Shape& input_shape) const { return input_shape; }
 

@@ -3,6 +3,9 @@
 //
 // Facts:    Held as std::shared_ptr<Layer>. The first operator() call runs build(input shape) and
 //           then call(); floating inputs of another dtype are cast to the layer's dtype first.
+//           dtype: given in the options (explicit), else float32 — unless the layer is tracked
+//           (track_layer, Sequential::add) unbuilt by a model or layer whose dtype is set, whose
+//           dtype it then takes (Keras: layers created inside a float64 model compute in float64).
 //           Names are unique like Keras: the snake_case class name ("dense", "batch_normalization",
 //           "leaky_re_lu"), then "dense_1", "dense_2", ... from a process-wide counter per name;
 //           an explicit name is kept as given. Weights are Variables named "<layer>/<weight>:0".
@@ -50,6 +53,8 @@ class Layer {
   const std::string& name() const { return name_; }
   bool built() const { return built_; }
   DType dtype() const { return dtype_; }
+  // True when the dtype was given or taken from a parent (not the float32 default).
+  bool dtype_is_set() const { return dtype_set_; }
   bool trainable() const { return trainable_; }
   virtual void set_trainable(bool trainable);
 
@@ -73,9 +78,10 @@ class Layer {
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
 
  protected:
-  // class_name: "Dense"; name: empty for the automatic unique name; seed: empty for the default.
+  // class_name: "Dense"; name: empty for the automatic unique name; seed: empty for the default;
+  // dtype: empty for "float32 unless a parent sets it" (see Facts).
   Layer(std::string class_name, std::string name = "", std::optional<std::uint64_t> seed = std::nullopt,
-        DType dtype = DType::kFloat32);
+        std::optional<DType> dtype = std::nullopt);
 
   // Creates a weight "<layer>/<name>:0" (dtype defaults to the layer's) from the layer's generator.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init, bool trainable = true,
@@ -87,9 +93,16 @@ class Layer {
   // Registers a sublayer whose weights join this layer's lists.
   template <class L>
   std::shared_ptr<L> track_layer(std::shared_ptr<L> layer) {
+    if (layer) pass_dtype_to(*layer);
     layers_.push_back(layer);
     return layer;
   }
+  // Sets the dtype before build (a Sequential takes its first layer's); sublayers whose dtype is
+  // not set follow. Errors: std::invalid_argument for a non-float dtype; std::logic_error if built.
+  void set_dtype(DType dtype);
+  // Whether operator() casts floating inputs to dtype() (default true; a Model without a dtype
+  // leaves inputs to its layers).
+  void set_autocast(bool autocast) { autocast_ = autocast; }
   // The layer's random stream (weights, dropout masks).
   Generator& generator() { return generator_; }
   // "Dense 'dense_1'" for error messages.
@@ -98,7 +111,12 @@ class Layer {
  private:
   std::string class_name_;
   std::string name_;
+  // Gives `child` this layer's dtype if this one's is set and the child's is not (and it is unbuilt).
+  void pass_dtype_to(Layer& child) const;
+
   DType dtype_;
+  bool dtype_set_;
+  bool autocast_ = true;
   bool built_ = false;
   bool trainable_ = true;
   Generator generator_;

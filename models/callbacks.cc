@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "models/model.h"
+#include "tape/runtime/logging.h"
 
 namespace tapeflow::models {
 
@@ -75,8 +76,8 @@ void EarlyStopping::on_train_begin(const Logs&) {
 void EarlyStopping::on_epoch_end(int epoch, Logs& logs) {
   const std::optional<double> value = logs.get(options_.monitor);
   if (!value) {
-    spdlog::warn("EarlyStopping: metric '{}' is not available; available metrics are: {}", options_.monitor,
-                 logs.keys_string());
+    logger()->warn("EarlyStopping: metric '{}' is not available; available metrics are: {}", options_.monitor,
+                   logs.keys_string());
     return;
   }
   if (epoch < options_.start_from_epoch) return;
@@ -109,7 +110,7 @@ void EarlyStopping::on_epoch_end(int epoch, Logs& logs) {
 }
 
 void EarlyStopping::on_train_end(const Logs&) {
-  if (stopped_epoch_ > 0) spdlog::info("Epoch {}: early stopping", stopped_epoch_ + 1);
+  if (stopped_epoch_ > 0) logger()->info("Epoch {}: early stopping", stopped_epoch_ + 1);
 }
 
 // ---- CSVLogger ------------------------------------------------------------------------------------
@@ -161,7 +162,7 @@ void LearningRateScheduler::on_epoch_begin(int epoch, const Logs&) {
     throw std::invalid_argument("LearningRateScheduler: schedule returned a non-finite learning rate at epoch " +
                                 std::to_string(epoch));
   opt->set_learning_rate(lr);
-  if (verbose_) spdlog::info("Epoch {}: LearningRateScheduler setting learning rate to {}.", epoch + 1, lr);
+  if (verbose_) logger()->info("Epoch {}: LearningRateScheduler setting learning rate to {}.", epoch + 1, lr);
 }
 
 void LearningRateScheduler::on_epoch_end(int, Logs& logs) {
@@ -181,8 +182,8 @@ void CheckpointHook::on_epoch_end(int epoch, Logs& logs) {
   if (options_.save_best_only) {
     const std::optional<double> value = logs.get(options_.monitor);
     if (!value) {
-      spdlog::warn("CheckpointHook: can save best model only with '{}' available, skipping (have: {})",
-                   options_.monitor, logs.keys_string());
+      logger()->warn("CheckpointHook: can save best model only with '{}' available, skipping (have: {})",
+                     options_.monitor, logs.keys_string());
       return;
     }
     const bool maximize = monitor_maximizes(options_.monitor, options_.mode);

@@ -23,18 +23,42 @@ void check_defined(const std::string& loss, const Tensor& y_true, const Tensor& 
     throw std::invalid_argument(loss + ": y_pred must be float32 or float64, got " + dtype_name(y_pred.dtype()));
 }
 
-// y_true and y_pred as matching [batch, d] tensors (rank 1 becomes [batch, 1]; y_true cast to y_pred's dtype).
-std::pair<Tensor, Tensor> as_rows(const std::string& loss, const Tensor& y_true, const Tensor& y_pred) {
+// Keras's squeeze_or_expand_to_same_rank(y_true, y_pred): when the ranks differ by one and the
+// higher-rank tensor ends in 1, the lower one gains that axis if it has rank 1, else the higher
+// one loses it. Any other difference is left to broadcasting (or the loss's own shape check).
+std::pair<Tensor, Tensor> squeeze_or_expand_to_same_rank(const Tensor& x1, const Tensor& x2) {
+  Tensor a = x1, b = x2;
+  const int ra = a.rank(), rb = b.rank();
+  if (ra == rb + 1 && a.shape().dim(-1) == 1) {
+    if (rb == 1) b = expand_dims(b, -1);
+    else a = squeeze(a, {-1});
+  } else if (rb == ra + 1 && b.shape().dim(-1) == 1) {
+    if (ra == 1) a = expand_dims(a, -1);
+    else b = squeeze(b, {-1});
+  }
+  return {a, b};
+}
+
+// y_true (cast to y_pred's dtype) and y_pred with ranks matched as Keras does, for losses that
+// average over the last axis: any rank >= 1 works ([n] gives one value, [batch, d] gives [batch]).
+// same_shape: the inputs must then have equal shapes (binary cross-entropy), else they broadcast.
+std::pair<Tensor, Tensor> last_axis_inputs(const std::string& loss, const Tensor& y_true, const Tensor& y_pred,
+                                           bool same_shape) {
   check_defined(loss, y_true, y_pred);
-  if (y_pred.rank() == 0) throw std::invalid_argument(loss + ": y_pred must have rank >= 1, " + shapes(y_true, y_pred));
   Tensor t = y_true.dtype() == y_pred.dtype() ? y_true : cast(y_true, y_pred.dtype());
-  Tensor p = y_pred;
-  if (p.rank() == 1) p = reshape(p, Shape{p.shape()[0], 1});
-  if (t.num_elements() != p.num_elements())
-    throw std::invalid_argument(loss + ": y_true and y_pred must have the same number of elements, " +
+  auto [tt, p] = squeeze_or_expand_to_same_rank(t, y_pred);
+  if (same_shape && tt.shape() != p.shape())
+    throw std::invalid_argument(loss + ": y_true and y_pred must have the same shape, " + shapes(y_true, y_pred));
+  Shape out;
+  try {
+    out = broadcast_shapes(tt.shape(), p.shape(), loss.c_str());
+  } catch (const std::invalid_argument&) {
+    throw std::invalid_argument(loss + ": y_true and y_pred do not broadcast, " + shapes(y_true, y_pred));
+  }
+  if (out.rank() == 0)
+    throw std::invalid_argument(loss + ": y_true and y_pred must have rank >= 1 (the last axis is averaged), " +
                                 shapes(y_true, y_pred));
-  if (t.shape() != p.shape()) t = reshape(t, p.shape());
-  return {t, p};
+  return {tt, p};
 }
 
 std::string default_name(const std::string& given, const char* keras) { return given.empty() ? keras : given; }
@@ -97,7 +121,7 @@ BinaryCrossentropy::BinaryCrossentropy(CrossentropyOptions o)
     : Loss(default_name(o.name, "binary_crossentropy"), o.reduction), from_logits_(o.from_logits) {}
 
 Tensor BinaryCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
-  auto [t, p] = as_rows(name(), y_true, y_pred);
+  auto [t, p] = last_axis_inputs(name(), y_true, y_pred, /*same_shape=*/true);
   if (from_logits_) return reduce_mean(sigmoid_cross_entropy_with_logits(t, p), -1);
   // Keras (TF backend): clip, then log(p + eps) and log(1 - p + eps).
   Tensor q = clip_by_value(p, kEpsilon, 1.0 - kEpsilon);
@@ -108,7 +132,7 @@ Tensor BinaryCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) cons
 MeanSquaredError::MeanSquaredError(MeanSquaredErrorOptions o) : Loss(o.name, o.reduction) {}
 
 Tensor MeanSquaredError::call(const Tensor& y_true, const Tensor& y_pred) const {
-  auto [t, p] = as_rows(name(), y_true, y_pred);
+  auto [t, p] = last_axis_inputs(name(), y_true, y_pred, /*same_shape=*/false);
   return reduce_mean(square(p - t), -1);
 }
 

@@ -15,8 +15,11 @@ enum class Reduction { kSumOverBatchSize, kSum, kNone };
 
 // Base class: call() computes per-sample losses (differentiable, recorded on tapes) and
 // operator() applies the sample weights and the reduction.
-// Shapes:  y_true / y_pred per loss (below); per-sample losses [batch] (the last axis reduced);
-//          sample_weight (optional) broadcastable to them.
+// Shapes:  y_true / y_pred per loss (below); call() reduces the last axis, as Keras: [batch, d]
+//          gives [batch], [n] gives one value (a scalar: sum / mean of it, kNone returns []);
+//          sample_weight (optional) broadcastable to the per-sample losses.
+//          When the ranks of y_true and y_pred differ by one and the longer ends in 1 they are
+//          matched first (Keras's squeeze_or_expand_to_same_rank: [n] vs [n, 1] gives [n] losses).
 // Errors:  std::invalid_argument naming the loss and the shapes received.
 // Ref:     keras/src/losses/loss.py
 class Loss {
@@ -70,7 +73,8 @@ class CategoricalCrossentropy : public Loss {
 };
 
 // Binary cross-entropy averaged over the last axis.
-// Shapes:  y_true and y_pred [batch, d] (or [batch], treated as [batch, 1]); targets in [0, 1].
+// Shapes:  y_true and y_pred the same shape, rank >= 1: [..., d] -> [...] ([n] -> one value);
+//          targets in [0, 1].
 // Facts:   logits use sigmoid_cross_entropy_with_logits; probabilities are clipped to [1e-7, 1 - 1e-7].
 // Ref:     keras.losses.BinaryCrossentropy
 class BinaryCrossentropy : public Loss {
@@ -88,7 +92,7 @@ struct MeanSquaredErrorOptions {
 };
 
 // Mean over the last axis of (y_pred - y_true)².
-// Shapes:  y_true and y_pred [batch, d] (or [batch]: one value per sample).
+// Shapes:  y_true and y_pred broadcastable, rank >= 1: [..., d] -> [...] ([n] -> one value).
 // Ref:     keras.losses.MeanSquaredError
 class MeanSquaredError : public Loss {
  public:

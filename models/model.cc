@@ -8,6 +8,7 @@
 
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/ops/math_ops.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::models {
@@ -96,7 +97,10 @@ std::string batch_shape_string(const Shape& shape) {
   return s + (shape.rank() == 1 ? ",)" : ")");
 }
 
-Model::Model(std::string name, std::string class_name) : Layer(std::move(class_name), std::move(name)) {}
+Model::Model(std::string name, std::string class_name, std::optional<DType> dtype)
+    : Layer(std::move(class_name), std::move(name), std::nullopt, dtype) {
+  set_autocast(dtype.has_value());
+}
 
 Model::~Model() = default;
 
@@ -192,8 +196,8 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
     throw std::invalid_argument("Model::fit: batch_size (the global batch) must be >= the number of replicas, got " +
                                 std::to_string(options.batch_size) + " for " + std::to_string(ranks) + " replicas");
   if (options.batch_size % ranks != 0 && replicas->rank() == 0)
-    spdlog::warn("Model::fit: batch_size {} is not a multiple of {} replicas: each takes {}, the global batch is {}",
-                 options.batch_size, ranks, local, local * ranks);
+    logger()->warn("Model::fit: batch_size {} is not a multiple of {} replicas: each takes {}, the global batch is {}",
+                   options.batch_size, ranks, local, local * ranks);
   const std::int64_t steps = n / (local * ranks);
   if (steps == 0)
     throw std::invalid_argument("Model::fit: " + std::to_string(n) + " examples are fewer than one global batch of " +
@@ -234,8 +238,8 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
     replicas->all_reduce(lo, ReduceOp::kMin, "fit: batches per epoch (min)");
     replicas->all_reduce(hi, ReduceOp::kMax, "fit: batches per epoch (max)");
     if (lo[0] != hi[0] && chief)
-      spdlog::warn("Model::fit: the replicas have {} to {} batches per epoch; each runs {} (the rest is dropped)",
-                   lo[0], hi[0], lo[0]);
+      logger()->warn("Model::fit: the replicas have {} to {} batches per epoch; each runs {} (the rest is dropped)",
+                     lo[0], hi[0], lo[0]);
     steps_per_epoch = static_cast<std::int64_t>(lo[0]);
   }
   ReplicaScope scope(&replica_context_, replicas);
@@ -290,7 +294,7 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
       if (stop_training_ && !multi) break;
     }
     if (step == 0) {
-      if (chief) spdlog::warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
+      if (chief) logger()->warn("Model::fit: the input ran out of data at epoch {}; training stops", epoch + 1);
       break;
     }
     if (multi) average_logs(*replicas, epoch_logs, examples, "fit: epoch logs");
@@ -302,8 +306,8 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
     for (auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
     sync_control("fit: epoch end (stop_training, learning rate)");
     if (options.verbose > 0 && chief)
-      spdlog::info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
-                   1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
+      logger()->info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
+                     1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
     last_logs = epoch_logs;
   }
   for (auto& cb : callbacks) cb->on_train_end(last_logs);
@@ -344,8 +348,8 @@ Logs Model::evaluate(const data::Dataset& dataset, const EvaluateOptions& option
   ReplicaContext* replicas = options.replica_context.get();
   Logs logs = run_evaluation(dataset, "evaluate", replicas);
   if (options.verbose > 0 && (!distributed(replicas) || replicas->rank() == 0))
-    spdlog::info("evaluate - {:.2f}s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                 format_logs(logs));
+    logger()->info("evaluate - {:.2f}s{}", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                   format_logs(logs));
   return logs;
 }
 
@@ -361,9 +365,10 @@ Tensor Model::predict(const Tensor& x, const EvaluateOptions& options) {
   if (outputs.empty()) {  // no examples: run one to learn the output shape, then drop it
     Shape one = x.shape();
     one[0] = 1;
-    Shape s = (*this)(zeros(one, x.dtype()), false).shape();
+    Tensor y = (*this)(zeros(one, x.dtype()), false);
+    Shape s = y.shape();
     s[0] = 0;
-    return Tensor::empty(s, is_floating(x.dtype()) ? dtype() : x.dtype());
+    return Tensor::empty(s, y.dtype());
   }
   if (outputs.size() == 1) return outputs[0];
   Shape shape = outputs[0].shape();

@@ -169,7 +169,10 @@ class Model : public layers::Layer {
   void build(const Shape& input_shape) override;
 
  protected:
-  explicit Model(std::string name = "", std::string class_name = "Model");
+  // dtype: Keras's `dtype` argument. Set, the model casts floating inputs to it and layers it
+  // tracks unbuilt without a dtype of their own compute in it; empty, inputs reach the layers as
+  // given and each layer casts to its own dtype.
+  explicit Model(std::string name = "", std::string class_name = "Model", std::optional<DType> dtype = std::nullopt);
   // Output shapes per row of summary() (default: the input shape the model was built with run
   // through each tracked layer's compute_output_shape, when known).
   virtual std::vector<std::string> summary_output_shapes() const;

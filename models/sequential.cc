@@ -6,13 +6,18 @@
 
 namespace tapeflow::models {
 
-Sequential::Sequential(std::vector<std::shared_ptr<layers::Layer>> layers, std::string name)
-    : Model(std::move(name), "Sequential") {
+Sequential::Sequential(std::vector<std::shared_ptr<layers::Layer>> layers, std::string name,
+                       std::optional<DType> dtype)
+    : Model(std::move(name), "Sequential", dtype) {
   for (auto& l : layers) add(std::move(l));
 }
 
 void Sequential::add(std::shared_ptr<layers::Layer> layer) {
   if (!layer) throw std::invalid_argument(describe() + ": add() got a null layer");
+  if (!dtype_is_set() && layers().empty() && layer->dtype_is_set()) {  // the first layer's compute dtype
+    set_dtype(layer->dtype());
+    set_autocast(true);
+  }
   track_layer(std::move(layer));
 }
 

@@ -1,7 +1,12 @@
 // Sequential: a Model that is a plain stack of layers, each feeding the next.
 //
 // Shapes:   inputs of the first layer -> outputs of the last.
-// Facts:    add() appends a layer (its weights join the model's in order). build(shape) or the
+// Facts:    add() appends a layer (its weights join the model's in order).
+//           dtype (Keras's argument): the compute dtype, to which call() casts floating inputs;
+//           layers added unbuilt without a dtype of their own take it. Without one the model takes
+//           its first layer's dtype when that layer has one (given or taken), so a float64 stack
+//           gets float64 inputs (Keras 3: inputs are cast to the first layer's compute dtype).
+//           build(shape) or the
 //           first call builds every layer by running a zero batch of one example through them in
 //           inference mode (nothing is recorded, no state changes), so summary() can show shapes.
 // Errors:   std::invalid_argument for a null layer; std::logic_error for call() with no layers.
@@ -18,7 +23,8 @@ namespace tapeflow::models {
 
 class Sequential : public Model {
  public:
-  explicit Sequential(std::vector<std::shared_ptr<layers::Layer>> layers = {}, std::string name = "");
+  explicit Sequential(std::vector<std::shared_ptr<layers::Layer>> layers = {}, std::string name = "",
+                      std::optional<DType> dtype = std::nullopt);
   void add(std::shared_ptr<layers::Layer> layer);
   Tensor call(const Tensor& inputs, bool training) override;
   void build(const Shape& input_shape) override;

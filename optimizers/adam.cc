@@ -53,6 +53,9 @@ Adam::Adam(AdamOptions o) : Adam(std::move(o), 0.0) {}
 Adam::Adam(AdamOptions o, double weight_decay)
     : Optimizer(common_config(o, weight_decay)),
       options_(std::move(o)) {
+  add_slot_alias("momentum", "m");  // Keras 3's names (base_optimizer: momentums, velocities)
+  add_slot_alias("velocity", "v");
+  add_slot_alias("velocity_hat", "vhat");
   require(options_.beta_1 >= 0 && options_.beta_1 < 1, "beta_1 must be in [0, 1)", options_.beta_1);
   require(options_.beta_2 >= 0 && options_.beta_2 < 1, "beta_2 must be in [0, 1)", options_.beta_2);
   require(options_.epsilon >= 0, "epsilon must be >= 0", options_.epsilon);

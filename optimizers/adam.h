@@ -1,6 +1,7 @@
 // Adam and AdamW: adaptive moment estimation (with optional AMSGrad) and decoupled weight decay.
 //
-// Facts:    slots "m", "v" (zeros) and "vhat" (amsgrad). With t = iterations + 1:
+// Facts:    slots "m", "v" (zeros) and "vhat" (amsgrad); get_slot also takes Keras 3's names
+//           "momentum", "velocity", "velocity_hat". With t = iterations + 1:
 //           lr_t = lr·sqrt(1 - β2^t)/(1 - β1^t); m += (g - m)(1 - β1); v += (g² - v)(1 - β2);
 //           amsgrad: vhat = max(vhat, v), v̂ = vhat else v̂ = v; var -= lr_t·m/(sqrt(v̂) + ε).
 //           AdamW first applies var -= var·weight_decay·lr (Keras default weight_decay 0.004).

@@ -108,12 +108,24 @@ const Optimizer::Tracked& Optimizer::tracked(const Variable& var, const char* wh
   return tracked_[it->second];
 }
 
+void Optimizer::add_slot_alias(std::string alias, std::string slot_name) {
+  slot_aliases_.emplace_back(std::move(alias), std::move(slot_name));
+}
+
 const Variable& Optimizer::slot(const Variable& var, const std::string& slot_name) const {
   const Tracked& t = tracked(var, "get_slot");
   for (const auto& [n, s] : t.slots)
     if (n == slot_name) return s;
+  for (const auto& [alias, stored] : slot_aliases_)
+    if (alias == slot_name)
+      for (const auto& [n, s] : t.slots)
+        if (n == stored) return s;
   std::string known;
-  for (const auto& [n, s] : t.slots) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& [n, s] : t.slots) {
+    known += (known.empty() ? "" : ", ") + n;
+    for (const auto& [alias, stored] : slot_aliases_)
+      if (stored == n && alias != n) known += " (" + alias + ")";
+  }
   throw std::invalid_argument(config_.name + ": get_slot: variable '" + var.name() + "' has no slot '" + slot_name +
                               "' (slots: " + (known.empty() ? "none" : known) + ")");
 }

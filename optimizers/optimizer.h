@@ -78,8 +78,13 @@ class Optimizer {
   const std::string& name() const { return config_.name; }
 
   std::vector<Variable> variables() const;
+  // A slot of `var` by its stored name (slot_names) or its Keras 3 name: Adam "momentum" (m),
+  // "velocity" (v), "velocity_hat" (vhat); RMSprop "velocity" (rms), "momentum",
+  // "average_gradient" (mg); SGD "momentum"; Adagrad "accumulator".
+  // Errors: std::invalid_argument for an untracked variable or an unknown name (lists the slots).
   Variable get_slot(const Variable& var, const std::string& slot) const;
-  // Slot names of one variable, in creation order.
+  // Slot names of one variable, in creation order, as stored: the TF-Keras 2 names that the slot
+  // variables and weight files use ("m", "v", "vhat", "rms", "mg", "momentum", "accumulator").
   std::vector<std::string> slot_names(const Variable& var) const;
 
  protected:
@@ -94,8 +99,10 @@ class Optimizer {
   Variable add_slot(const Variable& var, const std::string& slot, double initial_value = 0.0);
   // Throws std::invalid_argument "<name>: <what>, got <value>" unless ok (constructor checks).
   void require(bool ok, const char* what, double value) const;
-  // A slot made by add_slot. Errors: std::invalid_argument if absent.
+  // A slot made by add_slot, by stored name or alias. Errors: std::invalid_argument if absent.
   const Variable& slot(const Variable& var, const std::string& slot) const;
+  // Lets get_slot find stored slot `slot` under `alias` too (its Keras 3 name).
+  void add_slot_alias(std::string alias, std::string slot);
 
  private:
   struct Tracked {
@@ -109,6 +116,7 @@ class Optimizer {
   Variable iterations_;
   std::vector<Tracked> tracked_;
   std::unordered_map<std::int64_t, std::size_t> index_;  // handle id -> tracked_ index
+  std::vector<std::pair<std::string, std::string>> slot_aliases_;  // alias -> stored slot name
 };
 
 }  // namespace tapeflow::optimizers

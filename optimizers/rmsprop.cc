@@ -50,6 +50,8 @@ void adagrad_kernel(T* w, T* acc, const T* g, std::int64_t n, T eps, T lr) {
 RMSprop::RMSprop(RMSpropOptions o)
     : Optimizer(common_config(o)),
       options_(std::move(o)) {
+  add_slot_alias("velocity", "rms");  // Keras 3's names (rmsprop.py: velocities, average_gradients)
+  add_slot_alias("average_gradient", "mg");
   require(options_.rho >= 0 && options_.rho < 1, "rho must be in [0, 1)", options_.rho);
   require(options_.momentum >= 0 && options_.momentum <= 1, "momentum must be in [0, 1]", options_.momentum);
   require(options_.epsilon >= 0, "epsilon must be >= 0", options_.epsilon);

@@ -1,6 +1,7 @@
 // RMSprop and Adagrad: per-element step sizes from running averages / sums of squared gradients.
 //
-// Facts:    RMSprop slots "rms" (zeros), "momentum" (if momentum > 0), "mg" (if centered):
+// Facts:    RMSprop slots "rms" (zeros), "momentum" (if momentum > 0), "mg" (if centered);
+//           get_slot also takes Keras 3's names "velocity" (rms) and "average_gradient" (mg):
 //           rms = ρ·rms + (1 - ρ)·g²; centered: mg = ρ·mg + (1 - ρ)·g, d = rms - mg² + ε, else
 //           d = rms + ε; inc = lr·g/sqrt(d); momentum > 0: mom = momentum·mom + inc, var -= mom;
 //           else var -= inc (Keras 3: epsilon inside the square root).

@@ -18,4 +18,6 @@
 #include "tape/ops/math_ops.h"
 #include "tape/ops/nn_ops.h"
 #include "tape/ops/reduction_ops.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/op_registry.h"
+#include "tape/runtime/threads.h"

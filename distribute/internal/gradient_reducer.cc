@@ -1,5 +1,6 @@
 #include "distribute/internal/gradient_reducer.h"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -8,11 +9,6 @@
 
 namespace tapeflow::distribute::internal {
 namespace {
-
-std::uint32_t fnv1a(std::uint32_t h, const unsigned char* p, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
-  return h;
-}
 
 // out[i] = in[i] / divisor (divisor 1: a copy).
 template <class T>
@@ -29,6 +25,36 @@ void scale_copy(const unsigned char* in, std::int64_t n, int divisor, void* out)
 
 }  // namespace
 
+GradientReducer::GradientReducer(Communicator& comm, bool threaded) : comm_(comm), threaded_(threaded) {
+  if (threaded_) progress_ = std::thread([this] { progress_loop(); });
+}
+
+GradientReducer::~GradientReducer() {
+  if (!progress_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_one();
+  progress_.join();
+}
+
+void GradientReducer::progress_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || active_; });
+    if (stop_) return;
+    for (Buffer& b : buffers_)
+      if (b.started && b.request != MPI_REQUEST_NULL) {
+        int done = 0;
+        MPI_Test(&b.request, &done, MPI_STATUS_IGNORE);
+      }
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    lock.lock();
+  }
+}
+
 void GradientReducer::begin(const std::vector<Variable>& variables, models::ReduceOp op, std::int64_t threshold) {
   if (op != models::ReduceOp::kAverage && op != models::ReduceOp::kSum)
     throw std::invalid_argument("distribute: gradients are reduced by average or sum only");
@@ -38,7 +64,7 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
            variables[i].dtype() == dtypes_[i];
   op_ = op;
   finishing_ = false;
-  started_early_ = 0;
+  started_ = 0;
   set_.assign(variables.size(), 0);
   if (!same) {  // a new layout: walk the variables from the last one (the backward pass's order)
     ids_.clear();
@@ -120,20 +146,30 @@ void GradientReducer::set(std::size_t i, const Tensor& gradient) {
 }
 
 void GradientReducer::start(Buffer& b) {
-  if (!finishing_) ++started_early_;
-  b.started = true;
-  Communicator::check(MPI_Iallreduce(MPI_IN_PLACE, b.data.data(), static_cast<int>(b.elements), mpi_type(b.dtype),
-                                     MPI_SUM, comm_.comm(), &b.request),
-                      "MPI_Iallreduce (gradients)");
+  ++started_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    b.started = true;
+    Communicator::check(MPI_Iallreduce(MPI_IN_PLACE, b.data.data(), static_cast<int>(b.elements), mpi_type(b.dtype),
+                                       MPI_SUM, comm_.comm(), &b.request),
+                        "MPI_Iallreduce (gradients)");
+    active_ = threaded_ && !finishing_;
+  }
+  cv_.notify_one();
 }
 
 void GradientReducer::progress() {
+  if (threaded_) return;  // the progress thread does it
   for (Buffer& b : buffers_)
     if (b.started && b.request != MPI_REQUEST_NULL) comm_.test_all(std::span<MPI_Request>(&b.request, 1));
 }
 
 std::vector<std::optional<Tensor>> GradientReducer::finish() {
-  finishing_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mu_);  // from here on this thread alone calls MPI
+    finishing_ = true;
+    active_ = false;
+  }
   for (std::size_t i = 0; i < set_.size(); ++i)
     if (!set_[i]) set(i, Tensor());
   std::vector<MPI_Request> requests;
@@ -141,9 +177,7 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
   comm_.wait_all(requests);
   const int divisor = op_ == models::ReduceOp::kAverage ? comm_.size() : 1;
   std::vector<std::optional<Tensor>> out(set_.size());
-  hash_ = 2166136261u;
   for (Buffer& b : buffers_) {
-    hash_ = fnv1a(hash_, b.data.data(), b.data.size());
     const std::size_t esize = dtype_size(b.dtype);
     for (std::size_t s = 0; s < b.vars.size(); ++s) {
       const std::size_t k = b.vars[s];

@@ -5,8 +5,11 @@
 
 #include <mpi.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "distribute/internal/communicator.h"
@@ -21,9 +24,18 @@ namespace tapeflow::distribute::internal {
 // Each buffer is [every gradient flattened..., one presence flag per variable]: the flag is 1 where
 // this rank had a gradient (absent gradients are zeros), so after the sum a variable without a
 // gradient on every rank stays without one, and one missing on some ranks only counts as zeros.
+//
+// Progress: Open MPI advances a non-blocking collective only inside MPI calls. With
+// MPI_THREAD_SERIALIZED (threaded = true) a progress thread calls MPI_Test on the buffers in
+// flight every ~50 us while the backward pass computes (the two threads take turns through a
+// mutex; it sleeps on a condition variable when nothing is in flight); otherwise they progress
+// only when a gradient is reported final.
 class GradientReducer {
  public:
-  explicit GradientReducer(Communicator& comm) : comm_(comm) {}
+  GradientReducer(Communicator& comm, bool threaded);
+  ~GradientReducer();
+  GradientReducer(const GradientReducer&) = delete;
+  GradientReducer& operator=(const GradientReducer&) = delete;
 
   // Starts a reduction of gradients for `variables` (the layout is kept while the list is the same).
   // Errors: std::invalid_argument for an op other than kAverage/kSum or a non-floating variable.
@@ -36,12 +48,11 @@ class GradientReducer {
   // Starts what is left (gradients never set count as absent), waits, returns the reduced gradients.
   std::vector<std::optional<Tensor>> finish();
 
-  // Buffers of the current layout, and how many started before finish().
+  // Buffers of the current layout.
   std::size_t num_buffers() const { return buffers_.size(); }
-  std::size_t started_before_finish() const { return started_early_; }
   std::int64_t bytes() const;
-  // FNV-1a hash of every reduced buffer of the last finish() (identical on every rank if all is well).
-  std::uint32_t last_hash() const { return hash_; }
+  // Buffers started so far in this reduction.
+  std::size_t started() const { return started_; }
 
  private:
   struct Buffer {
@@ -56,6 +67,7 @@ class GradientReducer {
   };
   void start(Buffer& b);
   void progress();
+  void progress_loop();
 
   Communicator& comm_;
   std::vector<std::int64_t> ids_;  // handle ids of the layout's variables
@@ -67,9 +79,14 @@ class GradientReducer {
   std::vector<std::size_t> buffer_of_;  // variable -> buffer
   std::vector<std::size_t> slot_of_;    // variable -> position in its buffer
   std::vector<char> set_;
-  std::size_t started_early_ = 0;
+  std::size_t started_ = 0;
   bool finishing_ = false;
-  std::uint32_t hash_ = 0;
+  // Progress thread (threaded only): runs MPI_Test while active_; mu_ serialises MPI calls.
+  bool threaded_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool active_ = false, stop_ = false;
+  std::thread progress_;
 };
 
 }  // namespace tapeflow::distribute::internal

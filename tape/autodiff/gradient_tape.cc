@@ -9,6 +9,7 @@
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/batching.h"
+#include "tape/runtime/logging.h"
 
 namespace tapeflow {
 namespace internal {
@@ -58,7 +59,7 @@ void TapeState::variable_accessed(const Variable& variable) {
 
 void TapeState::watch(const Tensor& t) {
   if (!is_floating(t.dtype())) {
-    spdlog::warn("The dtype of the watched tensor must be floating (e.g. tf.float32), got {}", dtype_name(t.dtype()));
+    logger()->warn("The dtype of the watched tensor must be floating (e.g. tf.float32), got {}", dtype_name(t.dtype()));
     return;
   }
   producer_.insert(t.id(), kWatched);
@@ -66,8 +67,8 @@ void TapeState::watch(const Tensor& t) {
 
 void TapeState::watch(const Variable& v) {
   if (!is_floating(v.dtype())) {
-    spdlog::warn("The dtype of the watched variable '{}' must be floating (e.g. tf.float32), got {}", v.name(),
-                 dtype_name(v.dtype()));
+    logger()->warn("The dtype of the watched variable '{}' must be floating (e.g. tf.float32), got {}", v.name(),
+                   dtype_name(v.dtype()));
     return;
   }
   if (producer_.insert(v.handle_id(), kWatched) ||
@@ -404,8 +405,8 @@ std::vector<std::optional<Tensor>> GradientTape::gradient(const std::vector<Tens
   for (std::size_t i = 0; i < targets.size(); ++i) {
     const Tensor& t = targets[i];
     if (!is_floating(t.dtype())) {
-      spdlog::warn("The dtype of the target tensor must be floating (e.g. tf.float32) when calling "
-                   "GradientTape.gradient, got {}", dtype_name(t.dtype()));
+      logger()->warn("The dtype of the target tensor must be floating (e.g. tf.float32) when calling "
+                     "GradientTape.gradient, got {}", dtype_name(t.dtype()));
       continue;
     }
     Tensor seed = options.output_gradients.empty() ? ones_like(t) : options.output_gradients[i];
@@ -422,8 +423,8 @@ std::vector<std::optional<Tensor>> GradientTape::gradient(const std::vector<Tens
     Tensor v = src.value();
     bool ok = is_floating(v.dtype());
     if (!ok)
-      spdlog::warn("The dtype of the source tensor must be floating (e.g. tf.float32) when calling "
-                   "GradientTape.gradient, got {}", dtype_name(v.dtype()));
+      logger()->warn("The dtype of the source tensor must be floating (e.g. tf.float32) when calling "
+                     "GradientTape.gradient, got {}", dtype_name(v.dtype()));
     floating.push_back(ok);
     ids.push_back(src.id());
   }

@@ -14,6 +14,7 @@
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/array_ops.h"
 #include "tape/runtime/batching.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
@@ -55,8 +56,8 @@ SourceInfo source_info(const std::vector<Source>& sources, const char* what) {
     Tensor v = src.value();
     bool ok = is_floating(v.dtype());
     if (!ok)
-      spdlog::warn("The dtype of the source tensor must be floating (e.g. tf.float32) when calling "
-                   "GradientTape.{}, got {}", what, dtype_name(v.dtype()));
+      logger()->warn("The dtype of the source tensor must be floating (e.g. tf.float32) when calling "
+                     "GradientTape.{}, got {}", what, dtype_name(v.dtype()));
     info.ids.push_back(src.id());
     info.shapes.push_back(v.shape());
     info.dtypes.push_back(v.dtype());
@@ -147,8 +148,8 @@ void check_persistence(const internal::TapeState& s, bool use_pfor, const char* 
 bool floating_target(const Tensor& target, const char* what) {
   if (!target.defined()) throw std::invalid_argument(std::string("GradientTape::") + what + ": undefined target");
   if (is_floating(target.dtype())) return true;
-  spdlog::warn("The dtype of the target tensor must be floating (e.g. tf.float32) when calling GradientTape.{}, got {}",
-               what, dtype_name(target.dtype()));
+  logger()->warn("The dtype of the target tensor must be floating (e.g. tf.float32) when calling GradientTape.{}, got {}",
+                 what, dtype_name(target.dtype()));
   return false;
 }
 

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "tape/kernels/cholesky.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
@@ -89,15 +90,15 @@ Solution solve_damped(T* h, const T* g_data, std::int64_t n, const NewtonOptions
       lambda = lambda > 0 ? lambda * o.damping_factor : 1e-8;
       load(lambda, true);
       if (!llt()) continue;
-      spdlog::info("newton_step: H + {:g} I is not positive definite; Levenberg-Marquardt raised the damping to {:g} "
-                   "(Cholesky)", o.damping, lambda);
+      logger()->info("newton_step: H + {:g} I is not positive definite; Levenberg-Marquardt raised the damping to {:g} "
+                     "(Cholesky)", o.damping, lambda);
       return done(u, lambda, "llt (damping raised)");
     }
-    spdlog::info("newton_step: H + λI stayed indefinite up to λ = {:g}; falling back to LDLT with λ = {:g}", lambda,
-                 o.damping);
+    logger()->info("newton_step: H + λI stayed indefinite up to λ = {:g}; falling back to LDLT with λ = {:g}", lambda,
+                   o.damping);
   } else {
-    spdlog::info("newton_step: H + {:g} I is not positive definite; solving with LDLT (symmetric indefinite)",
-                 o.damping);
+    logger()->info("newton_step: H + {:g} I is not positive definite; solving with LDLT (symmetric indefinite)",
+                   o.damping);
   }
   load(o.damping, true);
   Eigen::Map<Matrix<T>> a(h, n, n);  // symmetric again, so reading it column-major is H + λI

@@ -9,6 +9,7 @@
 
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/runtime/execute.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/op_registry.h"
 #include "tape/runtime/recorder.h"
 
@@ -308,7 +309,7 @@ TracedFn register_function(FunctionGraph graph) {
     }
     if (!has_gradient && !entry->logged_fallback) {
       entry->logged_fallback = true;
-      spdlog::info("function '{}': no saved gradient; tape.gradient differentiates its traced forward graph", name);
+      logger()->info("function '{}': no saved gradient; tape.gradient differentiates its traced forward graph", name);
     }
   }
   return [name](const std::vector<Tensor>& inputs) { return call_function(name, inputs); };

@@ -2,6 +2,9 @@
 #include "tape/ops/math_ops.h"
 
 #include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -26,6 +29,33 @@ Tensor unbroadcast(const Tensor& g, const Shape& shape) { return logical_shape(g
 template <typename T>
 T round_half_even(T v) {
   return std::nearbyint(v);  // default rounding mode is to-nearest-even
+}
+
+// Python's a // b: integers round toward -inf; floats floor(a / b) (TF's FloorDiv).
+template <typename T>
+T floor_div(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    if (b == -1) return static_cast<T>(U(0) - static_cast<U>(a));  // -a, wrapping: INT_MIN / -1 would trap
+    const T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  } else {
+    return std::floor(a / b);
+  }
+}
+
+// Integer division by zero would trap: reject it with TF's message.
+void check_no_integer_zero(const char* op, std::span<const Tensor> in) {
+  if (in.size() != 2 || !is_integer(in[1].dtype()) || in[1].dtype() != in[0].dtype()) return;
+  bool zero = false;
+  dispatch_dtype(in[1].dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (!std::is_same_v<T, bool>) {
+      const T* p = in[1].data<T>();
+      for (std::int64_t i = 0; i < in[1].num_elements(); ++i) zero = zero || p[i] == 0;
+    }
+  });
+  if (zero) throw std::invalid_argument(std::string(op) + ": integer division by zero");
 }
 
 template <typename T>
@@ -76,7 +106,7 @@ TensorList activation_grad_forward(const char* op, std::span<const Tensor> in, K
 Tensor add(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("AddV2"); return execute1(op, {a, b}); }
 Tensor subtract(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("Sub"); return execute1(op, {a, b}); }
 Tensor multiply(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("Mul"); return execute1(op, {a, b}); }
-Tensor divide(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("RealDiv"); return execute1(op, {a, b}); }
+Tensor floordiv(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("FloorDiv"); return execute1(op, {a, b}); }
 Tensor pow(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("Pow"); return execute1(op, {a, b}); }
 Tensor maximum(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("Maximum"); return execute1(op, {a, b}); }
 Tensor minimum(const Tensor& a, const Tensor& b) { static const OpDef& op = op_def("Minimum"); return execute1(op, {a, b}); }
@@ -111,7 +141,22 @@ Tensor stop_gradient(const Tensor& x) { static const OpDef& op = op_def("StopGra
 Tensor logical_not(const Tensor& x) { static const OpDef& op = op_def("LogicalNot"); return execute1(op, {x}); }
 
 Tensor scalar_like(const Tensor& t, double v) { return scalar(v, t.dtype()); }
-Tensor pow(const Tensor& a, double exponent) { return pow(a, scalar_like(a, exponent)); }
+
+namespace {
+// A C++ double joining tensor t: converted to t's float dtype; an integer or bool tensor is an
+// error, as TF refuses to convert a Python float to an integer tensor (no silent truncation).
+Tensor float_operand(const char* op, const Tensor& t, double v) {
+  if (t.defined() && !is_floating(t.dtype())) {
+    std::ostringstream value;
+    value << v;
+    throw std::invalid_argument(std::string(op) + ": cannot convert the floating-point value " + value.str() +
+                                " to the tensor's dtype " + dtype_name(t.dtype()) +
+                                " (TensorFlow refuses too); use an integer operand or cast() the tensor");
+  }
+  return scalar_like(t, v);
+}
+}  // namespace
+Tensor pow(const Tensor& a, double exponent) { return pow(a, float_operand("pow", a, exponent)); }
 
 Tensor leaky_relu(const Tensor& x, double alpha) {
   static const OpDef& op = op_def("LeakyRelu");
@@ -151,14 +196,33 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return subtract(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return multiply(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return divide(a, b); }
 Tensor operator-(const Tensor& x) { return negative(x); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(a, b)); }
-Tensor operator-(const Tensor& a, double b) { return subtract(a, scalar_like(a, b)); }
-Tensor operator*(const Tensor& a, double b) { return multiply(a, scalar_like(a, b)); }
-Tensor operator/(const Tensor& a, double b) { return divide(a, scalar_like(a, b)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar_like(b, a), b); }
-Tensor operator-(double a, const Tensor& b) { return subtract(scalar_like(b, a), b); }
-Tensor operator*(double a, const Tensor& b) { return multiply(scalar_like(b, a), b); }
-Tensor operator/(double a, const Tensor& b) { return divide(scalar_like(b, a), b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, float_operand("add", a, b)); }
+Tensor operator-(const Tensor& a, double b) { return subtract(a, float_operand("subtract", a, b)); }
+Tensor operator*(const Tensor& a, double b) { return multiply(a, float_operand("multiply", a, b)); }
+Tensor operator/(const Tensor& a, double b) { return divide(a, float_operand("divide", a, b)); }
+Tensor operator+(double a, const Tensor& b) { return add(float_operand("add", b, a), b); }
+Tensor operator-(double a, const Tensor& b) { return subtract(float_operand("subtract", b, a), b); }
+Tensor operator*(double a, const Tensor& b) { return multiply(float_operand("multiply", b, a), b); }
+Tensor operator/(double a, const Tensor& b) { return divide(float_operand("divide", b, a), b); }
+
+namespace math_internal {
+Tensor integer_operand(const char* op, const Tensor& t, std::int64_t v) {
+  if (t.dtype() == DType::kInt32 && (v < std::numeric_limits<std::int32_t>::min() || v > std::numeric_limits<std::int32_t>::max()))
+    throw std::invalid_argument(std::string(op) + ": the integer " + std::to_string(v) +
+                                " is out of range for an int32 tensor");
+  if (t.dtype() == DType::kBool)
+    throw std::invalid_argument(std::string(op) + ": cannot combine a bool tensor with the integer " + std::to_string(v));
+  return scalar(static_cast<double>(v), t.dtype());
+}
+}  // namespace math_internal
+
+Tensor divide(const Tensor& a, const Tensor& b) {
+  static const OpDef& op = op_def("RealDiv");
+  // TF's true division: integers divide as float64 (tf.math.divide, Python's /); floordiv is //.
+  if (a.defined() && b.defined() && is_integer(a.dtype()) && a.dtype() == b.dtype())
+    return execute1(op, {cast(a, DType::kFloat64), cast(b, DType::kFloat64)});
+  return execute1(op, {a, b});
+}
 
 // ---- forward functions and gradients, one pair per op (gradients are written with ops) ----
 namespace {
@@ -192,18 +256,7 @@ TensorList mul_gradient(C c, G g) {
           c.needs_gradient(1) ? unbroadcast(g[0] * c.input(0), c.input_shape(1)) : Tensor()};
 }
 TensorList div_forward(In in, const Attrs&) {
-  if (in.size() == 2 && is_integer(in[1].dtype()) && in[1].dtype() == in[0].dtype()) {
-    // integer division by zero would crash: reject it with a clear error
-    bool zero = false;
-    dispatch_dtype(in[1].dtype(), [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (!std::is_same_v<T, bool>) {
-        const T* p = in[1].data<T>();
-        for (std::int64_t i = 0; i < in[1].num_elements(); ++i) zero = zero || p[i] == 0;
-      }
-    });
-    if (zero) throw std::invalid_argument("divide: integer division by zero");
-  }
+  check_no_integer_zero("divide", in);
   return numeric_binary("divide", in, [](auto a, auto b) { return a / b; });
 }
 // d(a / b) = (g / b, -g a / b²).
@@ -230,6 +283,10 @@ TensorList pow_gradient(C c, G g) {
     db = unbroadcast(g[0] * y * safe_log, c.input_shape(1));
   }
   return {da, db};
+}
+TensorList floordiv_forward(In in, const Attrs&) {
+  check_no_integer_zero("floordiv", in);
+  return numeric_binary("floordiv", in, [](auto a, auto b) { return floor_div(a, b); });
 }
 TensorList maximum_forward(In in, const Attrs&) { return numeric_binary("maximum", in, [](auto a, auto b) { return a >= b ? a : b; }); }
 TensorList minimum_forward(In in, const Attrs&) { return numeric_binary("minimum", in, [](auto a, auto b) { return a <= b ? a : b; }); }
@@ -426,6 +483,7 @@ void register_math_ops(OpRegistry& r) {
   r.add({"Sub", sub_forward, sub_gradient, kSaveNone, additive});
   r.add({"Mul", mul_forward, mul_gradient, kSaveInputs, linear_elementwise(0b11, false)});
   r.add({"RealDiv", div_forward, div_gradient, kSaveInputs, linear_elementwise(0b01, false)});
+  r.add({"FloorDiv", floordiv_forward, {}, kSaveNone, elementwise()});  // Python's //: no gradient (TF)
   r.add({"Pow", pow_forward, pow_gradient, kSaveAll, elementwise()});
   r.add({"Maximum", maximum_forward, maximum_gradient, kSaveInputs, elementwise()});
   r.add({"Minimum", minimum_forward, minimum_gradient, kSaveInputs, elementwise()});

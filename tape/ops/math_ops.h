@@ -1,16 +1,24 @@
 // Element-wise math ops: arithmetic with NumPy broadcasting, unary math, activations, comparisons.
 //
 // Shapes:   binary ops broadcast their inputs (NumPy rules); unary ops keep the shape.
-// DTypes:   binary inputs must have the same dtype; a C++ double operand is converted to the
-//           tensor's dtype (as TF converts Python floats). Transcendental functions need float32 or
-//           float64. Comparisons return bool and have no gradient.
+// DTypes:   binary inputs must have the same dtype. A C++ operand joins a tensor as TF converts a
+//           Python number: an integer (int, std::int64_t, ...) becomes a scalar of the tensor's
+//           dtype; a double becomes a scalar of a float tensor's dtype, and with an integer or bool
+//           tensor it is an error (TF raises rather than truncate: Tensor(1) + 0.5 throws).
+//           Transcendental functions need float32 or float64. Comparisons return bool and have no
+//           gradient.
 // Errors:   std::invalid_argument naming the op and both shapes/dtypes for incompatible broadcast or
-//           mismatched dtypes, and for integer inputs to float-only functions.
+//           mismatched dtypes, for integer inputs to float-only functions, for a double operand
+//           with an integer tensor (names the value and dtype) and for an integer operand out of
+//           an int32 tensor's range.
 // Gradient: TensorFlow's conventions: maximum/minimum ties send the whole gradient to the first
 //           input; round, sign, comparisons and stop_gradient pass no gradient; every gradient is
 //           written with these ops, so it can be differentiated again.
 // Ref:      tf.math, tf.nn (activations), tensorflow/python/ops/math_grad.py, nn_grad.py
 #pragma once
+
+#include <concepts>
+#include <cstdint>
 
 #include "tape/core/tensor.h"
 
@@ -27,10 +35,15 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor subtract(const Tensor& a, const Tensor& b);
 // Element-wise a * b. As add. Gradient: (g·b, g·a). Ref: tf.math.multiply
 Tensor multiply(const Tensor& a, const Tensor& b);
-// Element-wise a / b (C++ integer division for integer dtypes). As add.
-// Errors:   also std::invalid_argument "divide: integer division by zero".
-// Gradient: (g / b, -g·a / b²). Ref: tf.math.divide
+// Element-wise true division a / b. As add. Integer inputs are divided as float64 and give float64
+// (TF's truediv of int32/int64: Variable(3) / 2 == 1.5); floats keep their dtype (x / 0 is ±inf or nan).
+// Gradient: da = g / b, db = -g a / b². Ref: tf.math.divide, tf.math.truediv
 Tensor divide(const Tensor& a, const Tensor& b);
+// Element-wise floor(a / b), Python's //: integers round toward -inf (-7 // 2 == -4) and keep their
+// dtype; floats give floor(a / b). As add. No gradient (as TF).
+// Errors:   std::invalid_argument for an integer division by zero (TF: "Integer division by zero").
+// Ref:      tf.math.floordiv
+Tensor floordiv(const Tensor& a, const Tensor& b);
 // a ** b element-wise. As add (integer powers with a negative exponent give 0 unless a is 1).
 // Gradient: da = g·b·a^(b-1); db = g·a^b·log(a) where a > 0, else 0 (TF). Ref: tf.math.pow
 Tensor pow(const Tensor& a, const Tensor& b);
@@ -143,5 +156,31 @@ Tensor operator+(double a, const Tensor& b);
 Tensor operator-(double a, const Tensor& b);
 Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
+
+namespace math_internal {
+// An integer C++ operand as a scalar of t's dtype. Errors: out of int32 range, bool tensor.
+Tensor integer_operand(const char* op, const Tensor& t, std::int64_t v);
+}  // namespace math_internal
+
+// Integer C++ operands (exact matches, so they do not go through the double overloads): converted
+// to the tensor's dtype, whatever it is (TF converts a Python int to a float tensor's dtype too).
+template <class I>
+concept IntegerOperand = std::integral<I> && !std::same_as<I, bool>;
+template <IntegerOperand I>
+Tensor operator+(const Tensor& a, I b) { return a + math_internal::integer_operand("add", a, b); }
+template <IntegerOperand I>
+Tensor operator-(const Tensor& a, I b) { return a - math_internal::integer_operand("subtract", a, b); }
+template <IntegerOperand I>
+Tensor operator*(const Tensor& a, I b) { return a * math_internal::integer_operand("multiply", a, b); }
+template <IntegerOperand I>
+Tensor operator/(const Tensor& a, I b) { return a / math_internal::integer_operand("divide", a, b); }
+template <IntegerOperand I>
+Tensor operator+(I a, const Tensor& b) { return math_internal::integer_operand("add", b, a) + b; }
+template <IntegerOperand I>
+Tensor operator-(I a, const Tensor& b) { return math_internal::integer_operand("subtract", b, a) - b; }
+template <IntegerOperand I>
+Tensor operator*(I a, const Tensor& b) { return math_internal::integer_operand("multiply", b, a) * b; }
+template <IntegerOperand I>
+Tensor operator/(I a, const Tensor& b) { return math_internal::integer_operand("divide", b, a) / b; }
 
 }  // namespace tapeflow

@@ -101,16 +101,16 @@ TensorList minmax_grad(const GradContext& c, std::span<const Tensor> g) {
 
 Tensor reduce_sum(const Tensor& x) { return reduce("Sum", x, all_axes(x), false); }
 Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool keepdims) { return reduce("Sum", x, axes, keepdims); }
-Tensor reduce_sum(const Tensor& x, int axis, bool keepdims) { return reduce("Sum", x, {axis}, keepdims); }
+Tensor reduce_sum(const Tensor& x, std::nullopt_t, bool keepdims) { return reduce("Sum", x, all_axes(x), keepdims); }
 Tensor reduce_mean(const Tensor& x) { return reduce("Mean", x, all_axes(x), false); }
 Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims) { return reduce("Mean", x, axes, keepdims); }
-Tensor reduce_mean(const Tensor& x, int axis, bool keepdims) { return reduce("Mean", x, {axis}, keepdims); }
+Tensor reduce_mean(const Tensor& x, std::nullopt_t, bool keepdims) { return reduce("Mean", x, all_axes(x), keepdims); }
 Tensor reduce_max(const Tensor& x) { return reduce("Max", x, all_axes(x), false); }
 Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool keepdims) { return reduce("Max", x, axes, keepdims); }
-Tensor reduce_max(const Tensor& x, int axis, bool keepdims) { return reduce("Max", x, {axis}, keepdims); }
+Tensor reduce_max(const Tensor& x, std::nullopt_t, bool keepdims) { return reduce("Max", x, all_axes(x), keepdims); }
 Tensor reduce_min(const Tensor& x) { return reduce("Min", x, all_axes(x), false); }
 Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool keepdims) { return reduce("Min", x, axes, keepdims); }
-Tensor reduce_min(const Tensor& x, int axis, bool keepdims) { return reduce("Min", x, {axis}, keepdims); }
+Tensor reduce_min(const Tensor& x, std::nullopt_t, bool keepdims) { return reduce("Min", x, all_axes(x), keepdims); }
 
 void register_reduction_ops(OpRegistry& r) {
   using In = std::span<const Tensor>;

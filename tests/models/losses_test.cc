@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "tape/autodiff/gradient_tape.h"
+#include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 
 namespace tapeflow::models {
@@ -104,6 +105,82 @@ TEST(LossesTest, MeanSquaredError) {
   const Tensor p32 = constant(std::vector<float>{1, 3}, Shape{2});
   EXPECT_FLOAT_EQ(MeanSquaredError()(i64({0, 1}), p32).item(), 2.5f);
   EXPECT_THROW(MeanSquaredError()(t, f64({1, 2, 3}, Shape{3})), std::invalid_argument);
+}
+
+// Keras reduces the last axis at every rank: keras.losses.MeanSquaredError(reduction="sum")(
+// [0., 1.], [1., 1.]) == 0.5 (one value), not 1.0; reduction=None gives a scalar, not [2].
+TEST(LossesTest, OneDimensionalInputsGiveOneValueAsKeras) {
+  const Tensor t = f64({0, 1}, Shape{2});
+  const Tensor p = f64({1, 1}, Shape{2});
+  EXPECT_DOUBLE_EQ(MeanSquaredError({.reduction = Reduction::kSum})(t, p).item(), 0.5);
+  const Tensor none = MeanSquaredError({.reduction = Reduction::kNone})(t, p);
+  EXPECT_EQ(none.shape(), Shape{});
+  EXPECT_DOUBLE_EQ(none.item(), 0.5);
+  EXPECT_DOUBLE_EQ(MeanSquaredError()(t, p).item(), 0.5);
+  // keras.losses.BinaryCrossentropy(from_logits=True, reduction="sum")([0, 1, 0, 0],
+  // [-18.6, 0.51, 2.94, -12.8]) == 0.865 (the mean over the last axis), not 4 x 0.865.
+  const Tensor z = f64({0, 1, 0, 0}, Shape{4});
+  const Tensor x = f64({-18.6, 0.51, 2.94, -12.8}, Shape{4});
+  EXPECT_NEAR(BinaryCrossentropy({.from_logits = true, .reduction = Reduction::kSum})(z, x).item(),
+              0.8654579497810972, 1e-12);
+  EXPECT_EQ(BinaryCrossentropy({.from_logits = true, .reduction = Reduction::kNone})(z, x).shape(), Shape{});
+  // Probabilities: keras.losses.binary_crossentropy([0., 1.], [.4, .6]) == 0.5108 (one value).
+  const Tensor bce = BinaryCrossentropy({.reduction = Reduction::kNone})(f64({0, 1}, Shape{2}), f64({0.4, 0.6}, Shape{2}));
+  EXPECT_EQ(bce.shape(), Shape{});
+  EXPECT_NEAR(bce.item(), 0.510825457099338, 1e-12);  // -log(0.6 + 1e-7), Keras clips and adds eps
+  // Categorical cross-entropy of one [classes] row is one value too (unchanged behaviour).
+  EXPECT_EQ(CategoricalCrossentropy({.reduction = Reduction::kNone})(f64({0, 1, 0}, Shape{3}),
+                                                                     f64({0.1, 0.8, 0.1}, Shape{3})).shape(), Shape{});
+}
+
+// Keras's squeeze_or_expand_to_same_rank: [n] against [n, 1] (either way round) gives n losses.
+TEST(LossesTest, RanksDifferingByATrailingOneAreMatched) {
+  const Tensor t = f64({0, 1, 2}, Shape{3});
+  const Tensor p = f64({1, 1, 1}, Shape{3, 1});
+  MeanSquaredError none({.reduction = Reduction::kNone});
+  EXPECT_THAT(none(t, p).to_vector<double>(), ElementsAre(1.0, 0.0, 1.0));
+  EXPECT_THAT(none(reshape(p, Shape{3, 1}), reshape(t, Shape{3})).to_vector<double>(), ElementsAre(1.0, 0.0, 1.0));
+  // [2, 3, 1] against [2, 3]: the trailing 1 is squeezed -> [2] losses.
+  const Tensor t3 = f64({0, 0, 0, 1, 1, 1}, Shape{2, 3, 1});
+  const Tensor p2 = f64({0, 0, 3, 1, 1, 1}, Shape{2, 3});
+  EXPECT_THAT(none(t3, p2).to_vector<double>(), ElementsAre(3.0, 0.0));
+  EXPECT_EQ(BinaryCrossentropy({.reduction = Reduction::kNone})(f64({0, 1, 1}, Shape{3, 1}),
+                                                                f64({0.5, 0.5, 0.5}, Shape{3})).shape(),
+            Shape{3});
+}
+
+TEST(LossesTest, HigherRanksReduceOnlyTheLastAxis) {
+  const Tensor t = f64({0, 0, 0, 0, 0, 0, 0, 0}, Shape{2, 2, 2});
+  const Tensor p = f64({1, 1, 2, 0, 0, 0, 3, 3}, Shape{2, 2, 2});
+  const Tensor none = MeanSquaredError({.reduction = Reduction::kNone})(t, p);
+  EXPECT_EQ(none.shape(), (Shape{2, 2}));
+  EXPECT_THAT(none.to_vector<double>(), ElementsAre(1.0, 2.0, 0.0, 9.0));
+  // Targets broadcast against predictions as in Keras (y_true - y_pred): [2, 1] vs [2, 2].
+  EXPECT_THAT(MeanSquaredError({.reduction = Reduction::kNone})(f64({1, 2}, Shape{2, 1}), f64({1, 3, 2, 2}, Shape{2, 2}))
+                  .to_vector<double>(),
+              ElementsAre(2.0, 0.0));
+}
+
+TEST(LossesTest, LastAxisLossErrorsNameTheLossAndShapes) {
+  try {
+    MeanSquaredError()(f64({1}, Shape{}), f64({2}, Shape{}));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("mean_squared_error: y_true and y_pred must have rank >= 1"));
+  }
+  try {
+    MeanSquaredError()(f64({1, 2}, Shape{2}), f64({1, 2, 3}, Shape{3}));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("mean_squared_error: y_true and y_pred do not broadcast, y_true [2], y_pred [3]"));
+  }
+  try {
+    BinaryCrossentropy()(f64({1}, Shape{1}), f64({0.5, 0.5}, Shape{2}));
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("binary_crossentropy: y_true and y_pred must have the same shape"));
+  }
+  EXPECT_THROW(MeanSquaredError()(Tensor(), f64({1}, Shape{1})), std::invalid_argument);
 }
 
 TEST(LossesTest, GetLossByName) {

@@ -65,6 +65,11 @@ TEST(RMSprop, SlotNames) {
   EXPECT_EQ(opt.slot_names(w), (std::vector<std::string>{"rms", "momentum", "mg"}));
   EXPECT_EQ(opt.get_slot(w, "mg").name(), "RMSprop/v/mg:0");
   EXPECT_NEAR(opt.get_slot(w, "rms").value().item(), 0.4, 1e-7);
+  // Keras 3's names (keras/src/optimizers/rmsprop.py: velocities, momentums, average_gradients).
+  EXPECT_TRUE(opt.get_slot(w, "velocity").same_as(opt.get_slot(w, "rms")));
+  EXPECT_TRUE(opt.get_slot(w, "average_gradient").same_as(opt.get_slot(w, "mg")));
+  EXPECT_EQ(opt.get_slot(w, "momentum").name(), "RMSprop/v/momentum:0");
+  EXPECT_THROW(opt.get_slot(w, "m"), std::invalid_argument);
 }
 
 TEST(Adagrad, TrajectoryAndInitialAccumulator) {

@@ -106,8 +106,26 @@ TEST(Adam, SlotsNamedAndInspectable) {
   EXPECT_NEAR(opt.get_slot(w, "m").value().at({1}), -0.1, 1e-7);
   EXPECT_NEAR(opt.get_slot(w, "v").value().at({0}), 0.00025, 1e-9);
   EXPECT_EQ(opt.slot_names(w), (std::vector<std::string>{"m", "v", "vhat"}));
-  EXPECT_THROW(opt.get_slot(w, "momentum"), std::invalid_argument);
   EXPECT_THROW(opt.get_slot(tf::Variable(1.0), "m"), std::invalid_argument);
+}
+
+// Keras 3's slot names (keras/src/optimizers/adam.py: momentums, velocities, velocity_hats) find
+// the same Variables as the stored TF-Keras 2 names.
+TEST(Adam, GetSlotAcceptsKeras3Names) {
+  Adam opt({.amsgrad = true});
+  tf::Variable w(tf::Tensor{1.0, 2.0}, {.name = "dense/kernel:0"});
+  opt.apply_gradients({tf::Tensor{0.5, -1.0}}, {w});
+  EXPECT_TRUE(opt.get_slot(w, "momentum").same_as(opt.get_slot(w, "m")));
+  EXPECT_TRUE(opt.get_slot(w, "velocity").same_as(opt.get_slot(w, "v")));
+  EXPECT_TRUE(opt.get_slot(w, "velocity_hat").same_as(opt.get_slot(w, "vhat")));
+  try {
+    opt.get_slot(w, "rms");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("has no slot 'rms' (slots: m (momentum), v (velocity), vhat (velocity_hat))"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SGD, PlainMomentumNesterov) {

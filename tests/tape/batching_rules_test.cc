@@ -17,6 +17,7 @@
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/runtime/batching.h"
 #include "tape/runtime/execute.h"
+#include "tape/runtime/logging.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradcheck_table.h"
 #include "tests/testing/gradient_check.h"
@@ -119,15 +120,15 @@ void check_function(const tf::testing::TestFn& f, const std::vector<tf::Tensor>&
   expect_vectorized_equals_loop(outer.state(), g, ids, shapes);
 }
 
+// Captures what tapeflow's logger writes while it lives.
 struct LogCapture {
   std::ostringstream out;
-  std::shared_ptr<spdlog::logger> saved = spdlog::default_logger();
-  LogCapture() {
-    auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
-    logger->set_level(spdlog::level::warn);
-    spdlog::set_default_logger(logger);
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  LogCapture() { tf::logger()->sinks().push_back(sink); }
+  ~LogCapture() {
+    auto& sinks = tf::logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink), sinks.end());
   }
-  ~LogCapture() { spdlog::set_default_logger(saved); }
 };
 
 std::size_t count(const std::string& text, const std::string& what) {

@@ -15,6 +15,7 @@
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/kernels/parallel.h"
 #include "tape/ops/array_ops.h"
+#include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::internal {
@@ -75,8 +76,8 @@ void log_loop_fallback(const char* what, const std::string& op) {
     std::lock_guard<std::mutex> lock(mutex);
     if (!logged.insert(op).second) return;
   }
-  spdlog::warn("{}: op {} cannot batch (no batching rule, or marked loop_only); vectorized jacobians and "
-               "hessians through it fall back to a loop of backward passes (logged once per op)", what, op);
+  logger()->warn("{}: op {} cannot batch (no batching rule, or marked loop_only); vectorized jacobians and "
+                 "hessians through it fall back to a loop of backward passes (logged once per op)", what, op);
 }
 
 std::string first_loop_only_op(const TapeState& tape, std::span<const Tensor> targets,

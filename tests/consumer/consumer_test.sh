@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# CTest `consumer_project`: tapeflow used as users do. Installs this build tree with
+# `cmake --install` into a fresh prefix, checks the installed layout, then configures, builds and
+# runs the project shown in README.md ("Using tapeflow from your own project": the files
+# app/CMakeLists.txt and app/main.cc are extracted from the README, so the README is what is built).
+# The project is C++ only and does not set the C++ standard: tapeflow's targets must carry both.
+# Usage: consumer_test.sh SOURCE_DIR BUILD_DIR WORK_DIR [CMAKE] [CXX_COMPILER] [COMPILER_LAUNCHER]
+set -euo pipefail
+src=$1 build=$2 work=$3 cmake=${4:-cmake} cxx=${5:-c++} launcher=${6:-}
+fail() { echo "consumer_project: $*" >&2; exit 1; }
+
+rm -rf "$work"
+mkdir -p "$work/app"
+
+# 1. The README's files, verbatim: a line **`app/<file>`** names the fenced block that follows.
+awk -v dir="$work" '
+  /^\*\*`app\/[^`]+`\*\*$/ { name = $0; gsub(/^\*\*`|`\*\*$/, "", name); next }
+  name != "" && /^```/ && !inside { inside = 1; next }
+  inside && /^```$/ { inside = 0; name = ""; next }
+  inside { print > (dir "/" name) }
+' "$src/README.md"
+for f in CMakeLists.txt main.cc; do
+  [ -s "$work/app/$f" ] || fail "README.md has no **\`app/$f\`** block (section: Using tapeflow from your own project)"
+done
+grep -q 'LANGUAGES CXX)' "$work/app/CMakeLists.txt" || fail "the README project must be C++ only (LANGUAGES CXX)"
+if grep -q 'CMAKE_CXX_STANDARD' "$work/app/CMakeLists.txt"; then
+  fail "the README project must not set CMAKE_CXX_STANDARD (tapeflow's targets carry cxx_std_20)"
+fi
+
+# 2. Install the build tree.
+"$cmake" --install "$build" --prefix "$work/prefix" > "$work/install.log" || { cat "$work/install.log"; fail "cmake --install failed"; }
+
+# 3. The installed headers: all under include/tapeflow/, project includes prefixed with tapeflow/,
+#    no <hdf5.h>, internal/ headers only when an installed public header includes them.
+inc="$work/prefix/include"
+[ -f "$inc/tapeflow/tapeflow.h" ] || fail "include/tapeflow/tapeflow.h is not installed"
+extra=$(ls -A "$inc" | grep -vx tapeflow || true)
+[ -z "$extra" ] || fail "include/ holds more than tapeflow/ (would collide with other packages): $extra"
+if grep -rnE '#[[:space:]]*include[[:space:]]*<(hdf5|H5)' "$inc"; then fail "an installed header includes HDF5"; fi
+if grep -rnE '#[[:space:]]*include[[:space:]]*"(tape|layers|optimizers|data|models|distribute)/' "$inc"; then
+  fail "an installed header includes a project header without the tapeflow/ prefix"
+fi
+while IFS= read -r h; do
+  rel=${h#"$inc/"}
+  grep -rqF --include='*.h' "#include \"$rel\"" "$inc" || fail "$rel is installed but no installed header includes it"
+done < <(find "$inc" -path '*/internal/*' -name '*.h')
+
+# 4. Configure (C++ only), build and run the README's project.
+args=(-S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
+      -DCMAKE_CXX_COMPILER="$cxx")
+[ -n "$launcher" ] && args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+"$cmake" "${args[@]}" > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring the README project failed"; }
+"$cmake" --build "$work/app/build" -j 2 > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the README project failed"; }
+"$work/app/build/fit_line" || fail "the README project's program failed (exit $?)"
+echo "consumer_project: ok"
