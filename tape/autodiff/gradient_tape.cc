@@ -47,7 +47,7 @@ void TapeState::record(const OpDef& op, std::span<const Tensor> inputs, std::spa
     r.output_dtypes.push_back(t.dtype());
     producer_.set(t.id(), encode_slot(index, static_cast<std::int64_t>(k)));
   }
-  std::uint8_t saves = custom_gradient ? kSaveAll : op.saves;
+  std::uint8_t saves = custom_gradient ? static_cast<std::uint8_t>(kSaveAll) : op.saves;
   if (saves & kSaveInputs) r.saved_inputs = TensorList(inputs.begin(), inputs.end());
   if (saves & kSaveOutputs) r.saved_outputs = TensorList(outputs.begin(), outputs.end());
   if (!attrs.empty()) r.attrs = attrs;

@@ -24,7 +24,12 @@ TensorList execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
     for (const Tensor& t : inputs)
       if (scope->carries_batch(t)) return execute_batched(op, inputs, attrs, *scope);
   }
-  TensorList outputs = op.forward(inputs, attrs);
+  TensorList outputs;
+  try {
+    outputs = op.forward(inputs, attrs);
+  } catch (const ShapeError& e) {  // a shape that cannot exist (e.g. from a hostile attribute): name the op
+    throw ShapeError(op.name + ": " + e.what());
+  }
   auto& recorders = active_recorders();
   if (!recorders.empty()) {
     static const std::shared_ptr<const GradientFn> kNoCustom;

@@ -52,4 +52,16 @@ args=(-S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DC
 "$cmake" "${args[@]}" > "$work/configure.log" 2>&1 || { cat "$work/configure.log"; fail "configuring the README project failed"; }
 "$cmake" --build "$work/app/build" -j 2 > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the README project failed"; }
 "$work/app/build/fit_line" || fail "the README project's program failed (exit $?)"
+
+# 5. Error path: an install whose HDF5 library has gone says so, naming tapeflow and the file.
+cp -r "$work/prefix" "$work/broken"
+config="$work/broken/lib/cmake/tapeflow/tapeflowConfig.cmake"
+[ -f "$config" ] || config=$(find "$work/broken" -name tapeflowConfig.cmake | head -1)
+sed -i 's|set(_tapeflow_hdf5_libraries "[^;"]*|set(_tapeflow_hdf5_libraries "/nonexistent/libhdf5.so|' "$config"
+if "$cmake" -S "$work/app" -B "$work/broken-build" -DCMAKE_PREFIX_PATH="$work/broken" > "$work/broken.log" 2>&1; then
+  fail "configuring against an install without its HDF5 library succeeded"
+fi
+tr -s ' \n' '  ' < "$work/broken.log" |
+  grep -q "tapeflow was built against the HDF5 C library /nonexistent/libhdf5.so, which is missing; install it" ||
+  { cat "$work/broken.log"; fail "the missing-HDF5 message does not name tapeflow and the library"; }
 echo "consumer_project: ok"
