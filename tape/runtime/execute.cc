@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "tape/runtime/batching.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
@@ -18,6 +19,11 @@ TensorList execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined())
       throw std::invalid_argument(op.name + ": input " + std::to_string(i) + " is an undefined tensor");
+  if (BatchScope* scope = BatchScope::current()) {
+    // Inside a vectorized backward pass: batched inputs go to the op's batching rule (batching.h).
+    for (const Tensor& t : inputs)
+      if (scope->carries_batch(t)) return execute_batched(op, inputs, attrs, *scope);
+  }
   TensorList outputs;
   try {
     outputs = op.forward(inputs, attrs);
