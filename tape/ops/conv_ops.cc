@@ -6,6 +6,8 @@
 #include <string>
 
 #include "tape/kernels/conv.h"
+#include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/conv_geometry.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/runtime/execute.h"
@@ -140,6 +142,67 @@ TensorList backprop_filter_gradient(const GradContext& c, std::span<const Tensor
   return out;
 }
 
+
+// Batching rules (OpDef::batch). A batched data input or output gradient folds K into its example
+// axis (N -> K·N, the shape attr scaled to match); a batched filter, or the data input of the filter
+// gradient, stacks K along a channel axis ([K, kh, kw, C, F] -> [kh, kw, C, K·F]), so the op still
+// runs once; both operands batched: one call per k (batching::sequential).
+// [K, N, ...] -> [K·N, ...] and back.
+Tensor fold(const Tensor& t) {
+  Shape s{t.shape()[0] * t.shape()[1]};
+  for (int i = 2; i < t.rank(); ++i) s.push_back(t.shape()[i]);
+  return reshape(t, s);
+}
+Tensor unfold(const Tensor& t, std::int64_t k) {
+  Shape s{k, t.shape()[0] / k};
+  for (int i = 1; i < t.rank(); ++i) s.push_back(t.shape()[i]);
+  return reshape(t, s);
+}
+// [K, a, b, c, d] -> [a, b, c, K·d], and back from [a, b, c, K·d] to [K, a, b, c, d].
+Tensor stack_last(const Tensor& t) {
+  const Shape& s = t.shape();
+  return reshape(transpose(t, {1, 2, 3, 0, 4}), Shape{s[1], s[2], s[3], s[0] * s[4]});
+}
+Tensor unstack_last(const Tensor& t, std::int64_t k) {
+  const Shape& s = t.shape();
+  return transpose(reshape(t, Shape{s[0], s[1], s[2], k, s[3] / k}), {3, 0, 1, 2, 4});
+}
+// [K, kh, kw, C, F] -> [kh, kw, K·C, F], and [kh, kw, K·C, F] -> [K, kh, kw, C, F].
+Tensor stack_third(const Tensor& t) {
+  const Shape& s = t.shape();
+  return reshape(transpose(t, {1, 2, 0, 3, 4}), Shape{s[1], s[2], s[0] * s[3], s[4]});
+}
+Tensor unstack_third(const Tensor& t, std::int64_t k) {
+  const Shape& s = t.shape();
+  return transpose(reshape(t, Shape{s[0], s[1], k, s[2] / k, s[3]}), {2, 0, 1, 3, 4});
+}
+Shape scaled(Shape s, int axis, std::int64_t k) {
+  s[axis] *= k;
+  return s;
+}
+
+TensorList conv2d_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  if (ctx.batched(0) && ctx.batched(1)) return batching::sequential(in, ctx);
+  if (ctx.batched(0)) return {unfold(conv(fold(in[0]), in[1], ctx.attrs()), k)};
+  return {unstack_last(conv(in[0], stack_last(in[1]), ctx.attrs()), k)};
+}
+
+TensorList backprop_input_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const Shape sizes(ctx.attrs().get_ints("input_sizes"));
+  if (ctx.batched(0) && ctx.batched(1)) return batching::sequential(in, ctx);
+  if (ctx.batched(1)) return {unfold(backprop_input(scaled(sizes, 0, k), in[0], fold(in[1]), ctx.attrs()), k)};
+  return {unstack_last(backprop_input(scaled(sizes, 3, k), stack_third(in[0]), in[1], ctx.attrs()), k)};
+}
+
+TensorList backprop_filter_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const Shape sizes(ctx.attrs().get_ints("filter_sizes"));
+  if (ctx.batched(0) && ctx.batched(1)) return batching::sequential(in, ctx);
+  if (ctx.batched(1)) return {unstack_last(backprop_filter(in[0], scaled(sizes, 3, k), stack_last(in[1]), ctx.attrs()), k)};
+  return {unstack_third(backprop_filter(stack_last(in[0]), scaled(sizes, 2, k), in[1], ctx.attrs()), k)};
+}
 }  // namespace
 
 Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides, const Padding2D& padding, Size2D dilations) {
@@ -176,9 +239,12 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape&
 }
 
 void register_conv_ops(OpRegistry& r) {
-  r.add({"Conv2D", conv2d_forward, conv2d_gradient, kSaveInputs});
-  r.add({"Conv2DBackpropInput", backprop_input_forward, backprop_input_gradient, kSaveInputs});
-  r.add({"Conv2DBackpropFilter", backprop_filter_forward, backprop_filter_gradient, kSaveInputs});
+  r.add({.name = "Conv2D", .forward = conv2d_forward, .gradient = conv2d_gradient, .saves = kSaveInputs,
+         .batch = conv2d_batch});
+  r.add({.name = "Conv2DBackpropInput", .forward = backprop_input_forward, .gradient = backprop_input_gradient,
+         .saves = kSaveInputs, .batch = backprop_input_batch});
+  r.add({.name = "Conv2DBackpropFilter", .forward = backprop_filter_forward, .gradient = backprop_filter_gradient,
+         .saves = kSaveInputs, .batch = backprop_filter_batch});
 }
 
 }  // namespace tapeflow

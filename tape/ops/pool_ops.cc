@@ -5,6 +5,8 @@
 
 #include "tape/kernels/conv.h"
 #include "tape/ops/conv_ops.h"
+#include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/conv_geometry.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/runtime/execute.h"
@@ -143,6 +145,17 @@ TensorList avg_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
 }
 TensorList avg_grad_gradient(const GradContext& c, std::span<const Tensor> g) { return {avg_pool(g[0], c.attrs())}; }
 
+
+// AvgPoolGrad batched: K folds into the gradient's example axis and into orig_input_shape.
+TensorList avg_grad_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const Shape per = ctx.shape(0);
+  Shape g{k * per[0]}, sx(ctx.attrs().get_ints("orig_input_shape"));
+  for (int i = 1; i < per.rank(); ++i) g.push_back(per[i]);
+  const Shape sx_folded{k * sx[0], sx[1], sx[2], sx[3]};
+  const Tensor dx = avg_grad(sx_folded, reshape(in[0], g), ctx.attrs());
+  return {reshape(dx, Shape{k, sx[0], sx[1], sx[2], sx[3]})};
+}
 }  // namespace
 
 Tensor max_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::string& padding) {
@@ -166,11 +179,17 @@ Tensor avg_pool2d_grad(const Shape& input_shape, const Tensor& grad, Size2D ksiz
 }
 
 void register_pool_ops(OpRegistry& r) {
-  r.add({"MaxPool", pool_forward<true>, max_pool_gradient, kSaveInputs});
-  r.add({"MaxPoolGrad", max_grad_forward<false>, max_grad_gradient, kSaveInputs});
-  r.add({"MaxPoolGradGrad", max_grad_forward<true>, max_grad_grad_gradient, kSaveInputs});
-  r.add({"AvgPool", pool_forward<false>, avg_pool_gradient, kSaveNone});
-  r.add({"AvgPoolGrad", avg_grad_forward, avg_grad_gradient, kSaveNone});
+  // Pooling works per example: K folds into N (MaxPoolGrad's unbatched operand tiled K times).
+  r.add({.name = "MaxPool", .forward = pool_forward<true>, .gradient = max_pool_gradient, .saves = kSaveInputs,
+         .batch = batching::fold_into_axis0({0})});
+  r.add({.name = "MaxPoolGrad", .forward = max_grad_forward<false>, .gradient = max_grad_gradient,
+         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1})});
+  r.add({.name = "MaxPoolGradGrad", .forward = max_grad_forward<true>, .gradient = max_grad_grad_gradient,
+         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1})});
+  r.add({.name = "AvgPool", .forward = pool_forward<false>, .gradient = avg_pool_gradient, .saves = kSaveNone,
+         .batch = batching::fold_into_axis0({0})});
+  r.add({.name = "AvgPoolGrad", .forward = avg_grad_forward, .gradient = avg_grad_gradient, .saves = kSaveNone,
+         .batch = avg_grad_batch});
 }
 
 }  // namespace tapeflow
