@@ -104,6 +104,28 @@ void BM_W3BatchJacobianParallelLoop(benchmark::State& s) {
   run_w3(s, {.parallel_iterations = 0, .experimental_use_pfor = false, .check_independence = false});
 }
 
+// Issue 11: jacobian of a softmax classifier's output w.r.t. its input (batch 64, 784 -> 256 -> 10,
+// relu), J [64, 10, 64, 784], forward included: vectorized (batching rules through Softmax) vs the loop.
+void run_softmax_classifier(benchmark::State& state, tf::JacobianOptions opt) {
+  const int prev = tf::kernels::set_num_threads(static_cast<int>(state.range(0)));
+  tf::Generator gen(0);
+  tf::Tensor x = tf::random_normal({64, 784}, gen);
+  tf::Tensor w1 = glorot(gen, 784, 256), w2 = glorot(gen, 256, 10);
+  tf::Tensor b1 = tf::zeros({256}), b2 = tf::zeros({10});
+  for (auto _ : state) {
+    tf::GradientTape tape({.persistent = !opt.experimental_use_pfor});
+    tape.watch(x);
+    tf::Tensor y = tf::softmax(tf::matmul(tf::relu(tf::matmul(x, w1) + b1), w2) + b2);
+    auto j = tape.jacobian(y, x, opt);
+    benchmark::DoNotOptimize(j->raw_data());
+  }
+  tf::kernels::set_num_threads(prev);
+}
+void BM_SoftmaxClassifierJacobian(benchmark::State& s) { run_softmax_classifier(s, {}); }
+void BM_SoftmaxClassifierJacobianLoop(benchmark::State& s) {
+  run_softmax_classifier(s, {.parallel_iterations = 0, .experimental_use_pfor = false});
+}
+
 // The Newton step's factorisation alone, n x n float32 SPD: ours (blocked, parallel) against
 // Eigen's LLT (what newton_step used before), same matrix, same run.
 std::vector<float> spd_matrix(std::int64_t n) {
@@ -151,5 +173,7 @@ BENCHMARK(BM_W3BatchJacobian)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_W3BatchJacobianChecked)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_W3BatchJacobianLoop)->Arg(2)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_W3BatchJacobianParallelLoop)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxClassifierJacobian)->Arg(2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SoftmaxClassifierJacobianLoop)->Arg(2)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "bench/bench_data.h"
 #include "data/dataset.h"
 #include "data/fashion_mnist_tensors.h"
 #include "models/models.h"
@@ -23,26 +24,9 @@ using namespace tapeflow;
 
 constexpr std::int64_t kBatch = 128;
 
-struct Data {
-  Tensor x, y;
-  bool real = true;
-};
-
-const Data& train_data() {
-  static const Data d = [] {
-    try {
-      auto t = data::load_fashion_mnist_tensors(data::kDefaultFashionMnistDir, 0, DType::kInt64);
-      return Data{t.x_train, t.y_train, true};
-    } catch (const std::runtime_error&) {
-      Generator g(1);
-      Tensor x = random_uniform(Shape{60000, 784}, g);
-      std::vector<std::int64_t> y(60000);
-      for (auto& v : y) v = static_cast<std::int64_t>(g.uniform_int(10));
-      return Data{x, constant(y, Shape{60000}), false};
-    }
-  }();
-  return d;
-}
+using bench::Data;
+using bench::ThreadCap;
+using bench::train_data;
 
 // The 468 contiguous batches of W1's BatchCycler, copied once.
 const std::vector<data::Example>& w1_batches() {
@@ -59,11 +43,6 @@ const std::vector<data::Example>& w1_batches() {
   return batches;
 }
 
-struct ThreadCap {
-  explicit ThreadCap(int n) : prev(kernels::set_num_threads(n)) {}
-  ~ThreadCap() { kernels::set_num_threads(prev); }
-  int prev;
-};
 
 std::shared_ptr<models::Sequential> compiled_mlp() {
   auto model = models::make_classifier_mlp({.seed = 0});

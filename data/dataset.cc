@@ -278,10 +278,11 @@ Dataset Dataset::from_tensors(const std::vector<Tensor>& components) {
   return Dataset(std::make_shared<SingleNode>(components));
 }
 
-Dataset Dataset::shuffle(std::int64_t buffer_size, std::uint64_t seed, bool reshuffle_each_iteration) const {
+Dataset Dataset::shuffle(std::int64_t buffer_size, std::uint64_t seed, bool reshuffle_each_iteration,
+                         std::uint64_t first_pass) const {
   if (buffer_size < 1)
     throw std::invalid_argument("Dataset::shuffle: buffer_size must be >= 1, got " + std::to_string(buffer_size));
-  return Dataset(internal::make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration));
+  return Dataset(internal::make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration, first_pass));
 }
 
 Dataset Dataset::batch(std::int64_t batch_size, bool drop_remainder) const {

@@ -74,9 +74,13 @@ class Dataset {
 
   // Fills a buffer of `buffer_size` examples and yields a uniformly chosen one, refilling from the
   // input (tf.data's algorithm); buffer_size >= cardinality gives a full uniform shuffle.
+  // Pass k (counted from first_pass) draws its order from (seed, k) alone: a run resumed at epoch
+  // k with first_pass = k sees the batches an uninterrupted run sees (the data-order state is the
+  // pass number, which checkpoints store as the epoch counter).
   // Errors:  std::invalid_argument for buffer_size < 1.
   // Ref:     tf.data.Dataset.shuffle(buffer_size, seed, reshuffle_each_iteration)
-  Dataset shuffle(std::int64_t buffer_size, std::uint64_t seed, bool reshuffle_each_iteration = true) const;
+  Dataset shuffle(std::int64_t buffer_size, std::uint64_t seed, bool reshuffle_each_iteration = true,
+                  std::uint64_t first_pass = 0) const;
 
   // Stacks `batch_size` consecutive examples along a new first dimension; the last batch may be
   // smaller unless drop_remainder.

@@ -45,7 +45,7 @@ class DatasetNode {
 
 // Stateful stages, defined in dataset_pipeline.cc.
 std::shared_ptr<const DatasetNode> make_shuffle_node(std::shared_ptr<const DatasetNode> in, std::int64_t buffer,
-                                                     std::uint64_t seed, bool reshuffle);
+                                                     std::uint64_t seed, bool reshuffle, std::uint64_t first_pass = 0);
 std::shared_ptr<const DatasetNode> make_batch_node(std::shared_ptr<const DatasetNode> in, std::int64_t batch,
                                                    bool drop_remainder);
 std::shared_ptr<const DatasetNode> make_prefetch_node(std::shared_ptr<const DatasetNode> in, std::int64_t buffer);

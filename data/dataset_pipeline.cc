@@ -48,8 +48,9 @@ class ShuffleIterator : public ElementIterator {
 
 class ShuffleNode : public DatasetNode {
  public:
-  ShuffleNode(std::shared_ptr<const DatasetNode> in, std::int64_t buffer, std::uint64_t seed, bool reshuffle)
-      : in_(std::move(in)), buffer_(buffer), seed_(seed), reshuffle_(reshuffle) {}
+  ShuffleNode(std::shared_ptr<const DatasetNode> in, std::int64_t buffer, std::uint64_t seed, bool reshuffle,
+              std::uint64_t first_pass)
+      : in_(std::move(in)), buffer_(buffer), seed_(seed), reshuffle_(reshuffle), passes_(first_pass) {}
   std::unique_ptr<ElementIterator> make_iterator() const override {
     const std::uint64_t pass = reshuffle_ ? passes_.fetch_add(1) : 0;
     // Pass k draws from its own stream; Generator's splitmix64 seeding decorrelates nearby seeds.
@@ -260,8 +261,8 @@ class PrefetchNode : public DatasetNode {
 }  // namespace
 
 std::shared_ptr<const DatasetNode> make_shuffle_node(std::shared_ptr<const DatasetNode> in, std::int64_t buffer,
-                                                     std::uint64_t seed, bool reshuffle) {
-  return std::make_shared<ShuffleNode>(std::move(in), buffer, seed, reshuffle);
+                                                     std::uint64_t seed, bool reshuffle, std::uint64_t first_pass) {
+  return std::make_shared<ShuffleNode>(std::move(in), buffer, seed, reshuffle, first_pass);
 }
 std::shared_ptr<const DatasetNode> make_batch_node(std::shared_ptr<const DatasetNode> in, std::int64_t batch,
                                                    bool drop_remainder) {

@@ -42,11 +42,23 @@ struct IdxArray {
   std::vector<std::int64_t> dims;
   std::vector<std::uint8_t> bytes;
 
-  // Product of dims (1 for no dims).
+  // Product of dims (1 for no dims, 0 if any dim is 0, whatever the others: a header such as
+  // [4294967295, 4294967295, 4294967295, 0] must not overflow on the way to 0).
+  // Errors: std::overflow_error if the product of non-zero dims exceeds int64 (read_idx never
+  // returns such an array).
   std::int64_t num_elements() const {
+    for (std::int64_t d : dims)
+      if (d == 0) return 0;
     std::int64_t n = 1;
-    for (std::int64_t d : dims) n *= d;
+    for (std::int64_t d : dims)
+      if (__builtin_mul_overflow(n, d, &n)) throw std::overflow_error("IdxArray: " + describe_dims() + " overflows int64");
     return n;
+  }
+  // "[d0, d1, ...]".
+  std::string describe_dims() const {
+    std::string s = "[";
+    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+    return s + "]";
   }
   // The elements as T. Errors: std::logic_error if T does not match `type`.
   template <typename T>

@@ -28,6 +28,7 @@ class Dropout : public Layer {
   nlohmann::json get_config() const override;  // rate, noise_shape (null), seed
   static std::shared_ptr<Dropout> from_config(const nlohmann::json& config);
   double rate() const { return options_.rate; }
+  Generator* training_generator() override { return &generator(); }
 
  private:
   DropoutOptions options_;

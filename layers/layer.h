@@ -101,6 +101,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual nlohmann::json get_config() const;
   // Sublayers tracked with track_layer(), in order.
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
+  // The generator this layer draws from while training (Dropout's masks), whose state a checkpoint
+  // must save for a resumed run to repeat bit for bit; null for layers whose calls use no randomness.
+  virtual Generator* training_generator() { return nullptr; }
 
  protected:
   // class_name: "Dense"; name: empty for the automatic unique name; seed: empty for the default;

@@ -1,11 +1,13 @@
 // layers: the umbrella header of tapeflow::layers (Layer, initializers, activations, Dense,
-// BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU, merge layers, InputLayer,
-// KerasTensor, serialization).
+// BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU, Conv2D, Conv2DTranspose,
+// MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D,
+// merge layers, InputLayer, KerasTensor, serialization).
 #pragma once
 
 #include "layers/activation.h"
 #include "layers/activations.h"
 #include "layers/batch_normalization.h"
+#include "layers/conv2d.h"
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
@@ -14,5 +16,7 @@
 #include "layers/keras_tensor.h"
 #include "layers/layer.h"
 #include "layers/merge.h"
+#include "layers/pooling2d.h"
 #include "layers/reshape.h"
+#include "layers/reshaping2d.h"
 #include "layers/serialization.h"

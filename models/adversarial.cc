@@ -70,9 +70,18 @@ RegularizedStepResult input_gradient_regularized_step(layers::Layer& model, opti
   std::vector<Variable> vars;
   {
     GradientTape tape;
+    if (lambda == 0) tape.watch(x);  // the baseline's ∂CE/∂x comes out of the same backward pass
     loss = input_gradient_regularized_loss(model, x, y, lambda, /*training=*/true, &gnorm);
     vars = model.trainable_variables();
-    grads = tape.gradient(loss, vars);
+    if (lambda == 0) {
+      std::vector<Source> sources(vars.begin(), vars.end());
+      sources.emplace_back(x);
+      grads = tape.gradient(loss, sources);  // as below for the variables: unconnected ones stay None
+      gnorm = grads.back() ? norm(*grads.back()) : zeros(Shape{}, x.dtype());
+      grads.pop_back();
+    } else {
+      grads = tape.gradient(loss, vars);
+    }
   }
   optimizer.apply_gradients(grads, vars);
   RegularizedStepResult r;

@@ -21,7 +21,7 @@ namespace tapeflow::models {
 struct RegularizedStepResult {
   double loss = 0;                 // cross_entropy + lambda * input_gradient_norm
   double cross_entropy = 0;        // mean softmax cross-entropy of the batch
-  double input_gradient_norm = 0;  // ‖∂CE/∂x‖₂ over the whole batch (0 when lambda == 0: not computed)
+  double input_gradient_norm = 0;  // ‖∂CE/∂x‖₂ over the whole batch (training mode; for lambda == 0 too)
 };
 
 // The regularized loss CE + lambda · ‖∂CE/∂x‖₂ as a tensor recorded on the caller's tapes: an inner
@@ -37,7 +37,9 @@ Tensor input_gradient_regularized_loss(layers::Layer& model, const Tensor& x, co
                                        bool training = true, Tensor* input_gradient_norm = nullptr);
 
 // One optimizer step on input_gradient_regularized_loss (outer tape over model.trainable_variables()).
-// lambda == 0 is a plain cross-entropy step, the baseline trained with the same budget.
+// lambda == 0 is a plain cross-entropy step, the baseline trained with the same budget; its
+// input_gradient_norm comes from the same backward pass (the tape also watches x), so the update
+// is the plain one.
 // Errors:   those of input_gradient_regularized_loss and Optimizer::apply_gradients.
 RegularizedStepResult input_gradient_regularized_step(layers::Layer& model, optimizers::Optimizer& optimizer,
                                                       const Tensor& x, const Tensor& y, double lambda);

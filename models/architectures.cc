@@ -38,7 +38,90 @@ std::shared_ptr<layers::BatchNormalization> batch_norm(Seeds& seeds) {
   return std::make_shared<layers::BatchNormalization>(layers::BatchNormalizationOptions{.seed = seeds.next()});
 }
 
+std::shared_ptr<layers::Conv2D> conv(std::int64_t filters, std::int64_t k, std::int64_t s, const std::string& padding,
+                                     const std::string& activation, Seeds& seeds) {
+  return std::make_shared<layers::Conv2D>(layers::Conv2DOptions{.filters = filters, .kernel_size = {k, k},
+                                                                .strides = {s, s}, .padding = padding,
+                                                                .activation = activation, .seed = seeds.next()});
+}
+
+std::shared_ptr<layers::Conv2DTranspose> conv_transpose(std::int64_t filters, std::int64_t s,
+                                                        const std::string& activation, Seeds& seeds) {
+  return std::make_shared<layers::Conv2DTranspose>(
+      layers::Conv2DTransposeOptions{.filters = filters, .kernel_size = {5, 5}, .strides = {s, s}, .padding = "same",
+                                     .activation = activation, .use_bias = false, .seed = seeds.next()});
+}
+
+// A layer without weights of its own still takes a seed slot ("layer i gets seed + i").
+template <class L, class... A>
+std::shared_ptr<L> plain(Seeds& seeds, A&&... args) {
+  seeds.next();
+  return std::make_shared<L>(std::forward<A>(args)...);
+}
+
+std::shared_ptr<layers::Dropout> dropout(double rate, Seeds& seeds) {
+  return std::make_shared<layers::Dropout>(layers::DropoutOptions{.rate = rate, .seed = seeds.next()});
+}
+
 }  // namespace
+
+std::shared_ptr<Sequential> make_classifier_cnn(const ClassifierCnnOptions& o) {
+  const char* fn = "make_classifier_cnn";
+  for (auto [what, v] : {std::pair<const char*, std::int64_t>{"height", o.height}, {"width", o.width},
+                         {"channels", o.channels}, {"classes", o.classes}})
+    check_positive(fn, what, v);
+  if (!(o.dropout >= 0.0 && o.dropout < 1.0))
+    throw std::invalid_argument(std::string(fn) + ": dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  Seeds seeds(o.seed);
+  auto model = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, o.name);
+  model->add(plain<layers::Reshape>(seeds, layers::ReshapeOptions{.target_shape = {o.height, o.width, o.channels}}));
+  model->add(conv(32, 3, 1, "valid", "relu", seeds));
+  model->add(plain<layers::MaxPooling2D>(seeds));
+  model->add(conv(64, 3, 1, "valid", "relu", seeds));
+  model->add(plain<layers::MaxPooling2D>(seeds));
+  model->add(plain<layers::Flatten>(seeds));
+  model->add(dropout(o.dropout, seeds));
+  model->add(dense(o.classes, "", seeds));
+  model->build(Shape{1, o.height * o.width * o.channels});
+  return model;
+}
+
+std::shared_ptr<Sequential> make_dcgan_generator(const DcganOptions& o) {
+  check_positive("make_dcgan_generator", "noise_dim", o.noise_dim);
+  Seeds seeds(o.seed);
+  auto leaky3 = [&] { return plain<layers::LeakyReLU>(seeds, layers::LeakyReLUOptions{.alpha = 0.3}); };
+  auto model = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, "generator");
+  model->add(std::make_shared<layers::Dense>(
+      layers::DenseOptions{.units = 7 * 7 * 256, .use_bias = false, .seed = seeds.next()}));
+  model->add(batch_norm(seeds));
+  model->add(leaky3());
+  model->add(plain<layers::Reshape>(seeds, layers::ReshapeOptions{.target_shape = {7, 7, 256}}));
+  model->add(conv_transpose(128, 1, "", seeds));
+  model->add(batch_norm(seeds));
+  model->add(leaky3());
+  model->add(conv_transpose(64, 2, "", seeds));
+  model->add(batch_norm(seeds));
+  model->add(leaky3());
+  model->add(conv_transpose(1, 2, "tanh", seeds));
+  model->build(Shape{1, o.noise_dim});
+  return model;
+}
+
+std::shared_ptr<Sequential> make_dcgan_discriminator(const DcganOptions& o) {
+  Seeds seeds(o.seed);
+  auto leaky3 = [&] { return plain<layers::LeakyReLU>(seeds, layers::LeakyReLUOptions{.alpha = 0.3}); };
+  auto model = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, "discriminator");
+  model->add(conv(64, 5, 2, "same", "", seeds));
+  model->add(leaky3());
+  model->add(dropout(0.3, seeds));
+  model->add(conv(128, 5, 2, "same", "", seeds));
+  model->add(leaky3());
+  model->add(dropout(0.3, seeds));
+  model->add(plain<layers::Flatten>(seeds));
+  model->add(dense(1, "", seeds));
+  model->build(Shape{1, 28, 28, 1});
+  return model;
+}
 
 std::shared_ptr<Sequential> make_classifier_mlp(const ClassifierMlpOptions& o) {
   const char* fn = "make_classifier_mlp";

@@ -1,11 +1,13 @@
-// Ready-made architectures: the Fashion-MNIST classifier MLP and the GAN generator/discriminator.
+// Ready-made architectures: the Fashion-MNIST classifier MLP and convnet, the GAN generator/
+// discriminator and TF's DCGAN tutorial networks.
 //
 // Facts:    Every Dense uses Keras defaults (glorot_uniform kernel, zero bias); BatchNormalization
 //           uses Keras defaults (momentum 0.99, epsilon 1e-3). With `seed` set, layer i (counting
 //           every layer from 0) gets seed + i, so the same seed builds bit-identical weights; without
 //           it, layers draw the process-wide default seeds. Models are built for `inputs` features,
 //           so summary() shows shapes at once.
-// Ref:      ../shared/peers/RESULTS.md workloads W1 (classifier) and W4 (GAN), the TF DCGAN tutorial
+// Ref:      ../shared/peers/RESULTS.md workloads W1 (classifier), W4 (GAN), W8 (convnet), W9 (DCGAN);
+//           keras.io/examples/vision/mnist_convnet, tensorflow.org/tutorials/generative/dcgan
 #pragma once
 
 #include <cstdint>
@@ -43,5 +45,36 @@ struct GanOptions {
 std::shared_ptr<Sequential> make_gan_generator(const GanOptions& options = {});
 // images [batch, 784] -> Dense 512 -> LeakyReLU(0.2) -> Dense 256 -> LeakyReLU(0.2) -> Dense 1 (logit).
 std::shared_ptr<Sequential> make_gan_discriminator(const GanOptions& options = {});
+
+struct ClassifierCnnOptions {
+  std::int64_t height = 28, width = 28, channels = 1;
+  std::int64_t classes = 10;
+  double dropout = 0.5;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  std::string name = "classifier_cnn";
+};
+
+// The Keras "simple MNIST convnet" (W8): flat inputs [batch, h·w·c] -> Reshape (h, w, c) ->
+// Conv2D 32 3x3 relu -> MaxPooling2D 2 -> Conv2D 64 3x3 relu -> MaxPooling2D 2 -> Flatten ->
+// Dropout 0.5 -> Dense classes (logits). Default: 28x28x1 -> 26x26x32 -> 13x13x32 -> 11x11x64 ->
+// 5x5x64 -> 1600 -> 10; 34,826 parameters, as Keras.
+// Errors:  std::invalid_argument for non-positive sizes, a dropout outside [0, 1), or an image too
+//          small for the two conv + pool stages (names the layer).
+std::shared_ptr<Sequential> make_classifier_cnn(const ClassifierCnnOptions& options = {});
+
+struct DcganOptions {
+  std::int64_t noise_dim = 100;
+  std::optional<std::uint64_t> seed = std::nullopt;
+};
+
+// TF's DCGAN tutorial generator (W9): noise [batch, 100] -> Dense 7·7·256 (no bias) -> BN ->
+// LeakyReLU(0.3) -> Reshape (7, 7, 256) -> Conv2DTranspose 128 5x5 s1 same (no bias) -> BN -> LReLU ->
+// Conv2DTranspose 64 5x5 s2 same (no bias) -> BN -> LReLU -> Conv2DTranspose 1 5x5 s2 same (no bias)
+// -> tanh: images [batch, 28, 28, 1]; 2,330,944 parameters (2,305,472 trainable).
+std::shared_ptr<Sequential> make_dcgan_generator(const DcganOptions& options = {});
+// TF's DCGAN tutorial discriminator (W9): images [batch, 28, 28, 1] -> Conv2D 64 5x5 s2 same ->
+// LeakyReLU(0.3) -> Dropout 0.3 -> Conv2D 128 5x5 s2 same -> LReLU -> Dropout 0.3 -> Flatten ->
+// Dense 1 (logit); 212,865 parameters.
+std::shared_ptr<Sequential> make_dcgan_discriminator(const DcganOptions& options = {});
 
 }  // namespace tapeflow::models

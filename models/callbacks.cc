@@ -194,4 +194,46 @@ void CheckpointHook::on_epoch_end(int epoch, Logs& logs) {
   ++saves_;
 }
 
+void TerminateOnNaN::on_train_begin(const Logs&) {
+  terminated_ = false;
+  reason_.clear();
+}
+
+void TerminateOnNaN::on_train_batch_end(std::int64_t batch, const Logs& logs) {
+  const std::optional<double> loss = logs.get("loss");
+  if (!loss || std::isfinite(*loss) || terminated_) return;
+  terminated_ = true;
+  reason_ = fmt::format("loss {} at epoch {}, batch {}", *loss, epoch_ + 1, batch + 1);
+  logger()->error("TerminateOnNaN: {}; training stops", reason_);
+  model().set_stop_training(true);
+}
+
+ProgbarLogger::ProgbarLogger(ProgbarLoggerOptions options) : options_(options) {
+  if (options_.verbose < 1 || options_.verbose > 2)
+    throw std::invalid_argument("ProgbarLogger: verbose must be 1 or 2, got " + std::to_string(options_.verbose));
+}
+
+void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
+  const std::string title = fmt::format("Epoch {}/{}", epoch + 1, options_.epochs);
+  if (options_.verbose == 1) {
+    std::fprintf(options_.out, "%s\n", title.c_str());
+    std::fflush(options_.out);
+  }
+  // verbose 2: "epoch 3/10 - 120/469 - ..." progress lines, distinct from fit's "Epoch 3/10 - ..." summary.
+  bar_.emplace(ProgbarOptions{.target = options_.steps, .verbose = options_.verbose,
+                              .log_interval = options_.log_interval,
+                              .prefix = fmt::format("epoch {}/{}", epoch + 1, options_.epochs), .out = options_.out});
+  seen_ = 0;
+}
+
+void ProgbarLogger::on_train_batch_end(std::int64_t batch, const Logs& logs) {
+  seen_ = batch + 1;
+  if (bar_) bar_->update(seen_, Progbar::Values(logs.begin(), logs.end()));
+}
+
+void ProgbarLogger::on_epoch_end(int, Logs& logs) {
+  if (bar_) bar_->update(seen_, Progbar::Values(logs.begin(), logs.end()), /*finalize=*/true);
+  bar_.reset();
+}
+
 }  // namespace tapeflow::models

@@ -1,7 +1,9 @@
-// Callbacks: hooks into Model::fit (History, EarlyStopping, CSVLogger, LearningRateScheduler, CheckpointHook).
+// Callbacks: hooks into Model::fit (History, EarlyStopping, CSVLogger, LearningRateScheduler,
+// CheckpointHook, TerminateOnNaN, ProgbarLogger).
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "models/logs.h"
+#include "models/progbar.h"
 #include "tape/core/tensor.h"
 
 namespace tapeflow::models {
@@ -146,6 +149,51 @@ class CheckpointHook : public Callback {
   CheckpointHookOptions options_;
   std::optional<double> best_;
   int saves_ = 0;
+};
+
+// Stops training at the first batch whose "loss" is NaN or infinite, logging an error that names
+// the epoch (from 1) and the batch (from 1). fit still calls on_epoch_end for that epoch (as Keras),
+// so checkpoint savers should consult terminated() and not save the diverged weights.
+// Ref:    keras.callbacks.TerminateOnNaN
+class TerminateOnNaN : public Callback {
+ public:
+  void on_train_begin(const Logs& logs) override;
+  void on_epoch_begin(int epoch, const Logs& logs) override { epoch_ = epoch; }
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  bool terminated() const { return terminated_; }
+  // "loss nan at epoch 3, batch 17" once terminated(), else "".
+  const std::string& reason() const { return reason_; }
+
+ private:
+  int epoch_ = 0;
+  bool terminated_ = false;
+  std::string reason_;
+};
+
+struct ProgbarLoggerOptions {
+  int verbose = 1;            // 1: "Epoch e/E" and a progress bar per epoch; 2: a log line every log_interval s
+  int epochs = 1;             // for "Epoch e/E"
+  std::int64_t steps = -1;    // batches per epoch (-1: unknown)
+  double log_interval = 5.0;  // verbose 2
+  std::FILE* out = stdout;    // verbose 1
+};
+
+// Prints training progress during each epoch through a Progbar; fit adds one when verbose > 0.
+// verbose 1 ends each epoch's bar with the epoch's logs (val_* included), so fit then logs no
+// separate epoch line; verbose 2 adds a line every log_interval seconds to fit's line per epoch.
+// Errors: std::invalid_argument for verbose outside 1..2.
+// Ref:    keras.callbacks.ProgbarLogger
+class ProgbarLogger : public Callback {
+ public:
+  explicit ProgbarLogger(ProgbarLoggerOptions options);
+  void on_epoch_begin(int epoch, const Logs& logs) override;
+  void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  void on_epoch_end(int epoch, Logs& logs) override;
+
+ private:
+  ProgbarLoggerOptions options_;
+  std::optional<Progbar> bar_;
+  std::int64_t seen_ = 0;
 };
 
 // Calls the given functions (any may be empty). Ref: keras.callbacks.LambdaCallback

@@ -9,9 +9,12 @@
 #include <sstream>
 #include <stdexcept>
 
+#include <spdlog/spdlog.h>
+
 #include "models/io/atomic_file.h"
 #include "models/io/h5_io.h"
 #include "models/saving.h"
+#include "tape/runtime/logging.h"
 
 namespace tapeflow::models {
 namespace {
@@ -61,7 +64,19 @@ Tensor read_checked(const io::H5Reader& r, const std::string& path, const std::s
 
 }  // namespace
 
-Checkpoint::Checkpoint(CheckpointOptions options) : options_(std::move(options)) {}
+Checkpoint::Checkpoint(CheckpointOptions options) : options_(std::move(options)) {
+  if (options_.model) track_layer_generators("model_rng", *options_.model);
+}
+
+std::size_t Checkpoint::track_layer_generators(const std::string& prefix, layers::Layer& model) {
+  std::size_t count = 0;
+  auto visit = [&](auto& self, layers::Layer& layer) -> void {
+    if (Generator* g = layer.training_generator()) track_generator(prefix + "." + std::to_string(count++), g);
+    for (const auto& sub : layer.layers()) self(self, *sub);
+  };
+  visit(visit, model);
+  return count;
+}
 
 void Checkpoint::track_variable(const std::string& name, const Variable& variable) {
   check_unique(variables_, name, "variable");
@@ -87,10 +102,16 @@ void Checkpoint::add_function(const FunctionGraph& function) {
   functions_.push_back(function);
 }
 
+void Checkpoint::set_config(std::string config) {
+  if (config.find('\0') != std::string::npos) throw std::invalid_argument("Checkpoint::set_config: text contains a NUL byte");
+  config_ = std::move(config);
+}
+
 void Checkpoint::write(const std::string& path) const {
   io::H5Writer w(path);
   w.write_attribute("", "format", std::string(kFormat));
   w.write_attribute("", "format_version", std::int64_t{1});
+  if (!config_.empty()) w.write_attribute("", "config", config_);
   if (options_.model) write_keras_weights(w, "model_weights", *options_.model);
   if (options_.optimizer) {
     optimizers::Optimizer& opt = *options_.optimizer;
@@ -129,6 +150,8 @@ void Checkpoint::read(const std::string& path) {
     fail(r, "not a tapeflow checkpoint (root attribute 'format' is missing or not '" + std::string(kFormat) + "')");
   if (r.read_int_attribute("", "format_version") != 1)
     fail(r, "unsupported format_version " + std::to_string(r.read_int_attribute("", "format_version")));
+
+  std::string config = r.has_attribute("", "config") ? r.read_string_attribute("", "config") : std::string();
 
   // 1. Functions: parse all first, so an unknown op is reported before anything changes.
   std::vector<FunctionGraph> functions;
@@ -183,9 +206,12 @@ void Checkpoint::read(const std::string& path) {
   for (const auto& [name, v] : variables_)
     plan.emplace_back(v, read_checked(r, "variables/" + name, "variable '" + name + "'", v.shape(), v.dtype()));
   std::vector<std::int64_t> counter_values;
-  for (const auto& [name, c] : counters_)
-    counter_values.push_back(read_checked(r, "counters/" + name, "counter '" + name + "'", Shape{}, DType::kInt64)
-                                 .item<std::int64_t>());
+  for (const auto& [name, c] : counters_) {
+    const std::int64_t value = *read_checked(r, "counters/" + name, "counter '" + name + "'", Shape{}, DType::kInt64)
+                                    .data<std::int64_t>();
+    if (value < 0) fail(r, "counter '" + name + "' is negative: " + std::to_string(value));
+    counter_values.push_back(value);
+  }
   std::vector<std::vector<std::uint64_t>> generator_states;
   for (const auto& [name, gen] : generators_) {
     Tensor t = read_checked(r, "generators/" + name, "generator '" + name + "'",
@@ -201,16 +227,21 @@ void Checkpoint::read(const std::string& path) {
     generator_states.push_back(std::move(s));
   }
 
-  // 3. Model weights, checked like the rest; then everything is assigned, then functions registered.
+  // 3. Model weights, checked like the rest; then the functions are registered, then everything is assigned.
   if (options_.model) plan_keras_weights(r, "model_weights", *options_.model, plan);
+  // Functions first: registration refuses call cycles before anything changes.
+  std::vector<std::string> function_names;
+  for (const FunctionGraph& f : functions) function_names.push_back(f.name);
+  try {
+    register_functions(std::move(functions));
+  } catch (const std::invalid_argument& e) {
+    fail(r, e.what());
+  }
   assign_weights(plan);
   for (std::size_t i = 0; i < counters_.size(); ++i) *counters_[i].second = counter_values[i];
   for (std::size_t i = 0; i < generators_.size(); ++i) generators_[i].second->set_state(generator_states[i]);
-  loaded_functions_.clear();
-  for (FunctionGraph& f : functions) {
-    loaded_functions_.push_back(f.name);
-    register_function(std::move(f));
-  }
+  loaded_functions_ = std::move(function_names);
+  loaded_config_ = std::move(config);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -235,6 +266,7 @@ CheckpointManager::CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std
   std::error_code ec;
   fs::create_directories(directory_, ec);
   if (ec) throw std::runtime_error(directory_ + ": cannot create checkpoint directory (" + ec.message() + ")");
+  if (!fs::is_directory(directory_, ec)) throw std::runtime_error(directory_ + ": is not a directory");
   // Temporary files of dead writers: "<target>.tmp-<pid>-<hex>".
   std::set<std::string> targets;
   for (const auto& e : fs::directory_iterator(directory_, ec)) {
@@ -242,39 +274,46 @@ CheckpointManager::CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std
     auto pos = n.find(".tmp-");
     if (pos != std::string::npos) targets.insert((fs::path(directory_) / n.substr(0, pos)).string());
   }
+  if (ec) throw std::runtime_error(directory_ + ": cannot list checkpoint directory (" + ec.message() + ")");
   for (const std::string& t : targets) io::remove_stale_temp_files(t);
-  read_index();
-  // Checkpoint files the index does not list: a save killed between its rename and the index
-  // update, or old files whose deletion was cut short.
-  std::vector<fs::path> orphans;
+  // The files are the truth: every "ckpt-<n>.h5" counts (a save killed between its rename and the
+  // index update, an index lost or damaged), so numbering never reuses a name that exists.
+  std::vector<std::pair<std::int64_t, std::string>> found;
   for (const auto& e : fs::directory_iterator(directory_, ec)) {
     const std::string n = e.path().filename().string();
-    if (number_of(n) > 0 && std::find(kept_.begin(), kept_.end(), n) == kept_.end()) orphans.push_back(e.path());
+    if (const std::int64_t k = number_of(n); k > 0) found.emplace_back(k, n);
   }
-  for (const fs::path& p : orphans) fs::remove(p, ec);
+  std::sort(found.begin(), found.end());
+  for (const auto& [k, n] : found) {
+    kept_.push_back(n);
+    next_ = std::max(next_, k + 1);
+  }
+  read_index();
 }
 
 void CheckpointManager::read_index() {
   namespace fs = std::filesystem;
   std::error_code ec;
-
   const std::string index = (fs::path(directory_) / "checkpoint").string();
-  if (!fs::exists(index)) return;
-  if (fs::file_size(index, ec) > kMaxIndexBytes) throw std::runtime_error(index + ": checkpoint index is too large");
+  if (!fs::exists(index, ec)) return;
+  // The index only carries the numbering on (its "next" line) once files were deleted; a damaged
+  // one is reported and ignored.
+  auto ignore = [&](const std::string& why) {
+    logger()->warn("{}: {}; ignoring the index and using the checkpoint files in {}", index, why, directory_);
+  };
+  if (fs::file_size(index, ec) > kMaxIndexBytes) return ignore("checkpoint index is too large");
   std::ifstream in(index);
-  if (!in) throw std::runtime_error(index + ": cannot read checkpoint index");
   std::string line;
-  if (!std::getline(in, line) || line != kIndexHeader)
-    throw std::runtime_error(index + ": not a checkpoint index (first line '" + line + "')");
-  if (!std::getline(in, line) || line.rfind("next ", 0) != 0 ||
-      number_of("ckpt-" + line.substr(5) + ".h5") < 1)
-    throw std::runtime_error(index + ": malformed 'next' line '" + line + "'");
-  next_ = number_of("ckpt-" + line.substr(5) + ".h5");
+  if (!in) return ignore("cannot read the checkpoint index");
+  if (!std::getline(in, line) || line != kIndexHeader) return ignore("not a checkpoint index (first line '" + line + "')");
+  if (!std::getline(in, line) || line.rfind("next ", 0) != 0 || number_of("ckpt-" + line.substr(5) + ".h5") < 1)
+    return ignore("malformed 'next' line '" + line + "'");
+  const std::int64_t next = number_of("ckpt-" + line.substr(5) + ".h5");
   while (std::getline(in, line)) {
     const std::int64_t n = number_of(line);
-    if (n < 1 || n >= next_) throw std::runtime_error(index + ": malformed checkpoint entry '" + line + "'");
-    kept_.push_back(line);
+    if (n < 1 || n >= next) return ignore("malformed checkpoint entry '" + line + "'");
   }
+  next_ = std::max(next_, next);
 }
 
 void CheckpointManager::write_index() const {
@@ -314,9 +353,22 @@ std::vector<std::string> CheckpointManager::checkpoints() const {
 }
 
 std::optional<std::string> CheckpointManager::restore() {
-  auto latest = latest_checkpoint();
-  if (latest) checkpoint_->read(*latest);
-  return latest;
+  std::string problems;
+  for (auto it = kept_.rbegin(); it != kept_.rend(); ++it) {
+    const std::string path = (std::filesystem::path(directory_) / *it).string();
+    try {
+      checkpoint_->read(path);  // checks everything before it changes anything
+      return path;
+    } catch (const std::runtime_error& e) {
+      logger()->warn("cannot restore {}: {}; trying an older checkpoint", path, e.what());
+      problems += std::string("\n  ") + e.what();
+    }
+  }
+  if (!kept_.empty())
+    throw std::runtime_error(directory_ + ": none of the " + std::to_string(kept_.size()) +
+                             " checkpoint files can be restored (they are kept; move them away to start afresh):" +
+                             problems);
+  return std::nullopt;
 }
 
 }  // namespace tapeflow::models

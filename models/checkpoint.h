@@ -1,12 +1,12 @@
 // Checkpoint (model + optimizer + counters + RNG state + traced functions in one HDF5 file) and
 // CheckpointManager (numbered checkpoints in a directory with an atomically updated index).
 //
-// Layout:   root attributes format "tapeflow-checkpoint", format_version 1;
+// Layout:   root attributes format "tapeflow-checkpoint", format_version 1, config (optional text);
 //           model_weights/   the Keras weights layout of models/saving.h;
 //           optimizer_weights/  attributes weight_names (optimizer.variables() names: iterations,
 //                            then slots), optimizer (its name), learning_rate_schedule (schedule
 //                            name or "constant"); one dataset per name;
-//           variables/<name>, counters/<name> (int64 scalar), generators/<name> (int64 [6], the
+//           variables/<name>, counters/<name> (int64 scalar, never negative), generators/<name> (int64 [6], the
 //           Generator state bits); functions/<name>: attribute program (FunctionGraph text) and
 //           datasets constants/<i>.
 // Facts:    write() goes through io::H5Writer (temporary file + fsync + rename, Fletcher-32 per
@@ -17,11 +17,14 @@
 //           and tape.gradient use its saved custom gradient. Entries in the file that nothing
 //           tracks are ignored; a tracked entry missing from the file is an error. Learning-rate
 //           schedules are pure functions of `iterations`, so restoring iterations restores them.
-//           Layers' private generators (Dropout masks) are not saved.
+//           The training generators of the model's layers (Layer::training_generator: Dropout
+//           masks) are tracked as generators/model_rng.<i> (i-th such layer, depth first), so a
+//           resumed run draws the same masks.
 // Errors:   std::runtime_error "<file>: <problem>" for I/O, hostile or mismatched files (missing
 //           group/attribute/dataset, wrong shape or dtype naming the variable and both shapes,
-//           a different schedule, an unknown op in a saved function); std::invalid_argument for a
-//           bad tracking name or a duplicate.
+//           a different schedule, an unknown op in a saved function, a negative counter, a
+//           function that would call itself, a variable-length string attribute); std::invalid_argument
+//           for a bad tracking name or a duplicate.
 // Ref:      tf.train.Checkpoint, tf.train.CheckpointManager
 #pragma once
 
@@ -53,8 +56,16 @@ class Checkpoint {
   void track_variable(const std::string& name, const Variable& variable);
   void track_counter(const std::string& name, std::int64_t* counter);
   void track_generator(const std::string& name, Generator* generator);
+  // Tracks the training generator of every layer in `model`'s tree (depth first, the model itself
+  // first) that has one, as "<prefix>.<i>". Returns how many.
+  std::size_t track_layer_generators(const std::string& prefix, layers::Layer& model);
   // Saves a traced function (with its gradient when traced with trace_custom_gradient).
   void add_function(const FunctionGraph& function);
+  // Free text saved as the root attribute "config" (apps store the flags a run was trained with,
+  // so a reuse or resume with other flags can be detected). Errors: std::invalid_argument for a NUL.
+  void set_config(std::string config);
+  // The "config" of the file the last read() restored ("" if it had none).
+  const std::string& loaded_config() const { return loaded_config_; }
 
   void write(const std::string& path) const;
   void read(const std::string& path);
@@ -68,17 +79,23 @@ class Checkpoint {
   std::vector<std::pair<std::string, Generator*>> generators_;
   std::vector<FunctionGraph> functions_;
   std::vector<std::string> loaded_functions_;
+  std::string config_, loaded_config_;
 };
 
 // Keeps the newest `max_to_keep` checkpoints "<directory>/ckpt-<n>.h5" and an index file
 // "<directory>/checkpoint" listing them (oldest first), replaced atomically after each save.
-// Facts:    save() writes the new file (atomically), then the index, then deletes checkpoints that
-//           fell out of the window: a crash at any point leaves the index naming complete files.
-//           Numbers continue from the index across processes. The constructor creates the
-//           directory, removes temporary files of dead writers and deletes "ckpt-<n>.h5" files the
-//           index does not list (left by a save or a clean-up that was cut short).
+// Facts:    the checkpoint files themselves are the truth: the constructor lists every
+//           "ckpt-<n>.h5" in the directory (a save killed between its rename and the index update,
+//           or an index that is missing or damaged, loses nothing) and numbers new saves after the
+//           largest n found (and after the index's "next"), so a save never overwrites an existing
+//           file. save() writes the new file (atomically), then the index, then deletes the oldest
+//           files beyond max_to_keep. restore() reads the newest file and falls back to older ones
+//           when a file cannot be read (logging a warning per file). The constructor creates the
+//           directory and removes temporary files of dead writers. A damaged index is logged and
+//           ignored.
 // Errors:   std::invalid_argument for a null checkpoint or max_to_keep < 1; std::runtime_error for
-//           I/O and a malformed index (naming the index file and the line).
+//           I/O (naming the directory), and from restore() when files exist but none can be read
+//           (naming each file and its problem; the files are left alone).
 class CheckpointManager {
  public:
   CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std::string directory, int max_to_keep = 5);
@@ -88,7 +105,8 @@ class CheckpointManager {
   std::optional<std::string> latest_checkpoint() const;
   // Paths of the kept checkpoints, oldest first.
   std::vector<std::string> checkpoints() const;
-  // Restores the newest checkpoint; returns its path (nullopt when there is none: nothing changes).
+  // Restores the newest readable checkpoint; returns its path (nullopt when there is none: nothing
+  // changes).
   std::optional<std::string> restore();
   const std::string& directory() const { return directory_; }
 

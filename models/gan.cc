@@ -55,7 +55,9 @@ GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discrimina
       GradientOptions zeros_if_unconnected;
       zeros_if_unconnected.unconnected_gradients = UnconnectedGradients::kZero;
       const Tensor gx = *inner.gradient(reduce_sum(d_real), real, zeros_if_unconnected);
-      r1 = (0.5 * options.r1_gamma) * reduce_mean(reduce_sum(square(gx), 1));
+      std::vector<int> example_axes;  // every axis but the batch ([b, 784] or NHWC images)
+      for (int a = 1; a < gx.rank(); ++a) example_axes.push_back(a);
+      r1 = (0.5 * options.r1_gamma) * reduce_mean(reduce_sum(square(gx), example_axes));
     } else {
       d_real = discriminator(real, true);
     }

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -193,7 +194,8 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
   check_batch_size("Model::fit", options.batch_size);
   const std::int64_t n = x.shape()[0];
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
-  if (options.shuffle) ds = ds.shuffle(n, options.seed);
+  // Epoch e is shuffle pass e, so a run resumed at initial_epoch sees the batches an uninterrupted run sees.
+  if (options.shuffle) ds = ds.shuffle(n, options.seed, true, static_cast<std::uint64_t>(std::max(0, options.initial_epoch)));
   ReplicaContext* replicas = options.replica_context.get();
   if (!distributed(replicas)) return fit(ds.batch(options.batch_size).prefetch(2), options);
   // Same shuffled order on every rank; rank r keeps examples r, r + N, ... of each pass, so the
@@ -255,6 +257,11 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
   auto history = std::make_shared<History>();
   std::vector<std::shared_ptr<Callback>> callbacks;
   if (chief) callbacks = options.callbacks;  // rank 0 only: checkpoints, CSV files, early stopping
+  if (options.verbose > 0 && chief) {  // Keras's ProgbarLogger, first so its epoch line ends before others print
+    const std::int64_t steps = steps_per_epoch > 0 ? steps_per_epoch : dataset.cardinality();
+    callbacks.insert(callbacks.begin(), std::make_shared<ProgbarLogger>(ProgbarLoggerOptions{
+        .verbose = std::min(options.verbose, 2), .epochs = options.epochs, .steps = steps >= 0 ? steps : -1}));
+  }
   callbacks.push_back(history);  // last: it records what the other callbacks added to the logs
   for (auto& cb : callbacks) cb->set_model(this);
   stop_training_ = false;
@@ -313,7 +320,7 @@ History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (auto& cb : callbacks) cb->on_epoch_end(epoch, epoch_logs);
     sync_control("fit: epoch end (stop_training, learning rate)");
-    if (options.verbose > 0 && chief)
+    if (options.verbose > 1 && chief)  // with verbose 1 the progress bar's last line says it
       logger()->info("Epoch {}/{} - {} steps - {:.2f}s {:.2f}ms/step{}", epoch + 1, options.epochs, step, seconds,
                      1e3 * seconds / static_cast<double>(step), format_logs(epoch_logs));
     last_logs = epoch_logs;

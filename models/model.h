@@ -3,12 +3,16 @@
 // Facts:    Subclass it like keras.Model: create sublayers in the constructor with track_layer(),
 //           override call(inputs, training); override train_step / test_step for custom loops.
 //           fit(x, y) slices x and y along the first axis into a Dataset, shuffled each epoch
-//           (seeded by FitOptions::seed: the same seed gives the same batches), batched with a
+//           (seeded by FitOptions::seed: the same seed gives the same batches; epoch e is shuffle
+//           pass e, so a fit resumed with initial_epoch = e continues the data order), batched with a
 //           row memcpy and prefetched by a background task. Per-epoch logs: "loss" (the example-
 //           weighted mean of the batch losses), then each metric — i.e. the logs returned by the
 //           epoch's last train_step — then "val_loss" and "val_<metric>" from test_step.
-//           With verbose > 0 each epoch logs one line through spdlog (info):
-//           "Epoch 3/10 - 469 steps - 1.21s 2.6ms/step - loss: 0.3512 - accuracy: 0.8721 - val_...".
+//           verbose (as Keras): 0 silent; 1 "Epoch 3/10" and a progress bar on stdout
+//           ("469/469 [======>....] - ETA: 3s - loss: 0.4267 - accuracy: 0.8445", ProgbarLogger),
+//           for terminals; 2 (for logs) one spdlog line per epoch
+//           "Epoch 3/10 - 469 steps - 1.21s 2.6ms/step - loss: 0.3512 - accuracy: 0.8721 - val_..."
+//           and a line every 5 s during the epoch.
 // Replicas: given FitOptions/EvaluateOptions::replica_context with size() N > 1 (distribute::Context
 //           over MPI), fit and evaluate run data-parallel (Horovod's design):
 //           - fit(x, y): every rank shuffles the whole set with the same seed, keeps its shard
@@ -95,7 +99,7 @@ struct FitOptions {
   std::optional<data::Dataset> validation_dataset = std::nullopt;  // or a batched dataset of {x, y}
   bool shuffle = true;                 // with x, y: a full reshuffle every epoch
   std::vector<std::shared_ptr<Callback>> callbacks = {};
-  int verbose = 1;                     // 0 silent, >= 1 one spdlog line per epoch
+  int verbose = 1;                     // 0 silent, 1 progress bar, 2 a line per epoch and every 5 s
   std::uint64_t seed = 0;              // shuffle seed
   int initial_epoch = 0;
   std::int64_t steps_per_epoch = -1;   // with an infinite (repeated) dataset: batches per epoch

@@ -13,6 +13,7 @@
 #include "tape/core/variable.h"
 #include "tape/function/function.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/conv_ops.h"
 #include "tape/ops/index_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"

@@ -21,6 +21,7 @@
 #include "models/adversarial.h"
 #include "models/architectures.h"
 #include "models/checkpoint.h"
+#include "models/progbar.h"
 #include "optimizers/adam.h"
 #include "tape/core/random.h"
 #include "tape/kernels/parallel.h"
@@ -37,6 +38,7 @@ struct Flags : tf::apps::CommonFlags {
   std::vector<double> epsilons = {0.01, 0.03, 0.05, 0.1};
   int pgd_steps = 0;
   std::vector<std::int64_t> hidden = {256};
+  std::string model = "mlp";  // or "cnn": the Keras convnet (make_classifier_cnn)
   std::string checkpoint_dir;
 };
 
@@ -58,11 +60,28 @@ std::string json_list(const std::vector<double>& v) {
   return "[" + s + "]";
 }
 
+// The flags that shape one trained model, as stored in its checkpoint (λ only for the regularized
+// one). --threads only warns when it changes (results then differ in the last bits).
+tf::apps::AppConfig training_config(const Flags& f, double lambda) {
+  std::string hidden;
+  for (auto h : f.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  return {{"--epochs", std::to_string(f.epochs)},
+          {"--batch-size", std::to_string(f.batch_size)},
+          {"--lambda", fmt::format("{}", lambda)},
+          {"--learning-rate", fmt::format("{}", f.learning_rate)},
+          {"--hidden", hidden},
+          {"--seed", std::to_string(f.seed)},
+          {"--limit", std::to_string(f.limit)},
+          {"--threads", std::to_string(tf::kernels::num_threads()), true}};
+}
+
 // Trains one classifier for f.epochs epochs; the shuffling depends only on f.seed, so both models
-// see the same batches in the same order.
+// see the same batches in the same order. A checkpoint of the same name in --checkpoint-dir is
+// loaded instead, after checking that it was trained with the same flags.
 ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const std::string& name, double lambda) {
-  auto model = tf::models::make_classifier_mlp(
-      {.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
+  std::shared_ptr<tf::models::Sequential> model =
+      f.model == "cnn" ? tf::models::make_classifier_cnn({.seed = f.seed, .name = name})
+                       : tf::models::make_classifier_mlp({.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
   auto adam = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = f.learning_rate});
   const std::int64_t n = ds.x_train.shape()[0];
   tf::Generator shuffle_gen(f.seed ^ 0x5eedULL);
@@ -71,10 +90,12 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
   r.name = name;
   r.lambda = lambda;
   tf::models::Checkpoint ckpt({.model = model, .optimizer = adam});
+  ckpt.set_config(tf::apps::encode_config(training_config(f, lambda)));
   const std::string ckpt_path =
       f.checkpoint_dir.empty() ? "" : (std::filesystem::path(f.checkpoint_dir) / (name + ".h5")).string();
   if (!ckpt_path.empty() && std::filesystem::exists(ckpt_path)) {
     ckpt.read(ckpt_path);
+    tf::apps::check_config(ckpt_path, ckpt.loaded_config(), training_config(f, lambda));
     r.restored = true;
     r.final_loss = r.final_cross_entropy = r.final_input_gradient_norm = r.train_seconds = std::nan("");
     spdlog::info("[{}] restored from {} (not trained)", name, ckpt_path);
@@ -85,11 +106,20 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle_gen.uniform_int(i)]);
     double loss_sum = 0, ce_sum = 0, gn_sum = 0;
     std::int64_t steps = 0;
+    const std::int64_t total_steps = (n + f.batch_size - 1) / f.batch_size;
+    tf::models::Progbar bar({.target = total_steps, .verbose = tf::apps::fit_verbosity(f),
+                             .prefix = fmt::format("[{}] epoch {}/{}", name, epoch + 1, f.epochs)});
     for (std::int64_t b = 0; b < n; b += f.batch_size) {
+      tf::apps::throw_if_interrupted("training of the " + name + " model (epoch " + std::to_string(epoch + 1) + ")",
+                                     "nothing of this model was saved (a model is saved when its training ends)");
       const std::vector<std::int64_t> rows(order.begin() + b, order.begin() + std::min(n, b + f.batch_size));
       const auto s = tf::models::input_gradient_regularized_step(*model, *adam, tf::data::gather_rows(ds.x_train, rows),
                                                                  tf::data::gather_rows(ds.y_train, rows), lambda);
+      if (!std::isfinite(s.loss))
+        throw tf::apps::DivergedError(fmt::format("[{}] training diverged: loss {} at epoch {}, step {}", name, s.loss,
+                                                  epoch + 1, steps + 1));
       loss_sum += s.loss, ce_sum += s.cross_entropy, gn_sum += s.input_gradient_norm, ++steps;
+      bar.update(steps, {{"loss", loss_sum / steps}}, steps == total_steps);
     }
     r.final_loss = loss_sum / steps, r.final_cross_entropy = ce_sum / steps, r.final_input_gradient_norm = gn_sum / steps;
     spdlog::info("[{}] epoch {}/{} - loss {:.4f} - cross-entropy {:.4f} - ‖∂CE/∂x‖ {:.4f}", name, epoch + 1, f.epochs,
@@ -98,7 +128,6 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
   if (!r.restored) {
     r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!ckpt_path.empty()) {
-      std::filesystem::create_directories(f.checkpoint_dir);
       ckpt.write(ckpt_path);
       spdlog::info("[{}] saved {}", name, ckpt_path);
     }
@@ -141,10 +170,10 @@ void write_metrics(const Flags& f, const std::vector<ModelReport>& reports, std:
         json_list(r.pgd), json_number(r.final_loss), json_number(r.final_cross_entropy),
         json_number(r.final_input_gradient_norm), json_number(r.train_seconds));
   const std::string json = fmt::format(
-      "{{\n  \"epsilons\": {},\n  \"pgd_steps\": {},\n  \"lambda\": {},\n  \"epochs\": {},\n  \"batch_size\": {},\n"
+      "{{\n  \"model\": \"{}\",\n  \"epsilons\": {},\n  \"pgd_steps\": {},\n  \"lambda\": {},\n  \"epochs\": {},\n  \"batch_size\": {},\n"
       "  \"learning_rate\": {},\n  \"seed\": {},\n  \"threads\": {},\n  \"train_examples\": {},\n"
       "  \"test_examples\": {},\n  \"models\": {{\n{}\n  }}\n}}\n",
-      json_list(f.epsilons), f.pgd_steps, json_number(f.lambda), f.epochs, f.batch_size, json_number(f.learning_rate),
+      f.model, json_list(f.epsilons), f.pgd_steps, json_number(f.lambda), f.epochs, f.batch_size, json_number(f.learning_rate),
       f.seed, tf::kernels::num_threads(), n_train, n_test, models);
   std::ofstream out(f.metrics_out);
   out << json;
@@ -153,9 +182,8 @@ void write_metrics(const Flags& f, const std::vector<ModelReport>& reports, std:
 
 int run(const Flags& f) {
   tf::apps::apply_common_flags(f);
-  auto loaded = tf::apps::load_fashion_mnist_or_explain("adversarial_regularization", f);
-  if (!loaded) return 2;
-  tf::data::FashionMnistTensors& ds = *loaded;
+  if (!f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
+  tf::data::FashionMnistTensors ds = tf::apps::load_fashion_mnist(f);
   spdlog::info("Fashion-MNIST: {} training and {} test examples; {} threads", ds.x_train.shape()[0],
                ds.x_test.shape()[0], tf::kernels::num_threads());
   std::vector<ModelReport> reports;
@@ -170,29 +198,30 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Train a baseline and an input-gradient-regularized Fashion-MNIST MLP (loss = CE + λ·‖∂CE/∂x‖₂, "
-               "double backward) with the same seed and budget; report clean and FGSM/PGD test accuracy."};
-  app.add_option("--epochs", f.epochs, "Training epochs per model")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", f.batch_size, "Examples per step")->capture_default_str()->check(CLI::PositiveNumber);
+  CLI::App app{"Train a baseline and an input-gradient-regularized Fashion-MNIST MLP or convnet (loss = CE + λ·‖∂CE/∂x‖₂, "
+               "double backward) with the same seed and budget; report clean and FGSM/PGD test accuracy.",
+               "adversarial_regularization"};
+  app.add_option("--epochs", f.epochs, "Training epochs per model")->capture_default_str()->check(tf::apps::at_least(1));
+  app.add_option("--batch-size", f.batch_size, "Examples per step")->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--lambda", f.lambda, "Weight λ of ‖∂CE/∂x‖₂ (global L2 norm over the batch) for the regularized model")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::positive());
   app.add_option("--learning-rate", f.learning_rate, "Adam learning rate")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::positive());
   app.add_option("--epsilons", f.epsilons, "FGSM/PGD budgets (L∞, pixels in [0, 1]), comma-separated")
-      ->delimiter(',')->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  app.add_option("--pgd-steps", f.pgd_steps, "Also evaluate PGD with K steps of 2.5·ε/K (0: off)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->delimiter(',')->capture_default_str()->check(tf::apps::in_range(0.0, 1.0));
+  app.add_option("--pgd-steps", f.pgd_steps, "Also evaluate PGD with K steps of 2.5·ε/K (0, the default: PGD off)")
+      ->capture_default_str()->check(tf::apps::at_least(0));
+  app.add_option("--model", f.model,
+                 "Classifier: mlp (Dense ReLU layers of --hidden) or cnn (the Keras convnet: Conv2D 32 -> MaxPool -> "
+                 "Conv2D 64 -> MaxPool -> Dropout 0.5 -> Dense 10; its input gradient needs the second derivative "
+                 "of a convolution)")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--hidden", f.hidden, "Hidden layer sizes of the MLP (ReLU), comma-separated")
-      ->delimiter(',')->capture_default_str()->check(CLI::PositiveNumber);
+      ->delimiter(',')->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
-                 "Save each trained model (weights + Adam state) as DIR/<baseline|regularized>.h5; a file that "
-                 "already exists is loaded instead of training");
+                 "Save each trained model (weights, Adam state, flags) as DIR/<baseline|regularized>.h5; a file that "
+                 "already exists is loaded instead of training, if it was trained with the same flags");
   tf::apps::add_common_flags(app, f);
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "adversarial_regularization: error: %s\n", e.what());
-    return 1;
-  }
+  if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
+  return tf::apps::run_app("adversarial_regularization", [&] { return run(f); });
 }

@@ -1,6 +1,7 @@
-// gan: trains the Fashion-MNIST GAN (MLP generator and discriminator, BCE from logits, Adam(2e-4,
-// β1 0.5) each, two tapes per step), writes a PNG grid of samples from a fixed noise batch every
-// epoch, and scores samples with a classifier it trains itself. See --help.
+// gan: trains a Fashion-MNIST GAN — the MLP pair (default; Adam(2e-4, β1 0.5)) or TF's DCGAN tutorial
+// networks (--arch dcgan; Adam(1e-4, β1 0.9)) — with BCE from logits and two tapes per step, writes a
+// PNG grid of samples from a fixed noise batch every epoch, and scores samples with a classifier it
+// trains itself. See --help.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +24,7 @@
 #include "models/checkpoint.h"
 #include "models/gan.h"
 #include "models/losses.h"
+#include "models/progbar.h"
 #include "optimizers/adam.h"
 #include "png_grid.h"
 #include "tape/core/random.h"
@@ -35,8 +37,14 @@ namespace tf = tapeflow;
 namespace {
 
 constexpr std::int64_t kNoiseDim = 100;
+// Defaults of --arch dcgan where --epochs / --learning-rate / --beta-1 are not given (TF's tutorial
+// optimizer; the epochs are what a 2-core machine trains in reasonable time).
+constexpr int kDcganEpochs = 5;
+constexpr double kDcganLearningRate = 1e-4;
+constexpr double kDcganBeta1 = 0.9;
 
 struct Flags : tf::apps::CommonFlags {
+  std::string arch = "mlp";
   int epochs = 20;
   std::int64_t batch_size = 128;
   double learning_rate = 2e-4;
@@ -87,7 +95,7 @@ tf::Tensor sample_images(tf::layers::Layer& generator, std::int64_t n, tf::Gener
   std::vector<tf::Tensor> parts;
   for (std::int64_t b = 0; b < n; b += 1000) {
     const std::int64_t m = std::min<std::int64_t>(1000, n - b);
-    parts.push_back(generator(tf::random_normal(tf::Shape{m, kNoiseDim}, gen), false));
+    parts.push_back(tf::reshape(generator(tf::random_normal(tf::Shape{m, kNoiseDim}, gen), false), tf::Shape{m, 784}));
   }
   const tf::Tensor all = parts.size() == 1 ? parts[0] : tf::concat(parts, 0);
   return (all + 1.0) * 0.5;
@@ -98,27 +106,42 @@ void log_score(const char* what, const tf::models::ClassifierScore& s) {
                "inception score {:.3f}", what, s.mean_confidence, s.class_entropy, std::log(10.0), s.inception_score);
 }
 
+// The flags that shape the trained networks, as stored in the checkpoints. --epochs (the run may
+// be extended) and --threads (results then differ in the last bits) only warn when they change.
+tf::apps::AppConfig training_config(const Flags& f) {
+  return {{"--epochs", std::to_string(f.epochs), true},
+          {"--batch-size", std::to_string(f.batch_size)},
+          {"--learning-rate", fmt::format("{}", f.learning_rate)},
+          {"--beta-1", fmt::format("{}", f.beta_1)},
+          {"--r1-gamma", fmt::format("{}", f.r1_gamma)},
+          {"--seed", std::to_string(f.seed)},
+          {"--limit", std::to_string(f.limit)},
+          {"--threads", std::to_string(tf::kernels::num_threads()), true}};
+}
+
 int run(const Flags& f) {
   const auto t_start = std::chrono::steady_clock::now();
   tf::apps::apply_common_flags(f);
-  std::error_code ec;
-  std::filesystem::create_directories(f.samples_dir, ec);
-  if (ec || !std::filesystem::is_directory(f.samples_dir))
-    throw std::runtime_error("--samples-dir: cannot create '" + f.samples_dir + "': " + ec.message());
-  auto loaded = tf::apps::load_fashion_mnist_or_explain("gan", f);
-  if (!loaded) return 2;
-  tf::data::FashionMnistTensors& ds = *loaded;
+  tf::apps::check_writable_directory("--samples-dir", f.samples_dir);
+  if (!f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
+  tf::data::FashionMnistTensors ds = tf::apps::load_fashion_mnist(f);
   const std::int64_t n = ds.x_train.shape()[0];
   spdlog::info("Fashion-MNIST: {} training images; {} threads", n, tf::kernels::num_threads());
-  const tf::Tensor real_all = ds.x_train * 2.0 - 1.0;  // tanh range
+  const bool dcgan = f.arch == "dcgan";
+  // tanh range; the DCGAN's discriminator takes NHWC images.
+  const tf::Tensor real_all = tf::reshape(ds.x_train * 2.0 - 1.0, dcgan ? tf::Shape{n, 28, 28, 1} : tf::Shape{n, 784});
 
-  auto generator = tf::models::make_gan_generator({.noise_dim = kNoiseDim, .seed = f.seed});
-  auto discriminator = tf::models::make_gan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100});
+  auto generator = dcgan ? tf::models::make_dcgan_generator({.noise_dim = kNoiseDim, .seed = f.seed})
+                         : tf::models::make_gan_generator({.noise_dim = kNoiseDim, .seed = f.seed});
+  auto discriminator = dcgan ? tf::models::make_dcgan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100})
+                             : tf::models::make_gan_discriminator({.noise_dim = kNoiseDim, .seed = f.seed + 100});
+  spdlog::info("\n{}\n{}", generator->summary(), discriminator->summary());
   const tf::optimizers::AdamOptions adam{.learning_rate = f.learning_rate, .beta_1 = f.beta_1};
   auto g_opt = std::make_shared<tf::optimizers::Adam>(adam), d_opt = std::make_shared<tf::optimizers::Adam>(adam);
   tf::Generator noise_gen(f.seed + 1), shuffle_gen(f.seed + 2), fixed_gen(f.seed + 3);
   std::int64_t epochs_done = 0;
   std::unique_ptr<tf::models::CheckpointManager> manager;
+  std::string last_saved;  // the checkpoint written after the newest completed epoch
   if (!f.checkpoint_dir.empty()) {
     // One checkpoint holds both networks, both optimizers, the epoch and the data/noise generators.
     auto ckpt = std::make_shared<tf::models::Checkpoint>(tf::models::CheckpointOptions{.model = generator, .optimizer = g_opt});
@@ -126,17 +149,33 @@ int run(const Flags& f) {
     const auto d_vars = discriminator->variables(), d_slots = d_opt->variables();
     for (std::size_t i = 0; i < d_vars.size(); ++i) ckpt->track_variable(fmt::format("discriminator.{}", i), d_vars[i]);
     for (std::size_t i = 0; i < d_slots.size(); ++i) ckpt->track_variable(fmt::format("d_optimizer.{}", i), d_slots[i]);
+    ckpt->track_layer_generators("discriminator_rng", *discriminator);  // Dropout masks (DCGAN)
     ckpt->track_counter("epoch", &epochs_done);
     ckpt->track_generator("noise", &noise_gen);
     ckpt->track_generator("shuffle", &shuffle_gen);
+    ckpt->set_config(tf::apps::encode_config(training_config(f)));
     manager = std::make_unique<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
     if (f.resume) {
-      if (const auto path = manager->restore())
+      if (const auto path = manager->restore()) {
+        tf::apps::check_config(*path, ckpt->loaded_config(), training_config(f));
         spdlog::info("resumed from {} after epoch {}", *path, epochs_done);
-      else
+        last_saved = *path;
+      } else {
         spdlog::info("--resume: no checkpoint in {} yet; starting from scratch", f.checkpoint_dir);
+      }
+      if (epochs_done >= f.epochs)
+        throw tf::apps::UsageError("--epochs " + std::to_string(f.epochs) + ": the checkpoint already has " +
+                                   std::to_string(epochs_done) + " of " + std::to_string(f.epochs) + " epochs");
+    } else if (auto latest = manager->latest_checkpoint()) {
+      throw tf::apps::UsageError("--checkpoint-dir '" + f.checkpoint_dir + "' already holds checkpoints (newest " +
+                                 *latest + "): pass --resume to continue that run, or use another directory");
     }
   }
+  auto kept = [&] {
+    if (!manager) return std::string("no checkpoint is kept without --checkpoint-dir");
+    if (last_saved.empty()) return std::string("no checkpoint was saved yet");
+    return "kept " + last_saved + " (after epoch " + std::to_string(epochs_done) + "); continue with --resume";
+  };
   const tf::Tensor fixed_noise = tf::random_normal(tf::Shape{static_cast<std::int64_t>(f.grid) * f.grid, kNoiseDim}, fixed_gen);
 
   double scorer_accuracy = 0;
@@ -150,20 +189,28 @@ int run(const Flags& f) {
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle_gen.uniform_int(i)]);
     EpochLog log;
     log.epoch = epoch + 1;
+    tf::models::Progbar bar({.target = steps_per_epoch, .verbose = tf::apps::fit_verbosity(f),
+                             .prefix = fmt::format("epoch {}/{}", epoch + 1, f.epochs)});
     for (std::int64_t s = 0; s < steps_per_epoch; ++s) {
+      tf::apps::throw_if_interrupted("epoch " + std::to_string(epoch + 1), kept());
       const std::int64_t b = s * f.batch_size;
       const std::vector<std::int64_t> rows(order.begin() + b, order.begin() + std::min(n, b + f.batch_size));
       const tf::Tensor noise = tf::random_normal(tf::Shape{static_cast<std::int64_t>(rows.size()), kNoiseDim}, noise_gen);
       const auto r = tf::models::gan_train_step(*generator, *discriminator, *g_opt, *d_opt,
                                                 tf::data::gather_rows(real_all, rows), noise, {.r1_gamma = f.r1_gamma});
+      if (!std::isfinite(r.d_loss) || !std::isfinite(r.g_loss))
+        throw tf::apps::DivergedError(fmt::format("training diverged: D loss {}, G loss {} at epoch {}, step {}; {}",
+                                                  r.d_loss, r.g_loss, epoch + 1, s + 1, kept()));
       log.d_loss += r.d_loss, log.g_loss += r.g_loss, log.r1 += r.r1_penalty, log.d_real += r.d_real,
           log.d_fake += r.d_fake;
+      const double k = static_cast<double>(s + 1);
+      bar.update(s + 1, {{"D loss", log.d_loss / k}, {"G loss", log.g_loss / k}}, s + 1 == steps_per_epoch);
     }
     const double k = static_cast<double>(steps_per_epoch);
     log.d_loss /= k, log.g_loss /= k, log.r1 /= k, log.d_real /= k, log.d_fake /= k;
     log.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     log.grid_path = (std::filesystem::path(f.samples_dir) / fmt::format("epoch_{:03d}.png", epoch + 1)).string();
-    gan_app::write_png_grid(log.grid_path, (*generator)(fixed_noise, false), f.grid, -1.0, 1.0);
+    gan_app::write_png_grid(log.grid_path, tf::reshape((*generator)(fixed_noise, false), std::vector<std::int64_t>{-1, 784}), f.grid, -1.0, 1.0);
     spdlog::info("epoch {}/{} - {:.1f}s - D loss {:.4f} - G loss {:.4f}{} - D(real) {:.3f} - D(G(z)) {:.3f} - {}",
                  epoch + 1, f.epochs, log.seconds, log.d_loss, log.g_loss,
                  f.r1_gamma > 0 ? fmt::format(" - R1 {:.4f}", log.r1) : "", log.d_real, log.d_fake, log.grid_path);
@@ -174,7 +221,10 @@ int run(const Flags& f) {
     }
     epochs.push_back(log);
     epochs_done = epoch + 1;
-    if (manager) spdlog::info("checkpoint {}", manager->save());
+    if (manager) {
+      last_saved = manager->save();
+      spdlog::info("checkpoint {}", last_saved);
+    }
   }
 
   tf::Generator score_gen(f.seed + 4);
@@ -217,33 +267,45 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Train a GAN on Fashion-MNIST (MLP generator/discriminator, BCE from logits, Adam(2e-4, beta_1 0.5), "
+  CLI::App app{"Train a GAN on Fashion-MNIST (MLP generator/discriminator with Adam(2e-4, beta_1 0.5), or with "
+               "--arch dcgan TF's DCGAN tutorial networks with Adam(1e-4, beta_1 0.9); BCE from logits, "
                "two tapes per step), write a PNG grid of fixed-noise samples every epoch and score the samples "
-               "with a Fashion-MNIST classifier against uniform noise and real test images."};
-  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", f.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber);
+               "with a Fashion-MNIST classifier against uniform noise and real test images.",
+               "gan"};
+  app.add_option("--arch", f.arch,
+                 "mlp: Dense generator/discriminator (default; fast); dcgan: Dense -> Conv2DTranspose x3 generator and "
+                 "Conv2D x2 discriminator (defaults " + std::to_string(kDcganEpochs) + " epochs, learning rate " +
+                     fmt::format("{:g}", kDcganLearningRate) + ", beta_1 " + fmt::format("{:g}", kDcganBeta1) + ")")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "dcgan"}));
+  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(tf::apps::at_least(1));
+  app.add_option("--batch-size", f.batch_size, "Images per step")->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--learning-rate", f.learning_rate, "Adam learning rate (both networks)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--beta-1", f.beta_1, "Adam beta_1 (both networks)")->capture_default_str()->check(CLI::Range(0.0, 0.999));
+      ->capture_default_str()->check(tf::apps::positive());
+  app.add_option("--beta-1", f.beta_1, "Adam beta_1 (both networks)")
+      ->capture_default_str()->check(tf::apps::in_range(0.0, 0.999));
   app.add_option("--r1-gamma", f.r1_gamma, "R1 penalty γ on the discriminator (γ/2·E‖∇D(real)‖², double backward; 0: off)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--grid", f.grid, "Sample grid is N x N images")->capture_default_str()->check(CLI::Range(1, 32));
-  app.add_option("--samples-dir", f.samples_dir, "Directory for epoch_NNN.png sample grids")->capture_default_str();
+      ->capture_default_str()->check(tf::apps::at_least(0));
+  app.add_option("--grid", f.grid, "Sample grid is N x N images")->capture_default_str()->check(tf::apps::in_range(1, 32));
+  app.add_option("--samples-dir", f.samples_dir,
+                 "Directory for the epoch_NNN.png sample grids (relative: in the working directory)")
+      ->capture_default_str();
   auto* ckpt_opt = app.add_option("--checkpoint-dir", f.checkpoint_dir,
-                                  "Save both networks, optimizers and RNG state here after every epoch (HDF5)");
-  app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs(ckpt_opt);
+                                  "Save both networks, optimizers, RNG state and flags here after every epoch (HDF5)");
+  app.add_flag("--resume", f.resume,
+               "Continue from the newest readable checkpoint in --checkpoint-dir (same flags; --epochs may grow)")
+      ->needs(ckpt_opt);
   app.add_option("--score-samples", f.score_samples, "Generated and noise images scored by the classifier")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--score-every", f.score_every, "Also score fixed-seed samples every N epochs (0: only at the end)")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()->check(tf::apps::at_least(0));
   app.add_option("--classifier-epochs", f.classifier_epochs, "Epochs of the scoring classifier")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::at_least(1));
   tf::apps::add_common_flags(app, f);
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "gan: error: %s\n", e.what());
-    return 1;
+  if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
+  if (f.arch == "dcgan") {
+    if (app.count("--epochs") == 0) f.epochs = kDcganEpochs;
+    if (app.count("--learning-rate") == 0) f.learning_rate = kDcganLearningRate;
+    if (app.count("--beta-1") == 0) f.beta_1 = kDcganBeta1;
   }
+  return tf::apps::run_app("gan", [&] { return run(f); });
 }

@@ -1,12 +1,20 @@
 // Prints the results of the seed documents' GradientTape examples, computed by tapeflow.
+#include <CLI/CLI.hpp>
+
 #include <iostream>
 #include <map>
 
+#include "apps/common/app_common.h"
 #include "tape/tapeflow.h"
 
 namespace tf = tapeflow;
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{"Print the results of the seed documents' GradientTape examples (first and second derivatives, "
+               "persistent tapes, stop_gradient), computed by tapeflow. Takes no other flags.",
+               "seed_examples"};
+  app.footer(tapeflow::apps::kExitCodesHelp);
+  if (auto code = tapeflow::apps::parse_flags(app, argc, argv)) return *code;
   {
     tf::Tensor x = tf::scalar(3.0);
     tf::GradientTape g;

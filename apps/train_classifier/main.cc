@@ -1,5 +1,5 @@
-// train_classifier: trains the Fashion-MNIST classifier MLP (784-256-BN-ReLU-256-BN-ReLU-10) and
-// reports test loss and accuracy. The main job of tapeflow; see --help.
+// train_classifier: trains a Fashion-MNIST classifier, the MLP (784-256-BN-ReLU-256-BN-ReLU-10,
+// default) or the Keras convnet (--model cnn), and reports test loss and accuracy. See --help.
 // Under mpirun (built with MPI) it trains data-parallel: --batch-size stays the global batch, split
 // across the ranks; --threads is per rank; rank 0 alone logs, writes checkpoints and --metrics-out;
 // --resume restores on rank 0 and broadcasts model, optimizer and epoch to every rank (any N).
@@ -28,7 +28,12 @@ namespace tf = tapeflow;
 
 namespace {
 
+// Defaults of --model cnn where --epochs / --learning-rate are not given.
+constexpr int kCnnEpochs = 15;
+constexpr double kCnnLearningRate = 3e-3;
+
 struct Flags : tf::apps::CommonFlags {
+  std::string model = "mlp";
   int epochs = 8;
   std::int64_t batch_size = 128;
   std::string optimizer = "adam";
@@ -64,10 +69,10 @@ void write_metrics(const std::string& path, const Flags& f, const tf::models::Lo
   std::string times;
   for (double t : epoch_seconds) times += (times.empty() ? "" : ", ") + json_number(t);
   const std::string json = fmt::format(
-      "{{\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
+      "{{\n  \"model\": \"{}\",\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
       "  \"epochs\": {},\n  \"batch_size\": {},\n  \"optimizer\": \"{}\",\n  \"learning_rate\": {},\n"
       "  \"seed\": {},\n  \"ranks\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {}\n}}\n",
-      json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
+      f.model, json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
       json_number(h["accuracy"].back()), h.epoch.size(), f.batch_size, f.optimizer, json_number(f.learning_rate),
       f.seed, ranks, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds));
   std::ofstream out(path);
@@ -75,22 +80,35 @@ void write_metrics(const std::string& path, const Flags& f, const tf::models::Lo
   if (!out.flush()) throw std::runtime_error("--metrics-out: cannot write '" + path + "'");
 }
 
+// The flags that shape the trained model, as stored in its checkpoints. --epochs (the run may be
+// extended) and --threads (results then differ in the last bits) only warn when they change.
+tf::apps::AppConfig training_config(const Flags& f) {
+  return {{"--epochs", std::to_string(f.epochs), true},
+          {"--batch-size", std::to_string(f.batch_size)},
+          {"--optimizer", f.optimizer},
+          {"--learning-rate", fmt::format("{}", f.learning_rate)},
+          {"--lr-schedule", f.schedule},
+          {"--seed", std::to_string(f.seed)},
+          {"--limit", std::to_string(f.limit)},
+          {"--threads", std::to_string(tf::kernels::num_threads()), true}};
+}
+
 int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
   const auto t_start = std::chrono::steady_clock::now();
   const bool chief = !replicas || replicas->rank() == 0;  // logs, checkpoints and metrics
   tf::apps::apply_common_flags(f);
+  if (chief && !f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
   if (!chief && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   if (replicas)
     spdlog::info("Data-parallel over {} ranks: global batch {}, {} per rank, {} threads per rank", replicas->size(),
                  f.batch_size, f.batch_size / replicas->size(), tf::kernels::num_threads());
 
-  auto loaded = tf::apps::load_fashion_mnist_or_explain("train_classifier", f);
-  if (!loaded) return 2;
-  tf::data::FashionMnistTensors& ds = *loaded;
+  tf::data::FashionMnistTensors ds = tf::apps::load_fashion_mnist(f);
   spdlog::info("Fashion-MNIST: {} training and {} test examples from {}", ds.x_train.shape()[0],
                ds.x_test.shape()[0], f.data_dir);
 
-  auto model = tf::models::make_classifier_mlp({.seed = f.seed});
+  std::shared_ptr<tf::models::Sequential> model = f.model == "cnn" ? tf::models::make_classifier_cnn({.seed = f.seed})
+                                                                    : tf::models::make_classifier_mlp({.seed = f.seed});
   spdlog::info("\n{}", model->summary());
 
   const std::int64_t n = ds.x_train.shape()[0];
@@ -106,10 +124,13 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
                       tf::models::CrossentropyOptions{.from_logits = true}),
                   .metrics = {"accuracy"}});
 
-  // Checkpoints: model + optimizer (slots, iterations, hence the schedule) + the epoch counter.
+  // Checkpoints: model + optimizer (slots, iterations, hence the schedule) + the epoch counter, which
+  // is also the data-order state (fit shuffles epoch e as pass e), + the flags of the run.
+  auto terminate = std::make_shared<tf::models::TerminateOnNaN>();
   std::int64_t done_epochs = 0;
   std::vector<std::shared_ptr<tf::models::Callback>> callbacks;
   std::shared_ptr<tf::models::CheckpointManager> manager;
+  std::string last_saved;  // the checkpoint written after the newest completed epoch
   if (!f.checkpoint_dir.empty()) {
     tf::Shape one = ds.x_train.shape();
     one[0] = 1;
@@ -117,11 +138,17 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
     auto ckpt = std::make_shared<tf::models::Checkpoint>(
         tf::models::CheckpointOptions{.model = model, .optimizer = model->optimizer()});
     ckpt->track_counter("epoch", &done_epochs);
+    ckpt->set_config(tf::apps::encode_config(training_config(f)));
     if (chief) manager = std::make_shared<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
     if (f.resume) {
       if (chief) {
-        if (auto path = manager->restore()) spdlog::info("Resumed from {} after epoch {}", *path, done_epochs);
-        else spdlog::info("No checkpoint in {}; starting from scratch", f.checkpoint_dir);
+        if (auto path = manager->restore()) {
+          tf::apps::check_config(*path, ckpt->loaded_config(), training_config(f));
+          spdlog::info("Resumed from {} after epoch {}", *path, done_epochs);
+          last_saved = *path;
+        } else {
+          spdlog::info("No checkpoint in {}; starting from scratch", f.checkpoint_dir);
+        }
       }
       if (replicas && ranks > 1) {  // rank 0 restored: model, optimizer state and epoch to everyone
         model->optimizer()->build(model->trainable_variables());
@@ -132,31 +159,53 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
         done_epochs = static_cast<std::int64_t>(epoch[0]);
       }
       if (done_epochs >= f.epochs)
-        throw std::runtime_error("the checkpoint already has " + std::to_string(done_epochs) + " of " +
-                                 std::to_string(f.epochs) + " epochs");
+        throw tf::apps::UsageError("--epochs " + std::to_string(f.epochs) + ": the checkpoint already has " +
+                                   std::to_string(done_epochs) + " of " + std::to_string(f.epochs) + " epochs");
+    } else if (auto latest = chief ? manager->latest_checkpoint() : std::nullopt) {
+      throw tf::apps::UsageError("--checkpoint-dir '" + f.checkpoint_dir + "' already holds checkpoints (newest " +
+                                 *latest + "): pass --resume to continue that run, or use another directory");
     }
     callbacks.push_back(std::make_shared<tf::models::CheckpointHook>(tf::models::CheckpointHookOptions{
         .save = [&, manager](int epoch, const tf::models::Logs&) {  // fit runs callbacks on rank 0 only
+          if (terminate->terminated() || tf::apps::interrupted()) return;  // an incomplete or diverged epoch
           done_epochs = epoch + 1;
-          spdlog::info("Saved {}", manager->save());
+          last_saved = manager->save();
+          spdlog::info("Saved {}", last_saved);
         }}));
   }
 
   std::vector<double> epoch_seconds;
   std::chrono::steady_clock::time_point t_epoch;
+  int current_epoch = 0;
   auto timer = std::make_shared<tf::models::LambdaCallback>(tf::models::LambdaCallbackOptions{
-      .on_epoch_begin = [&](int, const tf::models::Logs&) { t_epoch = std::chrono::steady_clock::now(); },
+      .on_epoch_begin =
+          [&](int epoch, const tf::models::Logs&) {
+            current_epoch = epoch;
+            t_epoch = std::chrono::steady_clock::now();
+          },
       .on_epoch_end =
           [&](int, const tf::models::Logs&) {
             epoch_seconds.push_back(
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count());
+          },
+      .on_train_batch_end =
+          [&](std::int64_t, const tf::models::Logs&) {
+            if (tf::apps::interrupted()) model->set_stop_training(true);
           }});
   callbacks.insert(callbacks.begin(), timer);
+  callbacks.push_back(terminate);
   const tf::models::History history =
       model->fit(ds.x_train, ds.y_train,
-                 {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks, .verbose = 1, .seed = f.seed,
-                  .initial_epoch = static_cast<int>(done_epochs), .replica_context = replicas});
-  if (history.epoch.empty()) throw std::runtime_error("training ran no epoch (--epochs 0?)");
+                 {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks,
+                  .verbose = tf::apps::fit_verbosity(f), .seed = f.seed, .initial_epoch = static_cast<int>(done_epochs),
+                  .replica_context = replicas});
+  const std::string kept = last_saved.empty()
+                               ? (manager ? "no checkpoint was saved yet" : "no checkpoint is kept without --checkpoint-dir")
+                               : "kept " + last_saved + " (after epoch " + std::to_string(done_epochs) +
+                                     "); continue with --resume";
+  tf::apps::throw_if_interrupted("epoch " + std::to_string(current_epoch + 1), kept);
+  if (terminate->terminated()) throw tf::apps::DivergedError("training diverged: " + terminate->reason() + "; " + kept);
+  if (history.epoch.empty()) throw std::runtime_error("training ran no epoch");
 
   const tf::models::Logs test =
       model->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000, .replica_context = replicas});
@@ -189,39 +238,51 @@ int main(int argc, char** argv) {
   }
 #endif
   Flags f;
-  CLI::App app{"Train the tapeflow Fashion-MNIST classifier (784-256-BN-ReLU-256-BN-ReLU-10, softmax "
-               "cross-entropy) and report test loss and accuracy."};
-  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(CLI::NonNegativeNumber);
+  CLI::App app{"Train a tapeflow Fashion-MNIST classifier (softmax cross-entropy) and report test loss and "
+               "accuracy: the MLP 784-256-BN-ReLU-256-BN-ReLU-10 (default) or the Keras convnet (--model cnn).",
+               "train_classifier"};
+  app.add_option("--model", f.model,
+                 "mlp: 784-256-BN-ReLU-256-BN-ReLU-10 (default: fast, 8 epochs); cnn: Conv2D 32 3x3 -> MaxPool 2 -> "
+                 "Conv2D 64 3x3 -> MaxPool 2 -> Flatten -> Dropout 0.5 -> Dense 10 (defaults: " +
+                     std::to_string(kCnnEpochs) + " epochs, learning rate " + fmt::format("{:g}", kCnnLearningRate) + ")")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--batch-size", f.batch_size, "Examples per training step")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--optimizer", f.optimizer, "Optimizer")
       ->capture_default_str()->check(CLI::IsMember({"adam", "sgd", "rmsprop", "adagrad", "adamw"}));
   app.add_option("--learning-rate", f.learning_rate, "Initial learning rate")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::positive());
   app.add_option("--lr-schedule", f.schedule, "Learning-rate schedule over the whole run")
       ->capture_default_str()->check(CLI::IsMember({"cosine", "constant"}));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
-                 "Save a checkpoint (model, optimizer, epoch) to DIR after every epoch (keeps the newest 3)");
+                 "Save a checkpoint (model, optimizer, epoch, flags) to DIR after every epoch (keeps the newest 3)");
   app.add_option("--save-model", f.save_model,
                  "After training, save the whole model: PATH.h5 (Keras 2 HDF5, load with load_model or the "
                  "predict app) or a TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
-  app.add_flag("--resume", f.resume, "Continue from the newest checkpoint in --checkpoint-dir")->needs("--checkpoint-dir");
+  app.add_flag("--resume", f.resume,
+               "Continue from the newest readable checkpoint in --checkpoint-dir (same flags; --epochs may grow)")
+      ->needs("--checkpoint-dir");
   app.add_option("--collective-timeout", f.collective_timeout,
                  "Under mpirun: seconds after which a collective that has not completed aborts the job")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(tf::apps::positive());
   tf::apps::add_common_flags(app, f);
-  CLI11_PARSE(app, argc, argv);
-  try {
+  if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
+  if (f.model == "cnn") {
+    if (app.count("--epochs") == 0) f.epochs = kCnnEpochs;
+    if (app.count("--learning-rate") == 0) f.learning_rate = kCnnLearningRate;
+  }
+  return tf::apps::run_app("train_classifier", [&] {
 #ifdef TAPEFLOW_HAVE_DISTRIBUTE
     if (replicas) replicas->set_timeout(f.collective_timeout);
-#endif
+    try {
+      return run(f, replicas);
+    } catch (const std::exception& e) {  // the other ranks would wait forever
+      if (replicas && replicas->size() > 1) replicas->abort(1, std::string("train_classifier: error: ") + e.what());
+      throw;
+    }
+#else
     return run(f, replicas);
-  } catch (const std::exception& e) {
-    const std::string message = std::string("train_classifier: error: ") + e.what();
-#ifdef TAPEFLOW_HAVE_DISTRIBUTE
-    if (replicas && replicas->size() > 1) replicas->abort(1, message);  // the other ranks would wait forever
 #endif
-    std::fprintf(stderr, "%s\n", message.c_str());
-    return 1;
-  }
+  });
 }

@@ -141,7 +141,12 @@ void GradientReducer::set(std::size_t i, const Tensor& gradient) {
     std::memcpy(flag, &one, sizeof one);
   }
   set_[i] = 1;
-  if (--b.missing == 0) start(b);
+  --b.missing;
+  // Every rank must issue its collectives in the same order, but the order in which gradients become
+  // final can differ between ranks (with GradientOptions::on_gradient_final, a gradient that is absent
+  // on one rank is reported at the end of its backward pass, present ones on the way): so buffers
+  // start in index order, buffer k once it is complete and 0..k-1 have started (start() counts).
+  while (started_ < buffers_.size() && buffers_[started_].missing == 0) start(buffers_[started_]);
   progress();
 }
 

@@ -88,7 +88,8 @@ class H5Writer {
   // 1-D attribute of 0 elements.
   void write_attribute(const std::string& object_path, const std::string& name,
                        const std::vector<std::string>& strings);
-  // Writes (or replaces) a scalar variable-length UTF-8 string attribute (h5py's `attrs[k] = str`).
+  // Writes (or replaces) a scalar fixed-length, NUL-padded UTF-8 string attribute (h5py's
+  // `attrs[k] = b"..."`, as Keras writes `model_config`); never variable-length (see H5Reader).
   void write_attribute(const std::string& object_path, const std::string& name, const std::string& value);
   // Writes (or replaces) a scalar int64 attribute.
   void write_attribute(const std::string& object_path, const std::string& name, std::int64_t value);
@@ -185,8 +186,11 @@ class H5Reader {
   DType dataset_dtype(const std::string& path) const;
 
   bool has_attribute(const std::string& object_path, const std::string& name) const;
-  // Reads a string attribute of rank 0 or 1 (fixed- or variable-length; an HDF5 null dataspace is
-  // an empty list). Trailing NULs / pad spaces are stripped.
+  // Reads a fixed-length string attribute of rank 0 or 1 (an HDF5 null dataspace is an empty
+  // list). Trailing NULs / pad spaces are stripped. Variable-length strings are refused with an
+  // error (their bytes live in the file's global heap, and HDF5 1.10's global-heap reader loops
+  // forever or reads out of bounds on a damaged heap); Keras and h5py write bytes attributes
+  // (model_config, layer_names, weight_names) as fixed-length strings.
   std::vector<std::string> read_string_array_attribute(const std::string& object_path,
                                                        const std::string& name) const;
   // Reads a string attribute holding exactly one string (scalar or 1-element).

@@ -285,24 +285,9 @@ std::vector<std::string> H5Reader::Impl::read_strings(hid_t attr, const std::str
   if (n == 0) return out;
   const htri_t variable = H5Tis_variable_str(type.get());
   if (variable < 0) error(norm, "cannot read type of " + what);
-  if (variable > 0) {
-    if (mul_or_neg(n, sizeof(char*)) > options.max_attribute_bytes) error(norm, what + " is too large");
-    Hid memory(H5Tcopy(H5T_C_S1), H5Tclose);
-    Hid space(H5Aget_space(attr), H5Sclose);
-    if (!memory.valid() || !space.valid() || H5Tset_size(memory.get(), H5T_VARIABLE) < 0 ||
-        H5Tset_cset(memory.get(), H5Tget_cset(type.get())) < 0)
-      error(norm, "cannot set up reading " + what);
-    std::vector<char*> pointers(static_cast<std::size_t>(n), nullptr);
-    if (H5Aread(attr, memory.get(), pointers.data()) < 0) error(norm, "cannot read " + what);
-    // Frees HDF5's strings however we leave this scope.
-    struct Reclaim {
-      hid_t type, space;
-      std::vector<char*>* pointers;
-      ~Reclaim() { H5Dvlen_reclaim(type, space, H5P_DEFAULT, pointers->data()); }
-    } reclaim{memory.get(), space.get(), &pointers};
-    for (char* p : pointers) out.emplace_back(p == nullptr ? "" : p);
-    return out;
-  }
+  if (variable > 0)  // never handed to HDF5's global-heap reader: see h5_io.h
+    error(norm, what + " is a variable-length string: refused (its bytes live in the global heap, which a "
+                       "damaged file can make HDF5 loop on or read out of bounds); write it as a fixed-length string");
   const std::size_t width = H5Tget_size(type.get());
   const std::int64_t bytes = mul_or_neg(n, static_cast<std::int64_t>(width));
   if (width == 0 || bytes < 0 || bytes > options.max_attribute_bytes || bytes > file_size)

@@ -148,7 +148,13 @@ H5Writer::H5Writer(const std::string& path, H5WriterOptions options) : impl_(std
       H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V110, H5F_LIBVER_V110) < 0)
     internal::fail(path, "", "cannot set up HDF5 file properties");
   impl_->file = Hid(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_EXCL, fcpl.get(), fapl.get()), H5Fclose);
-  check_id(impl_->file.get(), path, "", "cannot create temporary file '" + impl_->tmp + "'");
+  if (!impl_->file.valid()) {  // e.g. a full disk: H5Fcreate may have made the file before failing
+    const std::string detail = internal::take_hdf5_error();
+    std::error_code ec;
+    std::filesystem::remove(impl_->tmp, ec);
+    throw std::runtime_error(path + ": cannot create temporary file '" + impl_->tmp + "'" +
+                             (detail.empty() ? "" : " (HDF5: " + detail + ")"));
+  }
 }
 
 H5Writer::~H5Writer() {
@@ -246,13 +252,16 @@ void H5Writer::write_attribute(const std::string& object_path, const std::string
   if (value.find('\0') != std::string::npos)
     throw std::invalid_argument(w.where(internal::normalize_path(object_path)) + ": attribute '" + name +
                                 "': string contains a NUL byte");
+  // Fixed-length (what h5py writes for bytes, and Keras for model_config): a variable-length string
+  // would live in the global heap, which HDF5 cannot read safely from an untrusted file.
   Hid type(H5Tcopy(H5T_C_S1), H5Tclose);
   Hid space(H5Screate(H5S_SCALAR), H5Sclose);
-  if (!type.valid() || !space.valid() || H5Tset_size(type.get(), H5T_VARIABLE) < 0 ||
-      H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
+  if (!type.valid() || !space.valid() || H5Tset_size(type.get(), std::max<std::size_t>(1, value.size())) < 0 ||
+      H5Tset_strpad(type.get(), H5T_STR_NULLPAD) < 0 || H5Tset_cset(type.get(), H5T_CSET_UTF8) < 0)
     internal::fail(w.path, internal::normalize_path(object_path), "cannot build string type for '" + name + "'");
-  const char* pointer = value.c_str();
-  w.write_attribute(object_path, name, type.get(), space.get(), type.get(), &pointer);
+  std::string padded = value;
+  if (padded.empty()) padded.push_back('\0');
+  w.write_attribute(object_path, name, type.get(), space.get(), type.get(), padded.data());
 }
 
 void H5Writer::write_attribute(const std::string& object_path, const std::string& name, std::int64_t value) {

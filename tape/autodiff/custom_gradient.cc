@@ -3,6 +3,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "tape/runtime/batching.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/op_registry.h"
 #include "tape/runtime/recorder.h"
@@ -27,9 +28,10 @@ std::vector<Tensor> call_with_custom_gradient(const CustomForwardFn& forward, co
                                       " gradients for " + std::to_string(ctx.num_inputs()) + " inputs");
         TensorList out;
         for (std::size_t i = 0; i < dx.size(); ++i) {
-          if (dx[i].defined() && dx[i].shape() != ctx.input_shape(static_cast<int>(i)))
+          // Per-example shapes: in a vectorized jacobian the gradients carry a leading K (batching.h).
+          if (dx[i].defined() && logical_shape(dx[i]) != ctx.input_shape(static_cast<int>(i)))
             throw std::invalid_argument("custom_gradient: gradient " + std::to_string(i) + " has shape " +
-                                        dx[i].shape().to_string() + ", input has shape " +
+                                        logical_shape(dx[i]).to_string() + ", input has shape " +
                                         ctx.input_shape(static_cast<int>(i)).to_string());
           out.push_back(dx[i]);
         }

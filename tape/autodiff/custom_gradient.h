@@ -19,6 +19,11 @@ using CustomForwardFn = std::function<std::pair<std::vector<Tensor>, CustomGradF
 // The forward runs with recording paused (its inner ops are not recorded); the call is recorded
 // as one "CustomGradient" op whose backward runs the gradient function with ordinary ops, so
 // enclosing tapes record it and higher-order gradients go through it.
+// Batching: vectorized jacobians and hessians run the gradient function once with K upstream
+// gradients stacked in a leading dimension; its ops batch through their batching rules, so it must
+// take shapes from the inputs it captured, not from `upstream` (whose physical shape carries K), and
+// build constants from those shapes (zeros(x.shape()), a scalar) rather than zeros_like(upstream).
+// Public op functions (reduce_sum, clip_by_norm, reshape, ...) already treat axes per example.
 // Errors: std::invalid_argument (naming the op) if the gradient function returns the wrong number
 // of gradients or a gradient of the wrong shape.
 // Ref: tf.custom_gradient

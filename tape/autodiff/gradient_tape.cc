@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/math_ops.h"
+#include "tape/runtime/batching.h"
 #include "tape/runtime/logging.h"
 
 namespace tapeflow {
@@ -45,7 +47,7 @@ void TapeState::record(const OpDef& op, std::span<const Tensor> inputs, std::spa
     r.output_dtypes.push_back(t.dtype());
     producer_.set(t.id(), encode_slot(index, static_cast<std::int64_t>(k)));
   }
-  std::uint8_t saves = custom_gradient ? kSaveAll : op.saves;
+  std::uint8_t saves = custom_gradient ? static_cast<std::uint8_t>(kSaveAll) : op.saves;
   if (saves & kSaveInputs) r.saved_inputs = TensorList(inputs.begin(), inputs.end());
   if (saves & kSaveOutputs) r.saved_outputs = TensorList(outputs.begin(), outputs.end());
   if (!attrs.empty()) r.attrs = attrs;
@@ -134,14 +136,36 @@ void TapeState::begin_gradient_call(const char* what) {
 }
 
 // ---- backward ----
+// The algorithm (TensorFlow's tape.h vocabulary): the tape is a list of op records in execution
+// order, each naming the *producer* of every input (an earlier record's output slot, a watched
+// tensor/variable, or untracked). 1. Prune: a forward scan marks the records that depend on a
+// source ("relevant"). 2. Seed: each target's slot gets its seed (output_gradients, or ones).
+// 3. Reverse sweep: records in reverse execution order are a topological order of the backward
+// graph, so when a record is reached every consumer of its outputs has already added its
+// contribution (fan-in summed with `add`): its output gradients are complete. Its gradient function
+// (written with ops, so enclosing tapes record this sweep: higher order) maps them to input
+// gradients, which are routed to the producers' slots; slots nobody needs any more are freed.
+// 4. The sources' slots are the result. With BackwardOptions::batch = K the same sweep carries K
+// cotangents: a BatchScope is active, seeds are marked batched, and every op the gradient functions
+// execute on batched values runs through its batching rule.
 namespace {
 void accumulate(Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; }
+
+Shape with_leading(std::int64_t k, const Shape& s) {
+  Shape out{k};
+  for (std::int64_t d : s) out.push_back(d);
+  return out;
+}
 }  // namespace
 
 std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::span<const Tensor> seeds,
-                                        std::span<const std::int64_t> source_ids) const {
+                                        std::span<const std::int64_t> source_ids,
+                                        const BackwardOptions& options) const {
   const std::size_t n_ops = ops_.size();  // the pass may append records (persistent tape in context)
   const std::int64_t n_slots = num_slots_;
+  const std::int64_t k_batch = options.batch;
+  std::optional<BatchScope> scope;
+  if (k_batch > 0) scope.emplace(k_batch);
   // Sources are watched tensors/variables (gradients kept by id) or recorded outputs (kept in slots).
   std::vector<std::int64_t> watched_sources;
   std::vector<std::int64_t> source_codes(source_ids.size());
@@ -178,6 +202,13 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
   auto watched_index = [&](std::int64_t id) {
     return static_cast<std::size_t>(std::lower_bound(watched_sources.begin(), watched_sources.end(), id) - watched_sources.begin());
   };
+  auto source_slot = [&](std::size_t s) -> Tensor* {
+    const std::int64_t code = source_codes[s];
+    if (code == kWatched) return &watched_grads[watched_index(source_ids[s])];
+    if (code >= 0 && static_cast<std::size_t>(slot_op(code)) < n_ops)
+      return &slots[static_cast<std::size_t>(ops_[static_cast<std::size_t>(slot_op(code))].first_slot + slot_output(code))];
+    return nullptr;
+  };
   auto route = [&](std::int64_t code, std::int64_t id, const Tensor& g) {
     if (code >= 0) {
       std::size_t op = static_cast<std::size_t>(slot_op(code));
@@ -186,11 +217,62 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
       accumulate(watched_grads[watched_index(id)], g);
     }
   };
-  for (std::size_t t = 0; t < targets.size(); ++t) route(producer_.find(targets[t].id()), targets[t].id(), seeds[t]);
+  // on_gradient_final: source s is final after op final_after[s] (its consumer with the smallest
+  // index), or right after seeding (-1) if no relevant op consumes it.
+  std::vector<std::vector<std::size_t>> finals_at;
+  std::vector<std::size_t> final_at_seed;
+  auto finish = [&](std::size_t s) {
+    Tensor* slot = source_slot(s);
+    Tensor value = slot ? *slot : Tensor();
+    if (scope && value.defined()) value = *slot = scope->dense(value);
+    options.on_gradient_final(s, value);
+  };
+  if (options.on_gradient_final) {
+    std::vector<std::int64_t> final_after(source_ids.size(), -1);
+    std::unordered_map<std::int64_t, std::vector<std::size_t>> by_code, by_id;
+    for (std::size_t s = 0; s < source_ids.size(); ++s) {
+      if (source_codes[s] == kWatched) by_id[source_ids[s]].push_back(s);
+      else if (source_codes[s] >= 0) by_code[source_codes[s]].push_back(s);
+    }
+    for (std::size_t i = 0; i < n_ops; ++i) {
+      if (!relevant[i]) continue;
+      const OpRecord& r = ops_[i];
+      for (std::size_t j = 0; j < r.input_producers.size(); ++j) {
+        const std::int64_t p = r.input_producers[j];
+        const auto& map = p == kWatched ? by_id : by_code;
+        auto it = map.find(p == kWatched ? r.input_ids[j] : p);
+        if (p == kUntracked || it == map.end()) continue;
+        for (std::size_t s : it->second)
+          if (final_after[s] < 0 || static_cast<std::int64_t>(i) < final_after[s]) final_after[s] = static_cast<std::int64_t>(i);
+      }
+    }
+    finals_at.resize(n_ops);
+    for (std::size_t s = 0; s < source_ids.size(); ++s)
+      (final_after[s] < 0 ? final_at_seed : finals_at[static_cast<std::size_t>(final_after[s])]).push_back(s);
+  }
+
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    Tensor seed = seeds[t];
+    if (scope) {
+      const Tensor& y = targets[t];
+      if (options.one_hot_offset >= 0 && targets.size() == 1 && y.rank() == 2 &&
+          options.one_hot_offset + k_batch <= y.shape()[1]) {
+        scope->enable_one_hot(options.one_hot_offset, y.shape());
+        seed = ones(y.shape(), y.dtype());
+        scope->mark_one_hot(seed);
+      } else {
+        if (seed.shape() != with_leading(k_batch, y.shape()))
+          throw std::logic_error("TapeState::backward: batched seed of shape " + seed.shape().to_string() +
+                                 " for target " + y.shape().to_string() + " and K = " + std::to_string(k_batch));
+        scope->mark(seed);
+      }
+    }
+    route(producer_.find(targets[t].id()), targets[t].id(), seed);
+  }
+  for (std::size_t s : final_at_seed) finish(s);
 
   // Reverse sweep: records are in execution order, so reverse order is a topological order.
-  for (std::size_t i = n_ops; i-- > 0;) {
-    if (!relevant[i]) continue;
+  auto process = [&](std::size_t i) {
     const OpRecord& r = ops_[i];
     TensorList out_grads;
     bool any = false;
@@ -199,11 +281,12 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
       any = any || slot.defined();
       out_grads.push_back(slot);
     }
-    if (!any) continue;
+    if (!any) return;
+    // Missing output gradients are zeros (unbatched under a BatchScope: the same for all K).
     for (std::size_t k = 0; k < out_grads.size(); ++k)
       if (!out_grads[k].defined()) out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
     const GradientFn& fn = r.custom_gradient ? *r.custom_gradient : r.op->gradient;
-    if (!fn) continue;  // gradient removed from the registry after recording
+    if (!fn) return;  // gradient removed from the registry after recording
     SmallVector<char, 3> needed;
     for (std::size_t k = 0; k < r.input_ids.size(); ++k) {
       const std::int64_t p = r.input_producers[k];
@@ -212,34 +295,51 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
     }
     GradContext ctx(std::span<const Tensor>(r.saved_inputs), std::span<const Tensor>(r.saved_outputs),
                     std::span<const Shape>(r.input_shapes), std::span<const DType>(r.input_dtypes), r.attrs,
-                    r.op->name.c_str(), std::span<const char>(needed.data(), needed.size()));
+                    r.op->name.c_str(), std::span<const char>(needed.data(), needed.size()),
+                    std::span<const Shape>(r.output_shapes));
     TensorList in_grads = fn(ctx, std::span<const Tensor>(out_grads));
     if (in_grads.size() != r.input_ids.size())
       throw std::logic_error("gradient of " + r.op->name + " returned " + std::to_string(in_grads.size()) +
                              " gradients for " + std::to_string(r.input_ids.size()) + " inputs");
     for (std::size_t k = 0; k < in_grads.size(); ++k) {
-      const Tensor& g = in_grads[k];
-      if (!g.defined() || r.input_producers[k] == kUntracked) continue;
-      if (g.shape() != r.input_shapes[k])
+      Tensor& g = in_grads[k];
+      if (!g.defined() || r.input_producers[k] == kUntracked || !needed[k]) {
+        g = Tensor();
+        continue;
+      }
+      const bool batched_g = scope && scope->batched(g);
+      if (batched_g ? g.shape() != with_leading(k_batch, r.input_shapes[k]) : g.shape() != r.input_shapes[k])
         throw std::logic_error("gradient of " + r.op->name + " returned shape " + g.shape().to_string() +
-                               " for input " + std::to_string(k) + " of shape " + r.input_shapes[k].to_string());
-      route(r.input_producers[k], r.input_ids[k], g.dtype() == r.input_dtypes[k] ? g : convert(g, r.input_dtypes[k]));
+                               " for input " + std::to_string(k) + " of shape " + r.input_shapes[k].to_string() +
+                               (scope ? " (batched: K = " + std::to_string(k_batch) + ")" : std::string()));
+      if (g.dtype() != r.input_dtypes[k]) {
+        const bool one_hot = scope && scope->one_hot(g);
+        g = convert(g, r.input_dtypes[k]);
+        if (batched_g) scope->mark(g);
+        if (one_hot) scope->mark_one_hot(g);
+      }
     }
+    if (options.on_op) options.on_op(r, i, std::span<const Tensor>(in_grads.begin(), in_grads.end()));
+    for (std::size_t k = 0; k < in_grads.size(); ++k)
+      if (in_grads[k].defined()) route(r.input_producers[k], r.input_ids[k], in_grads[k]);
     for (std::size_t k = 0; k < r.output_ids.size(); ++k) {  // free what no earlier op needs
       std::size_t slot = static_cast<std::size_t>(r.first_slot) + k;
       if (!keep[slot]) slots[slot] = Tensor();
     }
+  };
+  for (std::size_t i = n_ops; i-- > 0;) {
+    if (!relevant[i]) continue;
+    process(i);
+    if (!finals_at.empty())
+      for (std::size_t s : finals_at[i]) finish(s);
   }
   std::vector<Tensor> result;
   result.reserve(source_ids.size());
   for (std::size_t s = 0; s < source_ids.size(); ++s) {
-    std::int64_t code = source_codes[s];
-    if (code == kWatched)
-      result.push_back(watched_grads[watched_index(source_ids[s])]);
-    else if (code >= 0 && static_cast<std::size_t>(slot_op(code)) < n_ops)
-      result.push_back(slots[static_cast<std::size_t>(ops_[static_cast<std::size_t>(slot_op(code))].first_slot + slot_output(code))]);
-    else
-      result.push_back(Tensor());
+    Tensor* slot = source_slot(s);
+    Tensor g = slot ? *slot : Tensor();
+    if (scope && g.defined()) g = scope->dense(g);  // [K, source shape]
+    result.push_back(g);
   }
   return result;
 }
@@ -328,7 +428,15 @@ std::vector<std::optional<Tensor>> GradientTape::gradient(const std::vector<Tens
     floating.push_back(ok);
     ids.push_back(src.id());
   }
-  std::vector<Tensor> grads = s.backward(live_targets, seeds, ids);
+  internal::BackwardOptions backward_options;
+  std::vector<char> reported(sources.size(), 0);
+  if (options.on_gradient_final)
+    backward_options.on_gradient_final = [&](std::size_t i, const Tensor& g) {
+      if (!floating[i] || !g.defined()) return;  // unconnected: reported at the end
+      reported[i] = 1;
+      options.on_gradient_final(i, g);
+    };
+  std::vector<Tensor> grads = s.backward(live_targets, seeds, ids, backward_options);
   if (!s.options().persistent) s.release();  // TF: a non-persistent tape frees its records here
   std::vector<std::optional<Tensor>> out;
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -342,6 +450,9 @@ std::vector<std::optional<Tensor>> GradientTape::gradient(const std::vector<Tens
       out.emplace_back(std::nullopt);
     }
   }
+  if (options.on_gradient_final)
+    for (std::size_t i = 0; i < sources.size(); ++i)
+      if (floating[i] && !reported[i]) options.on_gradient_final(i, out[i] ? *out[i] : Tensor());
   return out;
 }
 

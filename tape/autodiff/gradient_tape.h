@@ -1,6 +1,7 @@
 // GradientTape: records operations for reverse-mode automatic differentiation.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -50,6 +51,15 @@ struct GradientOptions {
   // One gradient per target (its shape and dtype), seeding the backward pass; default ones.
   std::vector<Tensor> output_gradients;
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
+  // Called during the reverse sweep, on the calling thread, as soon as source i's gradient is final
+  // (right after the last recorded op that contributes to it has been processed; before the sweep
+  // goes on to earlier ops), in the order gradients become final -- e.g. the last layer's weights
+  // before the first layer's, so their all-reduce can overlap the rest of the backward pass. The
+  // value is exactly what gradient() returns for source i. Sources the targets do not reach are
+  // reported at the end of the sweep, in source order, with an undefined Tensor (kNone) or zeros
+  // (kZero). Every floating source is reported exactly once; non-floating sources are not reported.
+  // An exception thrown by the hook propagates out of gradient(). Not a TF option (Horovod's hook).
+  std::function<void(std::size_t source_index, const Tensor& gradient)> on_gradient_final;
 };
 
 // Keyword arguments of GradientTape.jacobian. Ref: tf.GradientTape.jacobian
@@ -60,7 +70,8 @@ struct JacobianOptions {
   // result stays differentiable); several passes run in parallel on oneTBB threads.
   int parallel_iterations = 0;
   // Push all one-hot cotangents through one batched backward pass (falls back to the loop, logged
-  // once at debug level, when the graph has an op without a batched gradient rule).
+  // at warning level once per op name, when an op on the way cannot batch: OpDef::loop_only or no
+  // batching rule).
   bool experimental_use_pfor = true;
 };
 

@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "tape/autodiff/internal/batched_backward.h"
 #include "tape/autodiff/internal/jacobian_util.h"
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
+#include "tape/runtime/batching.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
@@ -73,18 +73,26 @@ void record_hessian(const internal::TapeState& s, HessianResult& out, const std:
   out.gradient = concat(flat, 0);
   // columns[j]: [n, size_j], the derivatives of all n gradient entries by source j.
   std::vector<Tensor> columns(k);
-  const std::string op = targets.empty() ? std::string() : internal::first_unbatched_op(s, targets, ids);
+  const std::string op = targets.empty() ? std::string() : internal::first_loop_only_op(s, targets, ids);
+  if (!op.empty()) internal::log_loop_fallback("hessian", op);
+  bool vectorized = false;
   if (!targets.empty() && options.experimental_use_pfor && op.empty()) {
     std::vector<Tensor> seeds;
     for (std::size_t t = 0; t < targets.size(); ++t) {
       const std::size_t i = target_source[t];
       seeds.push_back(internal::block_one_hot_rows(shapes[i], dtype, out.offsets[i], 0, n));
     }
-    std::vector<Tensor> g = internal::batched_backward(s, targets, seeds, ids);
-    for (std::size_t j = 0; j < k; ++j)
-      if (g[j].defined()) columns[j] = reshape(g[j], Shape{n, size(j)});
-  } else if (!targets.empty()) {
-    if (!op.empty()) internal::log_batched_fallback("hessian", op);
+    try {
+      std::vector<Tensor> g = s.backward(targets, seeds, ids, {.batch = n});
+      for (std::size_t j = 0; j < k; ++j)
+        if (g[j].defined()) columns[j] = reshape(g[j], Shape{n, size(j)});
+      vectorized = true;
+    } catch (const BatchingUnsupported& e) {
+      internal::log_loop_fallback("hessian", e.op());
+      columns.assign(k, Tensor());
+    }
+  }
+  if (!targets.empty() && !vectorized) {
     // rows[j][row]: [size_j], undefined where row does not reach source j.
     std::vector<std::vector<Tensor>> rows(k, std::vector<Tensor>(static_cast<std::size_t>(n)));
     for (std::size_t t = 0; t < targets.size(); ++t) {
@@ -159,7 +167,9 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
     for (std::size_t j = 0; j < g.size(); ++j)
       if (g[j].defined()) internal::copy_block(out.matrix, first, out.offsets[j], g[j], count, shapes[j].num_elements());
   };
-  std::string op = targets.empty() ? std::string() : internal::first_unbatched_op(s, targets, ids);
+  std::string op = targets.empty() ? std::string() : internal::first_loop_only_op(s, targets, ids);
+  if (!op.empty()) internal::log_loop_fallback("hessian", op);
+  bool vectorized = false;
   if (!targets.empty() && options.experimental_use_pfor && op.empty()) {
     // Automatic chunks: widest batched gradient <= max(H / 16, 64K elements) per chunk, two chunks
     // in flight on 2 threads, so that peak memory stays within about 2x the Hessian.
@@ -167,17 +177,21 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
                                    ? options.parallel_iterations
                                    : internal::auto_chunk(s, n, std::max<std::int64_t>(n * n / 16, 1 << 16));
     RecordingPause pause;  // the matrix is assembled in raw memory
-    internal::BatchedCache cache;
-    internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
-      std::vector<Tensor> seeds;
-      for (std::size_t t = 0; t < targets.size(); ++t) {
-        const std::size_t i = target_source[t];
-        seeds.push_back(internal::block_one_hot_rows(shapes[i], dtype, out.offsets[i], first, count));
-      }
-      store(first, count, internal::batched_backward(s, targets, seeds, ids, {}, -1, &cache));
-    });
-  } else if (!targets.empty()) {
-    if (!op.empty()) internal::log_batched_fallback("hessian", op);
+    try {
+      internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
+        std::vector<Tensor> seeds;
+        for (std::size_t t = 0; t < targets.size(); ++t) {
+          const std::size_t i = target_source[t];
+          seeds.push_back(internal::block_one_hot_rows(shapes[i], dtype, out.offsets[i], first, count));
+        }
+        store(first, count, s.backward(targets, seeds, ids, {.batch = count}));
+      });
+      vectorized = true;
+    } catch (const BatchingUnsupported& e) {
+      internal::log_loop_fallback("hessian", e.op());
+    }
+  }
+  if (!targets.empty() && !vectorized) {
     internal::run_rows(n, options.parallel_iterations, [&](std::int64_t row) {
       std::size_t t = 0;
       while (t < targets.size() && out.offsets[target_source[t] + 1] <= row) ++t;

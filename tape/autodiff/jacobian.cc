@@ -9,11 +9,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "tape/autodiff/internal/batched_backward.h"
 #include "tape/autodiff/internal/independence_check.h"
 #include "tape/autodiff/internal/jacobian_util.h"
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/array_ops.h"
+#include "tape/runtime/batching.h"
 #include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
 
@@ -97,40 +97,45 @@ std::vector<Tensor> jacobian_loop(const internal::TapeState& s, const Tensor& ta
   return rows.finish();
 }
 
-// The vectorized path, or nullopt if the graph has an op without a batched rule.
+// The vectorized path: batched backward passes (K one-hot cotangents each), or nullopt (logged) if
+// an op on the way cannot batch.
 std::optional<std::vector<Tensor>> jacobian_vectorized(const internal::TapeState& s, const Tensor& target,
                                                        const SourceInfo& src, int chunk) {
-  std::string op = internal::first_unbatched_op(s, std::span<const Tensor>(&target, 1), src.ids);
+  std::string op = internal::first_loop_only_op(s, std::span<const Tensor>(&target, 1), src.ids);
   if (!op.empty()) {
-    internal::log_batched_fallback("GradientTape::jacobian", op);
+    internal::log_loop_fallback("GradientTape::jacobian", op);
     return std::nullopt;
   }
   const std::int64_t n = target.num_elements();
   std::vector<Tensor> out(src.ids.size());
-  if (chunk <= 0 || chunk >= n || internal::recording_active()) {  // one pass; reshape keeps it recorded
-    Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), 0, n);
-    std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                       std::span<const Tensor>(&seeds, 1), src.ids);
-    for (std::size_t j = 0; j < g.size(); ++j)
-      if (g[j].defined()) out[j] = reshape(g[j], concat_shapes(target.shape(), src.shapes[j]));
-    return out;
+  try {
+    if (chunk <= 0 || chunk >= n || internal::recording_active()) {  // one pass; reshape keeps it recorded
+      Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), 0, n);
+      std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seeds, 1), src.ids,
+                                         {.batch = n});
+      for (std::size_t j = 0; j < g.size(); ++j)
+        if (g[j].defined()) out[j] = reshape(g[j], concat_shapes(target.shape(), src.shapes[j]));
+      return out;
+    }
+    std::vector<Shape> shapes;
+    for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
+    RowResults rows(shapes, src.dtypes);
+    RecordingPause pause;  // chunks are assembled in raw memory: recording them would be useless
+    internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
+      Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), first, count);
+      std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seeds, 1), src.ids,
+                                         {.batch = count});
+      for (std::size_t j = 0; j < g.size(); ++j)
+        if (g[j].defined()) {
+          internal::copy_into(rows.out[j], first * src.shapes[j].num_elements(), g[j]);
+          rows.connected[j] = true;
+        }
+    });
+    return rows.finish();
+  } catch (const BatchingUnsupported& e) {
+    internal::log_loop_fallback("GradientTape::jacobian", e.op());
+    return std::nullopt;
   }
-  std::vector<Shape> shapes;
-  for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
-  RowResults rows(shapes, src.dtypes);
-  RecordingPause pause;  // chunks are assembled in raw memory: recording them would be useless
-  internal::BatchedCache cache;
-  internal::run_chunks(n, chunk, [&](std::int64_t first, std::int64_t count) {
-    Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), first, count);
-    std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                       std::span<const Tensor>(&seeds, 1), src.ids, {}, -1, &cache);
-    for (std::size_t j = 0; j < g.size(); ++j)
-      if (g[j].defined()) {
-        internal::copy_into(rows.out[j], first * src.shapes[j].num_elements(), g[j]);
-        rows.connected[j] = true;
-      }
-  });
-  return rows.finish();
 }
 
 void check_persistence(const internal::TapeState& s, bool use_pfor, const char* what) {
@@ -222,69 +227,78 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
 #else
   const bool check = options.check_independence.value_or(true);
 #endif
-  const bool vectorize =
-      options.experimental_use_pfor &&
-      [&] {
-        std::string op = internal::first_unbatched_op(s, std::span<const Tensor>(&target, 1), src.ids);
-        if (!op.empty()) internal::log_batched_fallback("GradientTape::batch_jacobian", op);
-        return op.empty();
-      }();
-  if (check && b > 1) internal::check_batch_independence(s, target, src.ids[0], vectorize);
-
-  if (internal::recording_active()) {
-    // One pass (or the loop in order) on this thread, the result assembled by ops.
-    Tensor j;
-    if (vectorize) {
-      Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), 0, ny);
-      std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, 0);
-      if (g[0].defined()) {  // [ny, b, x...] -> [b, ny, x...]
-        std::vector<int> perm{1, 0};
-        for (int d = 2; d < g[0].rank(); ++d) perm.push_back(d);
-        j = transpose(g[0], perm);
+  std::string loop_op = options.experimental_use_pfor
+                            ? internal::first_loop_only_op(s, std::span<const Tensor>(&target, 1), src.ids)
+                            : std::string();
+  if (!loop_op.empty()) internal::log_loop_fallback("GradientTape::batch_jacobian", loop_op);
+  const bool recorded = internal::recording_active();
+  // The whole computation on one path; the vectorized one throws BatchingUnsupported when an op
+  // its gradients execute cannot batch, and the loop runs instead.
+  auto compute = [&](bool vectorize) -> std::optional<Tensor> {
+    if (check && b > 1) internal::check_batch_independence(s, target, src.ids[0], vectorize);
+    if (recorded) {
+      // One pass (or the loop in order) on this thread, the result assembled by ops.
+      Tensor j;
+      if (vectorize) {
+        Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), 0, ny);
+        std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seeds, 1),
+                                           src.ids, {.batch = ny, .one_hot_offset = 0});
+        if (g[0].defined()) {  // [ny, b, x...] -> [b, ny, x...]
+          std::vector<int> perm{1, 0};
+          for (int d = 2; d < g[0].rank(); ++d) perm.push_back(d);
+          j = transpose(g[0], perm);
+        }
+      } else {
+        std::vector<Tensor> rows;
+        for (std::int64_t r = 0; r < ny; ++r) {
+          Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), r, 1).with_shape(target.shape());
+          rows.push_back(s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids)[0]);
+        }
+        j = internal::stack_rows(rows, x.shape(), x.dtype(), 1);
       }
-    } else {
-      std::vector<Tensor> rows;
-      for (std::int64_t r = 0; r < ny; ++r) {
-        Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), r, 1).with_shape(target.shape());
-        rows.push_back(s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids)[0]);
-      }
-      j = internal::stack_rows(rows, x.shape(), x.dtype(), 1);
+      if (!j.defined()) return unconnected();
+      return reshape(j, out_shape);
     }
-    if (!j.defined()) return unconnected();
-    return reshape(j, out_shape);
+    Tensor out = Tensor::empty(out_shape, x.dtype());
+    std::atomic<bool> connected{false};
+    if (vectorize) {
+      // Automatic chunks: widest batched gradient <= max(result / 4, 256K elements) per chunk.
+      const std::int64_t chunk =
+          options.parallel_iterations > 0
+              ? options.parallel_iterations
+              : internal::auto_chunk(s, ny, std::max<std::int64_t>(out_shape.num_elements() / 4, 1 << 18));
+      RecordingPause pause;  // assembled in raw memory (and chunks may run on other threads)
+      internal::run_chunks(ny, chunk, [&](std::int64_t first, std::int64_t count) {
+        // Rank-2 targets: the seeds are carried in one-hot form (backward ignores `seeds`).
+        const Tensor seeds = target.rank() == 2 ? Tensor()
+                                                : internal::batch_one_hot_rows(target.shape(), target.dtype(), first, count);
+        std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seeds, 1),
+                                           src.ids, {.batch = count, .one_hot_offset = first});
+        if (!g[0].defined()) return;
+        internal::swap_leading_into(out, ny, first, g[0]);
+        connected = true;
+      });
+    } else {
+      internal::run_rows(ny, options.parallel_iterations, [&](std::int64_t j) {
+        Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), j, 1).with_shape(target.shape());
+        std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
+        if (!g[0].defined()) return;
+        Shape one{1};
+        for (std::int64_t d : g[0].shape()) one.push_back(d);
+        internal::swap_leading_into(out, ny, j, g[0].with_shape(one));
+        connected = true;
+      });
+    }
+    if (!connected) return unconnected();
+    return out;
+  };
+  if (options.experimental_use_pfor && loop_op.empty()) {
+    try {
+      return compute(true);
+    } catch (const BatchingUnsupported& e) {
+      internal::log_loop_fallback("GradientTape::batch_jacobian", e.op());
+    }
   }
-  Tensor out = Tensor::empty(out_shape, x.dtype());
-  std::atomic<bool> connected{false};
-  if (vectorize) {
-    // Automatic chunks: widest batched gradient <= max(result / 4, 256K elements) per chunk.
-    const std::int64_t chunk =
-        options.parallel_iterations > 0
-            ? options.parallel_iterations
-            : internal::auto_chunk(s, ny, std::max<std::int64_t>(out_shape.num_elements() / 4, 1 << 18));
-    RecordingPause pause;  // assembled in raw memory (and chunks may run on other threads)
-    internal::BatchedCache cache;
-    internal::run_chunks(ny, chunk, [&](std::int64_t first, std::int64_t count) {
-      Tensor seeds = internal::batch_one_hot_rows(target.shape(), target.dtype(), first, count);
-      std::vector<Tensor> g = internal::batched_backward(s, std::span<const Tensor>(&target, 1),
-                                                         std::span<const Tensor>(&seeds, 1), src.ids, {}, first, &cache);
-      if (!g[0].defined()) return;
-      internal::swap_leading_into(out, ny, first, g[0]);
-      connected = true;
-    });
-  } else {
-    internal::run_rows(ny, options.parallel_iterations, [&](std::int64_t j) {
-      Tensor seed = internal::batch_one_hot_rows(target.shape(), target.dtype(), j, 1).with_shape(target.shape());
-      std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seed, 1), src.ids);
-      if (!g[0].defined()) return;
-      Shape one{1};
-      for (std::int64_t d : g[0].shape()) one.push_back(d);
-      internal::swap_leading_into(out, ny, j, g[0].with_shape(one));
-      connected = true;
-    });
-  }
-  if (!connected) return unconnected();
-  return out;
+  return compute(false);
 }
-
 }  // namespace tapeflow

@@ -4,9 +4,12 @@
 // Facts:    the loop runs one backward pass per target element with a one-hot cotangent; with
 //           parallel_iterations != 1 the rows run on oneTBB worker threads (capped by a task arena)
 //           with recording paused, and are bit-identical to the sequential loop. The vectorized
-//           path (experimental_use_pfor, the default) pushes all one-hot cotangents through one
-//           batched backward pass (tape/autodiff/internal/batched_backward.h); graphs with an op
-//           that has no batched rule fall back to the loop (logged once at debug level).
+//           path (experimental_use_pfor, the default) pushes the one-hot cotangents through the
+//           same backward pass with a leading batch dimension K (TapeState::backward with
+//           BackwardOptions::batch): every op the gradient functions execute runs through its
+//           batching rule (OpDef::batch, tape/runtime/batching.h). Graphs with an op that cannot
+//           batch (OpDef::loop_only, or no rule) fall back to the loop, logged at warning level
+//           once per op name.
 //           batch_jacobian's independence check pushes 2·ceil(log2 b) random cotangents, each
 //           supported on the examples whose index has bit j equal to 0 (or 1), and requires the
 //           gradient on the other examples to vanish: every pair i != k differs in some bit, so any

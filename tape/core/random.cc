@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "tape/kernels/parallel.h"
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
 
 namespace tapeflow {
 namespace {
@@ -90,13 +91,21 @@ void Generator::fill_normal(T* y, std::int64_t n, T mean, T stddev) {
   std::vector<std::uint64_t> bits(static_cast<std::size_t>(2 * pairs));
   for (auto& b : bits) b = next_u64();
   T* out = y + i;
-  kernels::parallel_for(pairs, 1024, [&](std::int64_t b, std::int64_t e) {
+  // Each pair depends on its own two draws only, so any partition gives the same values (core sits
+  // below kernels/parallel.h; oneTBB directly, capped by the same tbb::global_control).
+  auto transform = [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t p = b; p < e; ++p) {
       const NormalPair z = box_muller(bits[2 * p], bits[2 * p + 1]);
       out[2 * p] = mean + stddev * static_cast<T>(z.first);
       out[2 * p + 1] = mean + stddev * static_cast<T>(z.second);
     }
-  });
+  };
+  constexpr std::int64_t kGrain = 1024;
+  if (pairs <= kGrain)
+    transform(0, pairs);
+  else
+    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, pairs, kGrain),
+                      [&](const tbb::blocked_range<std::int64_t>& r) { transform(r.begin(), r.end()); });
   // next_normal() leaves the last pair's second value in the (then unflagged) cache: so does this,
   // keeping state() identical too.
   if (pairs > 0) cached_ = box_muller(bits[2 * pairs - 2], bits[2 * pairs - 1]).second;

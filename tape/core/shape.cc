@@ -14,14 +14,20 @@ Shape::Shape(const std::vector<std::int64_t>& dims) {
 
 void Shape::push_back(std::int64_t d) {
   if (rank_ >= kMaxRank)
-    throw std::invalid_argument("Shape: rank exceeds the maximum of " + std::to_string(kMaxRank));
-  if (d < 0) throw std::invalid_argument("Shape: negative dimension " + std::to_string(d));
+    throw ShapeError("Shape: rank exceeds the maximum of " + std::to_string(kMaxRank));
+  if (d < 0) throw ShapeError("Shape: negative dimension " + std::to_string(d));
   dims_[rank_++] = d;
 }
 
 std::int64_t Shape::num_elements() const {
   std::int64_t n = 1;
-  for (int i = 0; i < rank_; ++i) n *= dims_[i];
+  bool overflow = false;
+  for (int i = 0; i < rank_; ++i) overflow |= __builtin_mul_overflow(n, dims_[i], &n);
+  if (overflow) {
+    for (int i = 0; i < rank_; ++i)
+      if (dims_[i] == 0) return 0;
+    throw ShapeError("Shape " + to_string() + ": number of elements overflows int64");
+  }
   return n;
 }
 
@@ -37,7 +43,8 @@ std::array<std::int64_t, Shape::kMaxRank> Shape::strides() const {
   std::int64_t acc = 1;
   for (int i = rank_ - 1; i >= 0; --i) {
     s[i] = acc;
-    acc *= dims_[i];
+    if (__builtin_mul_overflow(acc, dims_[i], &acc) && i > 0)
+      throw ShapeError("Shape " + to_string() + ": strides overflow int64");
   }
   return s;
 }

@@ -4,14 +4,23 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace tapeflow {
 
+// A shape that cannot exist: rank > kMaxRank, a negative dimension, or more elements (or bytes)
+// than int64 holds. execute() prefixes the op's name to its message.
+class ShapeError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
 // The dimensions of a tensor, outermost first (row-major). Rank 0 is a scalar.
 // Stored inline (no heap) because shapes are created on every op.
-// Errors: std::invalid_argument for rank > kMaxRank or a negative dimension.
+// Errors: ShapeError (a std::invalid_argument) for rank > kMaxRank or a negative dimension, and
+//         from num_elements() / strides() when the product of the dims overflows int64.
 class Shape {
  public:
   static constexpr int kMaxRank = 8;
@@ -25,7 +34,7 @@ class Shape {
   }
 
   int rank() const { return rank_; }
-  // Number of elements (1 for a scalar).
+  // Number of elements (1 for a scalar). Errors: ShapeError if it overflows int64.
   std::int64_t num_elements() const;
   std::int64_t operator[](int i) const { return dims_[i]; }
   std::int64_t& operator[](int i) { return dims_[i]; }
@@ -36,7 +45,7 @@ class Shape {
   void push_back(std::int64_t d);
   std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
 
-  // Row-major strides in elements.
+  // Row-major strides in elements. Errors: ShapeError if one overflows int64 (possible with a 0 dim).
   std::array<std::int64_t, kMaxRank> strides() const;
 
   bool operator==(const Shape& o) const;

@@ -36,7 +36,11 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   impl->shape = shape;
   impl->dtype = dtype;
   impl->id = internal::next_id();
-  std::size_t bytes = static_cast<std::size_t>(shape.num_elements()) * dtype_size(dtype);
+  std::int64_t signed_bytes = 0;
+  if (__builtin_mul_overflow(shape.num_elements(), static_cast<std::int64_t>(dtype_size(dtype)), &signed_bytes))
+    throw ShapeError("Tensor: a " + std::string(dtype_name(dtype)) + " tensor of shape " + shape.to_string() +
+                     " needs more than 2^63 bytes");
+  const auto bytes = static_cast<std::size_t>(signed_bytes);
   if (bytes <= internal::TensorImpl::kInlineBytes) {
     impl->data = impl->inline_data;
   } else {
@@ -108,9 +112,9 @@ void write_double(DType dtype, void* data, std::int64_t i, double v) {
 }
 }  // namespace
 
-Tensor::Tensor(double value) : Tensor(make_scalar<float>(static_cast<float>(value))) {}
-Tensor::Tensor(float value) : Tensor(make_scalar<float>(value)) {}
-Tensor::Tensor(int value) : Tensor(make_scalar<std::int32_t>(value)) {}
+Tensor Tensor::from_number(double value) { return make_scalar<float>(static_cast<float>(value)); }
+Tensor Tensor::from_number(float value) { return make_scalar<float>(value); }
+Tensor Tensor::from_number(int value) { return make_scalar<std::int32_t>(value); }
 
 namespace {
 // Appends the leaves of `list` to `flat`, recording dimensions at `depth`; throws on ragged lists.
@@ -191,7 +195,12 @@ void format_rec(const Tensor& t, int axis, std::int64_t& flat, std::string& out)
   }
   out += "[";
   for (std::int64_t i = 0; i < t.shape()[axis]; ++i) {
-    if (i) out += axis + 1 == t.rank() ? " " : "\n" + std::string(static_cast<std::size_t>(axis + 1), ' ');
+    if (i && axis + 1 == t.rank()) {
+      out += ' ';
+    } else if (i) {  // appended piecewise: "\n" + std::string(n, ' ') trips GCC 12's -Wrestrict false positive
+      out += '\n';
+      out.append(static_cast<std::size_t>(axis + 1), ' ');
+    }
     format_rec(t, axis + 1, flat, out);
   }
   out += "]";

@@ -9,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tape/core/dtype.h"
@@ -58,12 +59,14 @@ std::int64_t next_id();
 class Tensor {
  public:
   Tensor() = default;
-  // A float32 scalar (TF's default dtype for Python floats).
-  Tensor(double value);  // NOLINT(google-explicit-constructor): tensors are values
-  Tensor(float value);   // NOLINT
-  // An int32 scalar (TF's default for Python ints).
-  Tensor(int value);  // NOLINT
-  // A float32 array from nested lists of any depth: {1., 2.} is [2], {{4.}} is [1, 1].
+  // A scalar from a number: double and float give float32 (TF's default dtype for Python floats),
+  // int gives int32 (TF's default for Python ints). A template, so that a braced list never
+  // selects it: Tensor({x}) is the [1] tensor below on every compiler (with plain overloads
+  // Tensor(double) clang 16 took Tensor({x}) as a scalar and GCC 12 as [1]).
+  template <typename T>
+    requires(std::is_same_v<T, double> || std::is_same_v<T, float> || std::is_same_v<T, int>)
+  Tensor(T value) : Tensor(from_number(value)) {}  // NOLINT(google-explicit-constructor): tensors are values
+  // A float32 array from nested lists of any depth: {1., 2.} and {x} are [2] and [1], {{4.}} is [1, 1].
   // Errors: std::invalid_argument for ragged lists.
   class NestedList;
   Tensor(std::initializer_list<NestedList> values);
@@ -125,6 +128,9 @@ class Tensor {
 
  private:
   explicit Tensor(std::shared_ptr<internal::TensorImpl> impl) : impl_(std::move(impl)) {}
+  static Tensor from_number(double value);
+  static Tensor from_number(float value);
+  static Tensor from_number(int value);
   const internal::TensorImpl& impl() const {
     if (!impl_) throw std::logic_error("Tensor: use of an undefined (empty or moved-from) tensor");
     return *impl_;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -284,15 +286,79 @@ TensorList run_gradient(const std::shared_ptr<Registered>& r, const GradContext&
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kFunctionPrefix = "Function:";
+
+// Names of the functions `g` calls directly (its "Function:<name>" ops).
+std::vector<std::string> callees(const FunctionGraph& g) {
+  std::vector<std::string> out;
+  const std::string prefix = kFunctionPrefix;
+  for (const FunctionNode& n : g.nodes)
+    if (n.kind == FunctionNode::Kind::kOp && n.op.rfind(prefix, 0) == 0) out.push_back(n.op.substr(prefix.size()));
+  return out;
+}
+
+// Throws if, with `pending` replacing the registered graphs of the same names, some function calls
+// itself directly or through others: every call would recurse until the stack overflows.
+// Caller holds registered_mutex().
+void check_no_call_cycles(const std::vector<const FunctionGraph*>& pending) {
+  std::map<std::string, const FunctionGraph*> graphs;
+  std::vector<std::shared_ptr<const FunctionGraph>> keep;  // registered graphs looked at
+  for (const auto& [name, entry] : registered_functions()) {
+    keep.push_back(current(entry));
+    graphs[name] = keep.back().get();
+  }
+  for (const FunctionGraph* g : pending) graphs[g->name] = g;
+  // Depth-first search with colours; the path names the cycle in the error.
+  std::map<std::string, int> colour;  // 0 new, 1 on the path, 2 done
+  std::vector<std::string> path;
+  std::function<void(const std::string&)> visit = [&](const std::string& name) {
+    colour[name] = 1;
+    path.push_back(name);
+    auto it = graphs.find(name);
+    if (it != graphs.end())
+      for (const std::string& callee : callees(*it->second)) {
+        if (colour[callee] == 1) {
+          std::string cycle;
+          for (auto p = std::find(path.begin(), path.end(), callee); p != path.end(); ++p) cycle += *p + " -> ";
+          throw std::invalid_argument("register_function: function '" + callee +
+                                      "' would call itself (" + cycle + callee + "); recursive functions are refused");
+        }
+        if (colour[callee] == 0) visit(callee);
+      }
+    path.pop_back();
+    colour[name] = 2;
+  };
+  for (const FunctionGraph* g : pending)
+    if (colour[g->name] == 0) visit(g->name);
+}
+
+}  // namespace
+
 TracedFn register_function(FunctionGraph graph) {
-  check_name(graph.name);
-  const std::string name = graph.name;
-  const bool has_gradient = graph.has_gradient;
-  auto shared = std::make_shared<const FunctionGraph>(std::move(graph));
-  std::shared_ptr<Registered> entry;
-  {
-    std::lock_guard lock(registered_mutex());
-    auto& table = registered_functions();
+  std::vector<FunctionGraph> one;
+  one.push_back(std::move(graph));
+  return register_functions(std::move(one)).front();
+}
+
+std::vector<TracedFn> register_functions(std::vector<FunctionGraph> graphs) {
+  std::vector<const FunctionGraph*> pending;
+  for (const FunctionGraph& g : graphs) {
+    check_name(g.name);
+    for (const FunctionGraph* p : pending)
+      if (p->name == g.name) throw std::invalid_argument("register_functions: function '" + g.name + "' given twice");
+    pending.push_back(&g);
+  }
+  std::lock_guard lock(registered_mutex());
+  check_no_call_cycles(pending);  // before anything changes
+  std::vector<TracedFn> out;
+  auto& table = registered_functions();
+  for (FunctionGraph& graph : graphs) {
+    const std::string name = graph.name;
+    const bool has_gradient = graph.has_gradient;
+    auto shared = std::make_shared<const FunctionGraph>(std::move(graph));
+    std::shared_ptr<Registered> entry;
     auto it = table.find(name);
     if (it != table.end()) {
       entry = it->second;
@@ -301,7 +367,8 @@ TracedFn register_function(FunctionGraph graph) {
     } else {
       entry = std::make_shared<Registered>();
       entry->graph = shared;
-      OpDef def{"Function:" + name, [entry](std::span<const Tensor> in, const Attrs&) { return run_forward(entry, in); },
+      OpDef def{kFunctionPrefix + name,
+                [entry](std::span<const Tensor> in, const Attrs&) { return run_forward(entry, in); },
                 [entry](const GradContext& ctx, std::span<const Tensor> up) { return run_gradient(entry, ctx, up); },
                 kSaveInputs};
       register_op(std::move(def));
@@ -311,8 +378,9 @@ TracedFn register_function(FunctionGraph graph) {
       entry->logged_fallback = true;
       logger()->info("function '{}': no saved gradient; tape.gradient differentiates its traced forward graph", name);
     }
+    out.push_back([name](const std::vector<Tensor>& inputs) { return call_function(name, inputs); });
   }
-  return [name](const std::vector<Tensor>& inputs) { return call_function(name, inputs); };
+  return out;
 }
 
 std::vector<Tensor> call_function(const std::string& name, const std::vector<Tensor>& inputs) {

@@ -94,7 +94,13 @@ FunctionGraph trace_custom_gradient(const std::string& name, const CustomForward
                                     const std::vector<Tensor>& example_inputs);
 
 // Registers `graph` as op "Function:<name>" and returns a callable that executes it.
+// Errors: std::invalid_argument for a bad name, or if the graph would call itself directly or
+//         through other registered functions (the message names the cycle); nothing changes then.
 TracedFn register_function(FunctionGraph graph);
+// Registers several graphs at once (a checkpoint's functions, which may call each other): all are
+// checked first (names, no call cycles with the pending graphs replacing registered ones of the
+// same name), then all are registered. Errors: as register_function, or a name given twice.
+std::vector<TracedFn> register_functions(std::vector<FunctionGraph> graphs);
 // Calls a registered function by name. Errors: std::invalid_argument if none is registered.
 std::vector<Tensor> call_function(const std::string& name, const std::vector<Tensor>& inputs);
 

@@ -93,6 +93,13 @@ class Parser {
     std::vector<std::int64_t> dims;
     for (std::int64_t i = 0; i < rank; ++i) dims.push_back(integer("dimension", 0, std::numeric_limits<std::int32_t>::max()));
     s.shape = Shape(dims);
+    std::int64_t bytes = 0;  // each dim fits in int32, their product may not
+    try {
+      if (__builtin_mul_overflow(s.shape.num_elements(), static_cast<std::int64_t>(dtype_size(s.dtype)), &bytes))
+        throw ShapeError("bytes overflow int64");
+    } catch (const ShapeError&) {
+      fail("malformed program: tensor spec " + s.shape.to_string() + " " + dtype_name(s.dtype) + ": size overflows int64");
+    }
     return s;
   }
 

@@ -5,7 +5,9 @@
 #include <string>
 
 #include "tape/kernels/transform.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/batching.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/op_registry.h"
 
@@ -81,6 +83,35 @@ Shape squeezed(const Shape& s, std::uint32_t mask) {
   return out;
 }
 
+// ---- batching rules (the batched input carries K in front; see tape/runtime/batching.h) ----
+// reshape: the target shape gets K in front.
+TensorList reshape_batch(std::span<const Tensor> in, const BatchContext& c) {
+  Ints target{c.size()};
+  for (std::int64_t d : c.attrs().get_ints("shape")) target.push_back(d);
+  return batching::run(c, in, Attrs().set("shape", target));
+}
+// transpose: the batch axis stays first, the others are permuted behind it.
+TensorList transpose_batch(std::span<const Tensor> in, const BatchContext& c) {
+  Ints perm{0};
+  for (std::int64_t p : c.attrs().get_ints("perm")) perm.push_back(p + 1);
+  return batching::run(c, in, Attrs().set("perm", perm));
+}
+// slice: the batch axis is taken whole.
+TensorList slice_batch(std::span<const Tensor> in, const BatchContext& c) {
+  Ints begin{0}, size{c.size()};
+  for (std::int64_t b : c.attrs().get_ints("begin")) begin.push_back(b);
+  for (std::int64_t z : c.attrs().get_ints("size")) size.push_back(z);
+  return batching::run(c, in, Attrs().set("begin", begin).set("size", size));
+}
+// pad: no padding on the batch axis.
+TensorList pad_batch(std::span<const Tensor> in, const BatchContext& c) {
+  Ints paddings{0, 0};
+  for (std::int64_t p : c.attrs().get_ints("paddings")) paddings.push_back(p);
+  Attrs attrs = c.attrs();
+  attrs.set("paddings", paddings);
+  return batching::run(c, in, attrs);
+}
+
 }  // namespace
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
@@ -103,22 +134,23 @@ Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& dims) {
   }
   std::vector<std::int64_t> full = dims;
   if (unknown >= 0) {
-    if (known == 0 || x.num_elements() % known != 0)
-      throw std::invalid_argument("reshape: cannot infer -1 reshaping " + x.shape().to_string() + " (" +
-                                  std::to_string(x.num_elements()) + " elements)");
-    full[static_cast<std::size_t>(unknown)] = x.num_elements() / known;
+    const Shape xs = logical_shape(x);
+    if (known == 0 || xs.num_elements() % known != 0)
+      throw std::invalid_argument("reshape: cannot infer -1 reshaping " + xs.to_string() + " (" +
+                                  std::to_string(xs.num_elements()) + " elements)");
+    full[static_cast<std::size_t>(unknown)] = xs.num_elements() / known;
   }
   return reshape(x, Shape(full));
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
-  if (x.shape() == shape) return x;
+  if (logical_shape(x) == shape) return x;
   static const OpDef& op = op_def("BroadcastTo");
   return execute1(op, {x}, shape_attr(shape));
 }
 
 Tensor sum_to_shape(const Tensor& x, const Shape& shape) {
-  if (x.shape() == shape) return x;
+  if (logical_shape(x) == shape) return x;
   static const OpDef& op = op_def("SumToShape");
   return execute1(op, {x}, shape_attr(shape));
 }
@@ -129,37 +161,41 @@ Tensor transpose(const Tensor& x, const std::vector<int>& perm) {
 }
 
 Tensor transpose(const Tensor& x) {
-  std::vector<int> perm(static_cast<std::size_t>(x.rank()));
-  for (int i = 0; i < x.rank(); ++i) perm[static_cast<std::size_t>(i)] = x.rank() - 1 - i;
+  const int rank = logical_rank(x);
+  std::vector<int> perm(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i) perm[static_cast<std::size_t>(i)] = rank - 1 - i;
   return transpose(x, perm);
 }
 
 Tensor permute(const Tensor& x, const std::vector<int>& perm) { return transpose(x, perm); }
 
 Tensor expand_dims(const Tensor& x, int axis) {
-  const int a = normalize_axis(axis, x.rank() + 1, "expand_dims");
-  Ints dims = x.shape().to_vector();
+  const Shape xs = logical_shape(x);
+  const int a = normalize_axis(axis, xs.rank() + 1, "expand_dims");
+  Ints dims = xs.to_vector();
   dims.insert(dims.begin() + a, 1);
   return reshape(x, Shape(dims));
 }
 
 Tensor squeeze(const Tensor& x) {
+  const Shape xs = logical_shape(x);
   std::uint32_t mask = 0;
-  for (int i = 0; i < x.rank(); ++i)
-    if (x.shape()[i] == 1) mask |= 1u << i;
-  return reshape(x, squeezed(x.shape(), mask));
+  for (int i = 0; i < xs.rank(); ++i)
+    if (xs[i] == 1) mask |= 1u << i;
+  return reshape(x, squeezed(xs, mask));
 }
 
 Tensor squeeze(const Tensor& x, const std::vector<int>& axes) {
+  const Shape xs = logical_shape(x);
   std::uint32_t mask = 0;
   for (int axis : axes) {
-    const int a = normalize_axis(axis, x.rank(), "squeeze");
-    if (x.rank() == 0 || x.shape()[a] != 1)
+    const int a = normalize_axis(axis, xs.rank(), "squeeze");
+    if (xs.rank() == 0 || xs[a] != 1)
       throw std::invalid_argument("squeeze: cannot squeeze axis " + std::to_string(axis) + " of shape " +
-                                  x.shape().to_string() + ": its size is not 1");
+                                  xs.to_string() + ": its size is not 1");
     mask |= 1u << a;
   }
-  return reshape(x, squeezed(x.shape(), mask));
+  return reshape(x, squeezed(xs, mask));
 }
 
 Tensor concat(const std::vector<Tensor>& values, int axis) {
@@ -169,10 +205,11 @@ Tensor concat(const std::vector<Tensor>& values, int axis) {
 
 Tensor stack(const std::vector<Tensor>& values, int axis) {
   if (values.empty()) throw std::invalid_argument("stack: needs at least one input, got none");
+  const Shape s0 = logical_shape(values[0]);
   for (const Tensor& v : values)
-    if (v.shape() != values[0].shape() || v.dtype() != values[0].dtype())
+    if (logical_shape(v) != s0 || v.dtype() != values[0].dtype())
       throw std::invalid_argument("stack: inputs differ in shape or dtype: " + describe_all(values));
-  const int a = normalize_axis(axis, values[0].rank() + 1, "stack");
+  const int a = normalize_axis(axis, s0.rank() + 1, "stack");
   std::vector<Tensor> expanded;
   expanded.reserve(values.size());
   for (const Tensor& v : values) expanded.push_back(expand_dims(v, a));
@@ -180,9 +217,10 @@ Tensor stack(const std::vector<Tensor>& values, int axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, int axis) {
-  if (x.rank() == 0) throw std::invalid_argument("split: cannot split a scalar");
-  const int a = normalize_axis(axis, x.rank(), "split");
-  const std::int64_t dim = x.shape()[a];
+  const Shape xs = logical_shape(x);
+  if (xs.rank() == 0) throw std::invalid_argument("split: cannot split a scalar");
+  const int a = normalize_axis(axis, xs.rank(), "split");
+  const std::int64_t dim = xs[a];
   Ints resolved = sizes;
   std::int64_t total = 0;
   int unknown = -1;
@@ -196,9 +234,9 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   else if (total != dim) bad = true;
   if (bad)
     throw std::invalid_argument("split: sizes " + list_str(sizes) + " do not add up to " + std::to_string(dim) +
-                                " on axis " + std::to_string(axis) + " of " + x.shape().to_string());
+                                " on axis " + std::to_string(axis) + " of " + xs.to_string());
   std::vector<Tensor> out;
-  Ints begin(static_cast<std::size_t>(x.rank()), 0), size = x.shape().to_vector();
+  Ints begin(static_cast<std::size_t>(xs.rank()), 0), size = xs.to_vector();
   for (std::int64_t s : resolved) {
     size[static_cast<std::size_t>(a)] = s;
     out.push_back(slice(x, begin, size));
@@ -208,19 +246,21 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
 }
 
 std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
-  if (x.rank() == 0) throw std::invalid_argument("split: cannot split a scalar");
-  const int a = normalize_axis(axis, x.rank(), "split");
-  if (num_splits <= 0 || x.shape()[a] % num_splits != 0)
-    throw std::invalid_argument("split: cannot split axis " + std::to_string(axis) + " of " + x.shape().to_string() +
+  const Shape xs = logical_shape(x);
+  if (xs.rank() == 0) throw std::invalid_argument("split: cannot split a scalar");
+  const int a = normalize_axis(axis, xs.rank(), "split");
+  if (num_splits <= 0 || xs[a] % num_splits != 0)
+    throw std::invalid_argument("split: cannot split axis " + std::to_string(axis) + " of " + xs.to_string() +
                                 " into " + std::to_string(num_splits) + " equal parts");
-  return split(x, Ints(static_cast<std::size_t>(num_splits), x.shape()[a] / num_splits), a);
+  return split(x, Ints(static_cast<std::size_t>(num_splits), xs[a] / num_splits), a);
 }
 
 std::vector<Tensor> unstack(const Tensor& x, int axis) {
-  if (x.rank() == 0) throw std::invalid_argument("unstack: cannot unstack a scalar");
-  const int a = normalize_axis(axis, x.rank(), "unstack");
-  if (x.shape()[a] == 0) return {};
-  std::vector<Tensor> parts = split(x, Ints(static_cast<std::size_t>(x.shape()[a]), 1), a);
+  const Shape xs = logical_shape(x);
+  if (xs.rank() == 0) throw std::invalid_argument("unstack: cannot unstack a scalar");
+  const int a = normalize_axis(axis, xs.rank(), "unstack");
+  if (xs[a] == 0) return {};
+  std::vector<Tensor> parts = split(x, Ints(static_cast<std::size_t>(xs[a]), 1), a);
   for (Tensor& p : parts) p = squeeze(p, {a});
   return parts;
 }
@@ -241,17 +281,18 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64
 }
 
 Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
-  if (multiples.size() != static_cast<std::size_t>(x.rank()))
+  const int rank = logical_rank(x);
+  if (multiples.size() != static_cast<std::size_t>(rank))
     throw std::invalid_argument("tile: multiples " + list_str(multiples) + " need one entry per axis of " +
-                                x.shape().to_string());
+                                logical_shape(x).to_string());
   for (std::int64_t m : multiples)
     if (m < 0) throw std::invalid_argument("tile: negative multiple in " + list_str(multiples));
   // One axis at a time: [pre, d, post] -> [pre, 1, d*post] -> broadcast [pre, m, d*post].
   Tensor y = x;
-  for (int i = 0; i < x.rank(); ++i) {
+  for (int i = 0; i < rank; ++i) {
     const std::int64_t m = multiples[static_cast<std::size_t>(i)];
     if (m == 1) continue;
-    const Shape& s = y.shape();
+    const Shape s = logical_shape(y);
     std::int64_t pre = 1, post = 1;
     for (int j = 0; j < i; ++j) pre *= s[j];
     for (int j = i; j < s.rank(); ++j) post *= s[j];
@@ -272,7 +313,7 @@ void register_array_ops(OpRegistry& r) {
            ops_internal::check_arity("reshape", in, 1);
            return TensorList{in[0].with_shape(attr_shape(a))};
          },
-         [](C c, G g) { return TensorList{reshape(g[0], c.input_shape(0))}; }, kSaveNone});
+         [](C c, G g) { return TensorList{reshape(g[0], c.input_shape(0))}; }, kSaveNone, reshape_batch});
   r.add({"BroadcastTo",
          [](In in, const Attrs& a) {
            ops_internal::check_arity("broadcast_to", in, 1);
@@ -288,7 +329,7 @@ void register_array_ops(OpRegistry& r) {
            });
            return TensorList{y};
          },
-         [](C c, G g) { return TensorList{sum_to_shape(g[0], c.input_shape(0))}; }, kSaveNone});
+         [](C c, G g) { return TensorList{sum_to_shape(g[0], c.input_shape(0))}; }, kSaveNone, batching::shape_attr("shape")});
   r.add({"SumToShape",
          [](In in, const Attrs& a) {
            ops_internal::check_arity("sum_to_shape", in, 1);
@@ -304,7 +345,7 @@ void register_array_ops(OpRegistry& r) {
            });
            return TensorList{y};
          },
-         [](C c, G g) { return TensorList{broadcast_to(g[0], c.input_shape(0))}; }, kSaveNone});
+         [](C c, G g) { return TensorList{broadcast_to(g[0], c.input_shape(0))}; }, kSaveNone, batching::shape_attr("shape")});
 
   // transpose: dx = transpose(g, inverse(perm)).
   r.add({"Transpose",
@@ -341,7 +382,7 @@ void register_array_ops(OpRegistry& r) {
            for (std::size_t i = 0; i < p.size(); ++i) inverse[static_cast<std::size_t>(p[i])] = static_cast<int>(i);
            return TensorList{transpose(g[0], inverse)};
          },
-         kSaveNone});
+         kSaveNone, transpose_batch});
 
   // concat: input i gets the slice of g at its offset along the axis.
   r.add({"ConcatV2",
@@ -391,7 +432,7 @@ void register_array_ops(OpRegistry& r) {
            }
            return out;
          },
-         kSaveNone});
+         kSaveNone, batching::axis_attr("axis")});
 
   // slice: dx = g padded with zeros back to x's shape.
   r.add({"Slice",
@@ -419,7 +460,7 @@ void register_array_ops(OpRegistry& r) {
            }
            return TensorList{pad(g[0], paddings)};
          },
-         kSaveNone});
+         kSaveNone, slice_batch});
 
   // pad: dx = the slice of g where x was placed.
   r.add({"Pad",
@@ -454,7 +495,7 @@ void register_array_ops(OpRegistry& r) {
            for (std::size_t k = 0; k < p.size(); k += 2) begin.push_back(p[k]);
            return TensorList{slice(g[0], begin, c.input_shape(0).to_vector())};
          },
-         kSaveNone});
+         kSaveNone, pad_batch});
 }
 
 }  // namespace tapeflow

@@ -7,6 +7,7 @@
 
 #include "tape/kernels/transform.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/execute.h"
@@ -128,8 +129,23 @@ TensorList segment_sum_grad(const GradContext& c, std::span<const Tensor> g) {
   std::vector<bool> keep;
   for (std::int64_t id : ids_of(ids)) keep.push_back(id >= 0);
   Shape mask_shape = ids.shape();
-  while (mask_shape.rank() < gathered.rank()) mask_shape.push_back(1);
-  return TensorList{where(constant(keep, mask_shape), gathered, zeros_like(gathered)), Tensor()};
+  while (mask_shape.rank() < c.input_shape(0).rank()) mask_shape.push_back(1);
+  return TensorList{where(constant(keep, mask_shape), gathered, scalar(0.0, gathered.dtype())), Tensor()};
+}
+
+// Batched data [K, ids..., rest...]: K moves behind the id axes, the op runs once, K moves back.
+TensorList segment_sum_batch(std::span<const Tensor> in, const BatchContext& c) {
+  if (c.batched(1)) return batching::sequential(in, c);  // ids never carry cotangents
+  const int ids_rank = in[1].rank(), rank = c.shape(0).rank() + 1;
+  std::vector<int> perm;
+  for (int i = 1; i <= ids_rank; ++i) perm.push_back(i);
+  perm.push_back(0);
+  for (int i = ids_rank + 1; i < rank; ++i) perm.push_back(i);
+  const Tensor args[2] = {transpose(in[0], perm), in[1]};
+  Tensor y = batching::run(c, args, c.attrs())[0];  // [num_segments, K, rest...]
+  std::vector<int> back{1, 0};
+  for (int i = 2; i < y.rank(); ++i) back.push_back(i);
+  return {transpose(y, back)};
 }
 
 TensorList one_hot_forward(std::span<const Tensor> in, const Attrs& a) {
@@ -229,11 +245,14 @@ Tensor argmin(const Tensor& x, int axis) {
 
 void register_index_ops(OpRegistry& r) {
   using In = std::span<const Tensor>;
-  r.add({"GatherV2", gather_forward, gather_grad, kSaveInputs});  // backward needs the indices
-  r.add({"UnsortedSegmentSum", segment_sum_forward, segment_sum_grad, kSaveInputs});  // needs the ids
-  r.add({"OneHot", one_hot_forward, {}, kSaveNone});
-  r.add({"ArgMax", [](In in, const Attrs& a) { return arg_forward("argmax", in, a, true); }, {}, kSaveNone});
-  r.add({"ArgMin", [](In in, const Attrs& a) { return arg_forward("argmin", in, a, false); }, {}, kSaveNone});
+  // Batched params: the axis shifts by one (indices are integers, never batched).
+  r.add({"GatherV2", gather_forward, gather_grad, kSaveInputs, batching::axis_attr("axis", {1})});  // backward needs the indices
+  r.add({"UnsortedSegmentSum", segment_sum_forward, segment_sum_grad, kSaveInputs, segment_sum_batch});  // needs the ids
+  r.add({"OneHot", one_hot_forward, {}, kSaveNone, batching::unary()});  // per element, depth appended
+  r.add({"ArgMax", [](In in, const Attrs& a) { return arg_forward("argmax", in, a, true); }, {}, kSaveNone,
+         batching::axis_attr("axis")});
+  r.add({"ArgMin", [](In in, const Attrs& a) { return arg_forward("argmin", in, a, false); }, {}, kSaveNone,
+         batching::axis_attr("axis")});
 }
 
 }  // namespace tapeflow

@@ -1,15 +1,20 @@
 // Linear-algebra ops: forward kernels (Eigen GEMM / LU) and gradients written with ops.
 #include "tape/ops/linalg_ops.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "tape/kernels/matmul.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/execute.h"
+#include "tape/runtime/recorder.h"
 #include "tape/runtime/op_registry.h"
 
 namespace tapeflow {
@@ -106,6 +111,80 @@ TensorList matmul_gradient(const GradContext& c, std::span<const Tensor> g) {
   return {na ? sum_to_shape(da, c.input_shape(0)) : Tensor(), nb ? sum_to_shape(db, c.input_shape(1)) : Tensor()};
 }
 
+// a [rows, inner] · op(b) computed on a's non-zero rows only, when at most half of them are non-zero
+// and b is finite (so 0 · b is exactly 0); nullopt otherwise. A jacobian through independent
+// examples has such cotangents: the one-hot row of example i reaches example i only. In raw memory,
+// so only when nothing records (the result would not show its dependence on the zero rows).
+std::optional<Tensor> matmul_nonzero_rows(const Tensor& a, const Tensor& b, bool tb) {
+  const std::int64_t rows = a.shape()[0], inner = a.shape()[1];
+  if (rows < 8 || inner == 0 || a.dtype() != b.dtype()) return std::nullopt;
+  std::optional<Tensor> out;
+  dispatch_floating(a.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.data<T>();
+    std::vector<std::int64_t> keep;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* row = pa + r * inner;
+      if (std::any_of(row, row + inner, [](T v) { return v != T(0); })) {
+        keep.push_back(r);
+        if (2 * static_cast<std::int64_t>(keep.size()) > rows) return;  // dense enough: one GEMM
+      }
+    }
+    const T* pb = b.data<T>();
+    if (!std::all_of(pb, pb + b.num_elements(), [](T v) { return std::isfinite(v); })) return;
+    const std::int64_t nnz = static_cast<std::int64_t>(keep.size());
+    Tensor compact = Tensor::empty(Shape{nnz, inner}, a.dtype());
+    for (std::int64_t j = 0; j < nnz; ++j)
+      std::copy(pa + keep[static_cast<std::size_t>(j)] * inner, pa + (keep[static_cast<std::size_t>(j)] + 1) * inner,
+                compact.mutable_data<T>() + j * inner);
+    Tensor yc = matmul(compact, b, false, tb);
+    const std::int64_t n = yc.shape()[1];
+    Tensor y = Tensor::empty(Shape{rows, n}, a.dtype());
+    T* py = y.mutable_data<T>();
+    std::fill(py, py + rows * n, T(0));
+    const T* pc = yc.data<T>();
+    for (std::int64_t j = 0; j < nnz; ++j) std::copy(pc + j * n, pc + (j + 1) * n, py + keep[static_cast<std::size_t>(j)] * n);
+    out = y;
+  });
+  return out;
+}
+
+// Batched operands are padded to the common batch rank behind K and broadcast by the kernel. When
+// only a is batched, untransposed, and b is a plain matrix, K folds into a's rows: one GEMM. One-hot a
+// (batch_jacobian's seeds): result[k] = s[:, o + k] ⊗ op(b)[o + k, :], a broadcast product, no GEMM.
+TensorList matmul_batch(std::span<const Tensor> in, const BatchContext& c) {
+  const bool ta = c.attrs().get_bool("transpose_a"), tb = c.attrs().get_bool("transpose_b");
+  const std::int64_t k = c.size();
+  const Shape sa = c.shape(0), sb = c.shape(1);
+  if (c.one_hot(0) && !c.batched(1) && !ta && sa.rank() == 2 && sb.rank() == 2) {
+    const std::int64_t rows = sa[0], n = sa[1], off = c.one_hot_offset();
+    Tensor opb = tb ? transpose(in[1]) : in[1];  // op(b) [n, m]
+    const std::int64_t m = opb.shape()[1];
+    Tensor st = transpose(in[0]);  // [n, rows]
+    if (k != n) {  // this chunk's columns only
+      st = slice(st, {off, 0}, {k, rows});
+      opb = slice(opb, {off, 0}, {k, m});
+    }
+    return {reshape(st, Shape{k, rows, 1}) * reshape(opb, Shape{k, 1, m})};
+  }
+  const Tensor a = c.batched(0) ? c.dense(0) : in[0], b = c.batched(1) ? c.dense(1) : in[1];
+  if (c.batched(0) && !c.batched(1) && !ta && sb.rank() == 2) {
+    const std::int64_t inner = sa.dim(-1), rows = k * (inner ? sa.num_elements() / inner : 0);
+    const Tensor flat = reshape(a, Shape{rows, inner});
+    std::optional<Tensor> sparse;
+    if (active_recorders().empty()) sparse = matmul_nonzero_rows(flat, b, tb);
+    Tensor y = sparse ? *sparse : matmul(flat, b, false, tb);
+    Shape out{k};
+    for (int i = 0; i + 1 < sa.rank(); ++i) out.push_back(sa[i]);
+    out.push_back(y.shape()[1]);
+    return {reshape(y, out)};
+  }
+  const int rank = std::max(sa.rank(), sb.rank());
+  const Tensor args[2] = {c.batched(0) ? reshape(a, batching::padded(k, sa, rank)) : a,
+                          c.batched(1) ? reshape(b, batching::padded(k, sb, rank)) : b};
+  return batching::run(c, args, c.attrs());
+}
+
 TensorList solve_forward(std::span<const Tensor> in, const Attrs& at) {
   check_arity("solve", in, 2);
   const Tensor &a = in[0], &b = in[1];
@@ -149,6 +228,21 @@ TensorList solve_gradient(const GradContext& c, std::span<const Tensor> g) {
   return {da, db};
 }
 
+// A plain matrix with batched right-hand sides [K, n, r] solves all of them at once as [n, K*r];
+// otherwise both operands are broadcast to [K, batch..., n, *] (solve needs equal batch dims).
+TensorList solve_batch(std::span<const Tensor> in, const BatchContext& c) {
+  const std::int64_t k = c.size();
+  const Shape sa = c.shape(0), sb = c.shape(1);
+  if (!c.batched(0) && sa.rank() == 2 && sb.rank() == 2) {
+    const std::int64_t n = sb[0], r = sb[1];
+    Tensor rhs = reshape(transpose(c.dense(1), {1, 0, 2}), Shape{n, k * r});
+    Tensor x = solve(in[0], rhs, c.attrs().get_bool("adjoint"));
+    return {transpose(reshape(x, Shape{n, k, r}), {1, 0, 2})};
+  }
+  const Tensor args[2] = {c.dense(0), c.dense(1)};
+  return batching::run(c, args, c.attrs());
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
@@ -162,8 +256,8 @@ Tensor solve(const Tensor& matrix, const Tensor& rhs, bool adjoint) {
 }
 
 void register_linalg_ops(OpRegistry& r) {
-  r.add({"MatMul", matmul_forward, matmul_gradient, kSaveInputs});
-  r.add({"MatrixSolve", solve_forward, solve_gradient, kSaveAll});
+  r.add({"MatMul", matmul_forward, matmul_gradient, kSaveInputs, BatchRule(matmul_batch, /*accepts_one_hot=*/true)});
+  r.add({"MatrixSolve", solve_forward, solve_gradient, kSaveAll, solve_batch});
 }
 
 }  // namespace tapeflow

@@ -24,45 +24,72 @@
 
 namespace tapeflow {
 
+// Element-wise a + b.
+// Shapes:   a, b broadcast (NumPy rules) -> the broadcast shape.
+// DTypes:   any numeric dtype; a and b must match.
+// Errors:   std::invalid_argument "add: ..." naming both shapes/dtypes when they do not broadcast/match.
+// Gradient: (g, g), each summed back to its input's shape.
+// Ref:      tf.math.add
 Tensor add(const Tensor& a, const Tensor& b);
+// Element-wise a - b. As add. Gradient: (g, -g). Ref: tf.math.subtract
 Tensor subtract(const Tensor& a, const Tensor& b);
+// Element-wise a * b. As add. Gradient: (g·b, g·a). Ref: tf.math.multiply
 Tensor multiply(const Tensor& a, const Tensor& b);
-// Element-wise true division a / b. Integer inputs are divided as float64 and give float64 (TF's
-// truediv of int32/int64: Variable(3) / 2 == 1.5); floats keep their dtype (x / 0 is ±inf or nan).
+// Element-wise true division a / b. As add. Integer inputs are divided as float64 and give float64
+// (TF's truediv of int32/int64: Variable(3) / 2 == 1.5); floats keep their dtype (x / 0 is ±inf or nan).
 // Gradient: da = g / b, db = -g a / b². Ref: tf.math.divide, tf.math.truediv
 Tensor divide(const Tensor& a, const Tensor& b);
 // Element-wise floor(a / b), Python's //: integers round toward -inf (-7 // 2 == -4) and keep their
-// dtype; floats give floor(a / b). No gradient (as TF).
+// dtype; floats give floor(a / b). As add. No gradient (as TF).
 // Errors:   std::invalid_argument for an integer division by zero (TF: "Integer division by zero").
 // Ref:      tf.math.floordiv
 Tensor floordiv(const Tensor& a, const Tensor& b);
-// a ** b element-wise. Gradient: da = g·b·a^(b-1); db = g·a^b·log(a) where a > 0, else 0 (TF).
+// a ** b element-wise. As add (integer powers with a negative exponent give 0 unless a is 1).
+// Gradient: da = g·b·a^(b-1); db = g·a^b·log(a) where a > 0, else 0 (TF). Ref: tf.math.pow
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
+// Element-wise max(a, b). As add. Gradient: g to a where a >= b (ties go to the first input, TF's
+// _MaximumMinimumGrad), else to b. Ref: tf.math.maximum
 Tensor maximum(const Tensor& a, const Tensor& b);
+// Element-wise min(a, b). As add. Gradient: g to a where a <= b (ties: first input), else to b.
+// Ref: tf.math.minimum
 Tensor minimum(const Tensor& a, const Tensor& b);
 // Element-wise max(min(x, hi), lo). Gradient passes where lo <= x <= hi (at the bounds too), as TF.
 Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi);
 Tensor clip_by_value(const Tensor& x, double lo, double hi);
 
+// Unary functions. Shapes: x's. DTypes: numeric for negative, square, abs, sign; float32/float64 for
+// the rest. Errors: std::invalid_argument naming the function for an unsupported dtype.
+// -x. Gradient: -g. Ref: tf.math.negative
 Tensor negative(const Tensor& x);
+// x². Gradient: 2·x·g. Ref: tf.math.square
 Tensor square(const Tensor& x);
+// √x. Gradient: g / (2·y). Ref: tf.math.sqrt
 Tensor sqrt(const Tensor& x);
+// 1/√x. Gradient: -g·y³ / 2. Ref: tf.math.rsqrt
 Tensor rsqrt(const Tensor& x);
+// 1/x. Gradient: -g·y². Ref: tf.math.reciprocal
 Tensor reciprocal(const Tensor& x);
+// eˣ. Gradient: g·y. Ref: tf.math.exp
 Tensor exp(const Tensor& x);
+// ln x. Gradient: g / x. Ref: tf.math.log
 Tensor log(const Tensor& x);
+// |x|. Gradient: g·sign(x) (0 at 0). Ref: tf.math.abs
 Tensor abs(const Tensor& x);
+// -1, 0 or 1. Gradient: zero (TF). Ref: tf.math.sign
 Tensor sign(const Tensor& x);
+// sin x. Gradient: g·cos x. Ref: tf.math.sin
 Tensor sin(const Tensor& x);
+// cos x. Gradient: -g·sin x. Ref: tf.math.cos
 Tensor cos(const Tensor& x);
 // Facts: float32 uses TF's CPU kernel's rational approximation (< 5 ulp with FMA, < 7 without: see
 //        kernels::tanh; exactly ±1 for |x| >= 8); float64 is std::tanh. Gradient: tanh_grad(y, g).
 Tensor tanh(const Tensor& x);
+// 1 / (1 + e⁻ˣ), computed without overflow. Gradient: g·y·(1 - y). Ref: tf.math.sigmoid
 Tensor sigmoid(const Tensor& x);
 // Gradient: relu_grad(g, y).
 Tensor relu(const Tensor& x);
-// x if x > 0 else alpha·(exp(x) - 1), alpha = 1 (tf.nn.elu).
+// x if x > 0 else alpha·(exp(x) - 1), alpha = 1 (tf.nn.elu). Gradient: g where x > 0, else g·(y + 1).
 Tensor elu(const Tensor& x);
 // x if x > 0 else alpha·x (tf.nn.leaky_relu, default alpha 0.2). alpha is applied in x's dtype,
 // as TF's kernel does. Gradient: leaky_relu_grad(g, x, alpha).
@@ -83,7 +110,7 @@ Tensor tanh_grad(const Tensor& y, const Tensor& dy);
 Tensor relu_grad(const Tensor& dy, const Tensor& features);
 // dy where features > 0, else alpha·dy (features: the leaky_relu input).
 Tensor leaky_relu_grad(const Tensor& dy, const Tensor& features, double alpha = 0.2);
-// log(1 + exp(x)), computed stably.
+// log(1 + exp(x)), computed stably. Gradient: g·sigmoid(x). Ref: tf.math.softplus
 Tensor softplus(const Tensor& x);
 // Round half to even (tf.math.round). No gradient.
 Tensor round(const Tensor& x);
@@ -96,12 +123,18 @@ Tensor cast(const Tensor& x, DType dtype);
 // Element-wise cond ? a : b with broadcasting. cond must be bool. Ref: tf.where
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
+// Comparisons: element-wise a == b, a != b, a < b, a <= b, a > b, a >= b.
+// Shapes:   broadcast. DTypes: inputs of one dtype (numeric; equal/not_equal also bool) -> bool.
+// Errors:   as add. Gradient: none. Ref: tf.math.equal, not_equal, less, less_equal, greater, greater_equal
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
 Tensor less(const Tensor& a, const Tensor& b);
 Tensor less_equal(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
 Tensor greater_equal(const Tensor& a, const Tensor& b);
+// Logic on bool tensors: a && b, a || b (broadcast), !x.
+// Errors:   std::invalid_argument "logical_and: expected bool inputs, got D". Gradient: none.
+// Ref:      tf.math.logical_and, logical_or, logical_not
 Tensor logical_and(const Tensor& a, const Tensor& b);
 Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);
@@ -109,6 +142,7 @@ Tensor logical_not(const Tensor& x);
 // A scalar of t's dtype holding v (how double operands join tensors).
 Tensor scalar_like(const Tensor& t, double v);
 
+// Operators: add, subtract, multiply, divide, negative; a double operand becomes scalar_like.
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);

@@ -11,7 +11,9 @@
 #include "tape/kernels/reduce.h"
 #include "tape/kernels/transform.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/batching.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
 #include "tape/runtime/execute.h"
@@ -141,14 +143,24 @@ TensorList xent_gradient(const GradContext& c, std::span<const Tensor> g) {
   return {d, Tensor()};
 }
 
+// Batched logits [K, B..., C]: the labels (integers, never batched) are broadcast to [K, B...].
+TensorList xent_batch(std::span<const Tensor> in, const BatchContext& c) {
+  if (c.batched(1)) return batching::sequential(in, c);
+  Shape labels_shape{c.size()};
+  for (std::int64_t d : in[1].shape()) labels_shape.push_back(d);
+  const Tensor args[2] = {in[0], broadcast_to(in[1], labels_shape)};
+  return batching::run(c, args, c.attrs());
+}
+
 Attrs norm_attrs(const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   std::vector<std::int64_t> norm_axes;
+  const Shape xs = logical_shape(x);
   if (axes.empty())
-    for (int i = 0; i < x.rank(); ++i) norm_axes.push_back(i);
+    for (int i = 0; i < xs.rank(); ++i) norm_axes.push_back(i);
   for (int a : axes) {
-    const std::int64_t n = normalize_axis(a, x.rank(), "norm");
+    const std::int64_t n = normalize_axis(a, xs.rank(), "norm");
     if (std::find(norm_axes.begin(), norm_axes.end(), n) != norm_axes.end())
-      throw std::invalid_argument("norm: axis " + std::to_string(a) + " repeated for shape " + x.shape().to_string());
+      throw std::invalid_argument("norm: axis " + std::to_string(a) + " repeated for shape " + xs.to_string());
     norm_axes.push_back(n);
   }
   std::sort(norm_axes.begin(), norm_axes.end());
@@ -226,7 +238,7 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& log
     throw std::invalid_argument("sigmoid_cross_entropy_with_logits: expected float32 or float64, got " +
                                 describe(logits));
   // TF's composition: the >= selects make the gradient at x = 0 exactly sigmoid(0) - z.
-  Tensor zero = zeros_like(logits);
+  Tensor zero = scalar_like(logits, 0.0);
   Tensor nonneg = greater_equal(logits, zero);
   Tensor relu_logits = where(nonneg, logits, zero);
   Tensor neg_abs_logits = where(nonneg, negative(logits), logits);
@@ -246,23 +258,24 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm, const std::vector<int>& a
   if (!is_floating(t.dtype()))
     throw std::invalid_argument("clip_by_norm: expected float32 or float64, got " + describe(t));
   std::vector<int> all;
-  for (int a : axes) all.push_back(normalize_axis(a, t.rank(), "clip_by_norm"));
+  const int rank = logical_rank(t);
+  for (int a : axes) all.push_back(normalize_axis(a, rank, "clip_by_norm"));
   if (all.empty())
-    for (int i = 0; i < t.rank(); ++i) all.push_back(i);
+    for (int i = 0; i < rank; ++i) all.push_back(i);
   // TF: l2norm = sqrt(l2sum) with a safe sqrt at 0, then t * clip / max(l2norm, clip).
   Tensor l2sum = reduce_sum(t * t, all, true);
-  Tensor pred = greater(l2sum, zeros_like(l2sum));
-  Tensor l2sum_safe = where(pred, l2sum, ones_like(l2sum));
+  Tensor pred = greater(l2sum, scalar_like(l2sum, 0.0));
+  Tensor l2sum_safe = where(pred, l2sum, scalar_like(l2sum, 1.0));
   Tensor l2norm = where(pred, sqrt(l2sum_safe), l2sum);
   Tensor clip = scalar_like(t, clip_norm);
   return t * clip / maximum(l2norm, clip);
 }
 
 void register_nn_ops(OpRegistry& r) {
-  r.add({"Softmax", softmax_forward<false>, softmax_gradient, kSaveOutputs});
-  r.add({"LogSoftmax", softmax_forward<true>, log_softmax_gradient, kSaveOutputs});
-  r.add({"SparseSoftmaxCrossEntropyWithLogits", xent_forward, xent_gradient, kSaveInputs});
-  r.add({"EuclideanNorm", norm_forward, norm_gradient, kSaveAll});
+  r.add({"Softmax", softmax_forward<false>, softmax_gradient, kSaveOutputs, batching::axis_attr("axis")});
+  r.add({"LogSoftmax", softmax_forward<true>, log_softmax_gradient, kSaveOutputs, batching::axis_attr("axis")});
+  r.add({"SparseSoftmaxCrossEntropyWithLogits", xent_forward, xent_gradient, kSaveInputs, xent_batch});
+  r.add({"EuclideanNorm", norm_forward, norm_gradient, kSaveAll, batching::reduction()});
 }
 
 }  // namespace tapeflow

@@ -5,7 +5,9 @@
 
 #include "tape/kernels/reduce.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/batching.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/op_registry.h"
@@ -15,18 +17,20 @@ namespace tapeflow {
 namespace {
 
 std::vector<int> all_axes(const Tensor& x) {
-  std::vector<int> axes(static_cast<std::size_t>(x.rank()));
-  for (int i = 0; i < x.rank(); ++i) axes[static_cast<std::size_t>(i)] = i;
+  const int rank = logical_rank(x);
+  std::vector<int> axes(static_cast<std::size_t>(rank));
+  for (int i = 0; i < rank; ++i) axes[static_cast<std::size_t>(i)] = i;
   return axes;
 }
 
 Tensor reduce(const char* opname, const Tensor& x, const std::vector<int>& axes, bool keepdims) {
   std::vector<std::int64_t> norm;
+  const Shape xs = logical_shape(x);  // per example inside a vectorized backward pass
   for (int a : axes) {
-    int n = normalize_axis(a, x.rank(), opname);
+    int n = normalize_axis(a, xs.rank(), opname);
     if (std::find(norm.begin(), norm.end(), n) != norm.end())
       throw std::invalid_argument(std::string(opname) + ": axis " + std::to_string(a) + " repeated for shape " +
-                                  x.shape().to_string());
+                                  xs.to_string());
     norm.push_back(n);
   }
   std::sort(norm.begin(), norm.end());
@@ -52,7 +56,8 @@ Shape reduced_shape(const Shape& s, std::uint32_t mask, bool keepdims) {
 }
 
 template <typename Kernel>
-TensorList reduce_forward(const char* name, std::span<const Tensor> in, const Attrs& at, Kernel k, bool mean) {
+TensorList reduce_forward(const char* name, std::span<const Tensor> in, const Attrs& at, Kernel k, bool mean,
+                          bool empty_is_zero) {
   ops_internal::check_arity(name, in, 1);
   const Tensor& x = in[0];
   std::uint32_t mask = mask_of(at.get_ints("axes"));
@@ -60,9 +65,11 @@ TensorList reduce_forward(const char* name, std::span<const Tensor> in, const At
   Tensor y = Tensor::empty(sy, x.dtype());
   ops_internal::dispatch_kind<ops_internal::Kinds::kNumeric>(name, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if (x.num_elements() == 0 && !mean) {
-      if (y.num_elements() != 0)
+    if (x.num_elements() == 0) {  // TF: the sum (and here the mean) of nothing is 0; max/min have no value
+      if (!empty_is_zero && y.num_elements() != 0)
         throw std::invalid_argument(std::string(name) + ": empty reduction of shape " + x.shape().to_string());
+      T* p = y.mutable_data<T>();
+      std::fill(p, p + y.num_elements(), T(0));
       return;
     }
     k(x.data<T>(), x.shape(), mask, y.mutable_data<T>());
@@ -112,19 +119,20 @@ void register_reduction_ops(OpRegistry& r) {
   auto sum_k = [](const auto* x, const Shape& s, std::uint32_t m, auto* y) { kernels::reduce_sum(x, s, m, y); };
   auto max_k = [](const auto* x, const Shape& s, std::uint32_t m, auto* y) { kernels::reduce_max(x, s, m, y); };
   auto min_k = [](const auto* x, const Shape& s, std::uint32_t m, auto* y) { kernels::reduce_min(x, s, m, y); };
-  r.add({"Sum", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_sum", in, a, sum_k, false); },
-         [](C c, G g) { return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0))}; }, kSaveNone});
-  r.add({"Mean", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_mean", in, a, sum_k, true); },
+  r.add({"Sum", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_sum", in, a, sum_k, false, true); },
+         [](C c, G g) { return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0))}; }, kSaveNone, batching::reduction()});
+  r.add({"Mean", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_mean", in, a, sum_k, true, true); },
          [](C c, G g) {
+           const Shape kept = reduced_shape(c.input_shape(0), mask_of(c.attrs().get_ints("axes")), true);
            double count = static_cast<double>(c.input_shape(0).num_elements()) /
-                          static_cast<double>(std::max<std::int64_t>(g[0].num_elements(), 1));
+                          static_cast<double>(std::max<std::int64_t>(kept.num_elements(), 1));
            return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0)) / count};
          },
-         kSaveNone});
-  r.add({"Max", [max_k](In in, const Attrs& a) { return reduce_forward("reduce_max", in, a, max_k, false); },
-         minmax_grad, kSaveAll});
-  r.add({"Min", [min_k](In in, const Attrs& a) { return reduce_forward("reduce_min", in, a, min_k, false); },
-         minmax_grad, kSaveAll});
+         kSaveNone, batching::reduction()});
+  r.add({"Max", [max_k](In in, const Attrs& a) { return reduce_forward("reduce_max", in, a, max_k, false, false); },
+         minmax_grad, kSaveAll, batching::reduction()});
+  r.add({"Min", [min_k](In in, const Attrs& a) { return reduce_forward("reduce_min", in, a, min_k, false, false); },
+         minmax_grad, kSaveAll, batching::reduction()});
 }
 
 }  // namespace tapeflow

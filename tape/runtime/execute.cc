@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "tape/runtime/batching.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
@@ -18,7 +19,17 @@ TensorList execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   for (std::size_t i = 0; i < inputs.size(); ++i)
     if (!inputs[i].defined())
       throw std::invalid_argument(op.name + ": input " + std::to_string(i) + " is an undefined tensor");
-  TensorList outputs = op.forward(inputs, attrs);
+  if (BatchScope* scope = BatchScope::current()) {
+    // Inside a vectorized backward pass: batched inputs go to the op's batching rule (batching.h).
+    for (const Tensor& t : inputs)
+      if (scope->carries_batch(t)) return execute_batched(op, inputs, attrs, *scope);
+  }
+  TensorList outputs;
+  try {
+    outputs = op.forward(inputs, attrs);
+  } catch (const ShapeError& e) {  // a shape that cannot exist (e.g. from a hostile attribute): name the op
+    throw ShapeError(op.name + ": " + e.what());
+  }
   auto& recorders = active_recorders();
   if (!recorders.empty()) {
     static const std::shared_ptr<const GradientFn> kNoCustom;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <type_traits>
 
 #include "tape/core/small_vector.h"
 #include "tape/core/tensor.h"
@@ -23,16 +24,20 @@ class GradContext {
  public:
   GradContext(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::span<const Shape> input_shapes,
               std::span<const DType> input_dtypes, const Attrs& attrs, const char* op_name,
-              std::span<const char> needed = {})
-      : inputs_(inputs), outputs_(outputs), input_shapes_(input_shapes), input_dtypes_(input_dtypes),
-        attrs_(attrs), op_name_(op_name), needed_(needed) {}
+              std::span<const char> needed = {}, std::span<const Shape> output_shapes = {})
+      : inputs_(inputs), outputs_(outputs), input_shapes_(input_shapes), output_shapes_(output_shapes),
+        input_dtypes_(input_dtypes), attrs_(attrs), op_name_(op_name), needed_(needed) {}
   // Whether the backward pass uses input i's gradient (false: the gradient may return none for it).
   bool needs_gradient(int i) const { return needed_.empty() || needed_[static_cast<std::size_t>(i)] != 0; }
   // Saved forward input i. Errors: std::logic_error if the op's SaveFlags do not keep inputs.
   const Tensor& input(int i) const;
   // Saved forward output i. Errors: std::logic_error if the op's SaveFlags do not keep outputs.
   const Tensor& output(int i) const;
+  // Shapes of the forward call. Take shapes from here, never from the output gradients: in a
+  // vectorized jacobian/hessian the gradients carry an extra leading dimension (batching.h).
   const Shape& input_shape(int i) const { return input_shapes_[static_cast<std::size_t>(i)]; }
+  // Errors: std::logic_error if the caller did not provide output shapes.
+  const Shape& output_shape(int i) const;
   DType input_dtype(int i) const { return input_dtypes_[static_cast<std::size_t>(i)]; }
   int num_inputs() const { return static_cast<int>(input_shapes_.size()); }
   const Attrs& attrs() const { return attrs_; }
@@ -40,7 +45,7 @@ class GradContext {
 
  private:
   std::span<const Tensor> inputs_, outputs_;
-  std::span<const Shape> input_shapes_;
+  std::span<const Shape> input_shapes_, output_shapes_;
   std::span<const DType> input_dtypes_;
   const Attrs& attrs_;
   const char* op_name_;
@@ -54,11 +59,80 @@ using ForwardFn = std::function<TensorList(std::span<const Tensor> inputs, const
 // received no gradient gets zeros). Written with tapeflow ops so it is itself recorded.
 using GradientFn = std::function<TensorList(const GradContext& ctx, std::span<const Tensor> output_grads)>;
 
+struct OpDef;
+class BatchScope;
+
+// What a batching rule sees of one call: which inputs carry the leading batch dimension of size K.
+// Batched inputs are physically [K, per-example shape...]; attrs are in per-example terms.
+class BatchContext {
+ public:
+  BatchContext(const OpDef& op, const Attrs& attrs, std::int64_t size, std::span<const Tensor> inputs,
+               std::span<const char> batched, std::span<const char> one_hot = {}, BatchScope* scope = nullptr)
+      : op_(op), attrs_(attrs), size_(size), inputs_(inputs), batched_(batched), one_hot_(one_hot), scope_(scope) {}
+  std::int64_t size() const { return size_; }  // K
+  bool batched(int i) const { return batched_[static_cast<std::size_t>(i)] != 0; }
+  // Per-example shape of input i (its physical shape without the leading K when batched).
+  Shape shape(int i) const;
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  const Attrs& attrs() const { return attrs_; }
+  const OpDef& op() const { return op_; }
+  // Internal optimisation (batch_jacobian): input i is in one-hot form, physically the per-example
+  // scale s with value[k, i, j] = δ(j, offset + k) s[i, j] (see tape/runtime/batching.h). Only seen
+  // by rules with BatchRule::accepts_one_hot(); others receive the dense [K, ...] tensor.
+  bool one_hot(int i) const { return !one_hot_.empty() && one_hot_[static_cast<std::size_t>(i)] != 0; }
+  // Input i as a dense [K, ...] tensor (a one-hot input materialised, an unbatched one broadcast).
+  Tensor dense(int i) const;
+  // The one-hot form's first column (see one_hot()); -1 when the form is off.
+  std::int64_t one_hot_offset() const;
+  // One-hot rules: declares output i to be in one-hot form (its physical value is the scale).
+  void mark_one_hot_output(int i) const { one_hot_outputs_ |= 1u << i; }
+  bool one_hot_output(int i) const { return (one_hot_outputs_ >> i) & 1u; }
+
+ private:
+  const OpDef& op_;
+  const Attrs& attrs_;
+  std::int64_t size_;
+  std::span<const Tensor> inputs_;
+  std::span<const char> batched_, one_hot_;
+  BatchScope* scope_;
+  mutable std::uint32_t one_hot_outputs_ = 0;
+};
+
+// How an op runs when some inputs carry an extra leading dimension K (the vectorized jacobian /
+// hessian run the ordinary backward pass with K cotangents, and every op its gradient functions
+// execute dispatches here). Returns every output batched: [K, per-example output shape]. Written
+// with tapeflow ops on physical tensors (batching is suspended inside a rule), so active tapes record
+// what it does and the vectorized result stays differentiable. Any callable
+// (std::span<const Tensor> inputs, const BatchContext&) -> TensorList converts to a BatchRule.
+// Ready-made rules: tape/ops/internal/batching_rules.h.
+class BatchRule {
+ public:
+  using Fn = std::function<TensorList(std::span<const Tensor> inputs, const BatchContext& ctx)>;
+  BatchRule() = default;
+  template <class F>
+    requires std::is_constructible_v<Fn, F> && (!std::is_same_v<std::decay_t<F>, BatchRule>)
+  BatchRule(F fn, bool accepts_one_hot = false)  // NOLINT: implicit, so `.batch = my_rule` reads naturally
+      : fn_(std::move(fn)), one_hot_(accepts_one_hot) {}
+  explicit operator bool() const { return static_cast<bool>(fn_); }
+  TensorList operator()(std::span<const Tensor> inputs, const BatchContext& ctx) const { return fn_(inputs, ctx); }
+  // Internal optimisation: the rule also accepts one-hot-form inputs (BatchContext::one_hot).
+  bool accepts_one_hot() const { return one_hot_; }
+
+ private:
+  Fn fn_;
+  bool one_hot_ = false;
+};
+
+// One op, one entry: forward kernel, gradient, what backward keeps, and how it batches.
 struct OpDef {
   std::string name;        // TensorFlow's op name where one exists ("Mul", "MatMul")
   ForwardFn forward;
   GradientFn gradient;     // empty: not differentiable; such ops are never recorded on tapes
   std::uint8_t saves = kSaveInputs;
+  BatchRule batch;         // how it runs on batched inputs; a differentiable op needs this or loop_only
+  // Explicitly cannot batch: vectorized jacobian / batch_jacobian / hessian through it take the loop
+  // of backward passes (logged at warning level once per op name).
+  bool loop_only = false;
 };
 
 }  // namespace tapeflow

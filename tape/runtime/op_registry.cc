@@ -2,18 +2,7 @@
 
 #include <stdexcept>
 
-#include "tape/ops/register_ops.h"
-
 namespace tapeflow {
-
-OpRegistry& OpRegistry::global() {
-  static OpRegistry* registry = [] {
-    auto* r = new OpRegistry();  // never destroyed: ops may run during static destruction
-    register_builtin_ops(*r);
-    return r;
-  }();
-  return *registry;
-}
 
 const OpDef& OpRegistry::add(OpDef def) {
   if (!def.forward) throw std::invalid_argument("OpRegistry::add: op '" + def.name + "' has no forward function");
@@ -61,6 +50,13 @@ const Tensor& GradContext::input(int i) const {
     throw std::logic_error(std::string(op_name_) + " gradient: input " + std::to_string(i) +
                            " was not saved by the forward pass (check the op's SaveFlags)");
   return inputs_[static_cast<std::size_t>(i)];
+}
+
+const Shape& GradContext::output_shape(int i) const {
+  if (static_cast<std::size_t>(i) >= output_shapes_.size())
+    throw std::logic_error(std::string(op_name_) + " gradient: output shape " + std::to_string(i) +
+                           " was not provided to the GradContext");
+  return output_shapes_[static_cast<std::size_t>(i)];
 }
 
 const Tensor& GradContext::output(int i) const {

@@ -14,6 +14,7 @@ namespace tapeflow {
 // Built-in ops are registered on first use. OpDef addresses are stable for the process lifetime.
 class OpRegistry {
  public:
+  // Defined in tape/ops/register_ops.cc, which fills it with the built-in op families.
   static OpRegistry& global();
 
   // Adds a new op. Errors: std::invalid_argument if the name is taken or forward is empty.

@@ -114,7 +114,7 @@ TEST_F(AdversarialAppTest, HelpListsTheFlags) {
 
 TEST_F(AdversarialAppTest, MissingDatasetIsAClearError) {
   const AppRun r = run("--data-dir /nonexistent/tapeflow-fmnist");
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.exit_code, 1);  // a data error; 2 is for usage errors
   EXPECT_THAT(r.output, HasSubstr("cannot load Fashion-MNIST from '/nonexistent/tapeflow-fmnist'"));
   EXPECT_THAT(r.output, HasSubstr("dataset-fashion-mnist"));
 }

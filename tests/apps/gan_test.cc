@@ -9,15 +9,7 @@
 #include <string>
 #include <utility>
 
-// Helpers defined in adversarial_test.cc (same test_apps executable).
-namespace tapeflow_app_test {
-std::string temp_path(const std::string& name);
-std::string slurp(const std::string& path);
-std::pair<int, std::string> run_app(const std::string& binary, const std::string& args);
-std::string json_field(const std::string& json, const std::string& key, std::size_t from);
-void expect_well_formed(const std::string& json);
-bool dataset_installed();
-}  // namespace tapeflow_app_test
+#include "tests/apps/app_test_util.h"
 
 namespace {
 
@@ -51,8 +43,8 @@ TEST_F(GanAppTest, HelpListsTheFlags) {
 TEST_F(GanAppTest, MissingDatasetIsAClearError) {
   const std::string dir = temp_path("gan_missing");
   const auto [code, out] = run_app(kBinary, "--data-dir /nonexistent/tapeflow-fmnist --samples-dir " + dir);
-  EXPECT_EQ(code, 2);
-  EXPECT_THAT(out, HasSubstr("gan: cannot load Fashion-MNIST from '/nonexistent/tapeflow-fmnist'"));
+  EXPECT_EQ(code, 1);  // a data error; 2 is for usage errors
+  EXPECT_THAT(out, HasSubstr("gan: error: cannot load Fashion-MNIST from '/nonexistent/tapeflow-fmnist'"));
   EXPECT_THAT(out, HasSubstr("dataset-fashion-mnist"));
   fs::remove_all(dir);
 }

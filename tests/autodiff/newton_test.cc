@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "tape/autodiff/hessian.h"
-#include "tape/autodiff/internal/batched_backward.h"
+#include "tape/autodiff/internal/tape_state.h"
 #include "tape/autodiff/newton.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradient_check.h"
@@ -185,8 +185,12 @@ TEST(Hessian, BatchedPassCoversActivationGradientOps) {
       tf::Tensor l = loss();
       g = *inner.gradient(l, std::vector<tf::Source>{w1})[0];
     }
-    EXPECT_EQ(tf::internal::first_unbatched_op(outer.state(), std::span<const tf::Tensor>(&g, 1),
-                                               std::vector<std::int64_t>{tf::Source(w1).id()}), "");
+    // The one backward pass with K = 3 cotangents runs without falling back (it would throw
+    // BatchingUnsupported for an op without a batching rule).
+    tf::Tensor seeds = tf::ones(tf::Shape{3, 4, 5}, tf::DType::kFloat64);
+    const std::int64_t id = tf::Source(w1).id();
+    EXPECT_NO_THROW(outer.state().backward(std::span<const tf::Tensor>(&g, 1), std::span<const tf::Tensor>(&seeds, 1),
+                                           std::span<const std::int64_t>(&id, 1), {.batch = 3}));
   }
   const std::vector<tf::Variable> vars{w1, w2};
   tf::HessianResult loop = tf::hessian(loss, vars, {.experimental_use_pfor = false, .parallel_iterations = 1});

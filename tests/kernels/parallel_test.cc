@@ -96,7 +96,9 @@ TEST(ParallelInvoke, RethrowsAnExceptionAfterBothFinish) {
       EXPECT_STREQ(e.what(), "left side failed");
     }
     set_num_threads(prev);
-    if (threads == 1) EXPECT_FALSE(other_done.load());  // serial: the second never starts
+    if (threads == 1) {
+      EXPECT_FALSE(other_done.load());  // serial: the second never starts
+    }
   }
 }
 

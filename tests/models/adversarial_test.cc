@@ -119,7 +119,7 @@ TEST(InputGradientRegularizationTest, StepChangesEveryVariableAndReportsFiniteLo
   const auto vars = model->trainable_variables();
   for (std::size_t i = 0; i < vars.size(); ++i) EXPECT_NE(vars[i].value().to_vector<float>(), before[i]) << vars[i].name();
   const RegularizedStepResult plain = input_gradient_regularized_step(*model, adam, b.x, b.y, 0.0);
-  EXPECT_EQ(plain.input_gradient_norm, 0.0);
+  EXPECT_GT(plain.input_gradient_norm, 0.0);  // measured for the baseline too (not used in its loss)
   EXPECT_EQ(plain.loss, plain.cross_entropy);
 }
 

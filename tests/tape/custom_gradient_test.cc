@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tape/runtime/execute.h"
+#include "tape/ops/internal/batching_rules.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradcheck_table.h"
 
@@ -189,7 +190,7 @@ tf::Tensor user_cube(const tf::Tensor& x) {
        [](const tf::GradContext& c, std::span<const tf::Tensor> g) {
          return tf::TensorList{g[0] * 3.0 * tf::square(c.input(0))};
        },
-       tf::kSaveInputs});
+       tf::kSaveInputs, {}, /*loop_only=*/true});  // the forward reads raw float64 data
   return tf::execute1(op, {x});
 }
 
@@ -230,7 +231,7 @@ tf::Tensor user_fma(const tf::Tensor& a, const tf::Tensor& b, const tf::Tensor& 
          g_needed = {ctx.needs_gradient(0), ctx.needs_gradient(1), ctx.needs_gradient(2)};
          return tf::TensorList{g[0] * ctx.input(1), g[0] * ctx.input(0), g[0]};
        },
-       tf::kSaveInputs});
+       tf::kSaveInputs, tf::batching::elementwise()});
   return tf::execute1(op, {a, b, c});
 }
 

@@ -66,7 +66,12 @@ TEST(SeedGradientTapeApi, WatchAccessedVariablesFalse) {
   tape.watch(a);
   tf::Tensor y = tf::pow(a, 2.0);
   tf::Tensor z = tf::pow(b, 3.0);
-  EXPECT_FLOAT_EQ(tape.gradient(y + z, a)->item(), 6.0);
+  auto g = tape.gradient(y + z, std::vector<tf::Variable>{a, b});
+  EXPECT_FLOAT_EQ(g[0]->item(), 6.0);
+  // b was read but not watched: no gradient (with watch_accessed_variables = true it would be 12).
+  EXPECT_FALSE(g[1].has_value());
+  ASSERT_EQ(tape.watched_variables().size(), 1u);
+  EXPECT_TRUE(tape.watched_variables()[0].same_as(a));
 }
 
 TEST(SeedAutodiffTutorial, AddThenMultiply) {

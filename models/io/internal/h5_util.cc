@@ -19,6 +19,11 @@ std::unique_lock<std::mutex> lock_hdf5() {
   static std::once_flag once;
   std::unique_lock<std::mutex> lock(mutex);
   std::call_once(once, [] {
+    // No library shutdown at exit: HDF5 1.10.8's crashes (SIGSEGV in H5F__close_cb) on a file whose
+    // H5Fclose failed, e.g. on a full disk, and turns an error the caller handled into exit status
+    // 139. Every file we open is closed by RAII, so the shutdown has nothing to save. Effective only
+    // when this is the process's first HDF5 call (as in the apps); later it is a harmless no-op.
+    H5dont_atexit();
     H5open();
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     // A hostile file could name a filter id that makes HDF5 dlopen a plugin: never load any.

@@ -14,7 +14,8 @@
 namespace tapeflow::io::internal {
 
 // Locks the process-wide HDF5 mutex (the Debian build is not thread-safe). The first call also
-// turns off HDF5's automatic error printing and its dynamic filter-plugin loading.
+// turns off HDF5's automatic error printing, its dynamic filter-plugin loading and (if it is the
+// process's first HDF5 call) its library shutdown at exit, which crashes after a failed H5Fclose.
 std::unique_lock<std::mutex> lock_hdf5();
 
 // Owns one HDF5 identifier and closes it with the matching H5?close on scope exit.

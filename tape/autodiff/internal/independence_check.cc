@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tape/autodiff/internal/batched_backward.h"
+#include "tape/autodiff/internal/tape_state.h"
 
 namespace tapeflow::internal {
 namespace {
@@ -77,7 +77,7 @@ void check_batch_independence(const TapeState& tape, const Tensor& target, std::
   };
   int failing = -1;
   if (vectorized) {
-    Tensor g = batched_backward(tape, targets, std::span<const Tensor>(&all, 1), ids)[0];
+    Tensor g = tape.backward(targets, std::span<const Tensor>(&all, 1), ids, {.batch = probes})[0];
     if (!g.defined()) return;
     Tensor d = convert(g, DType::kFloat64);
     const std::int64_t per = g.num_elements() / probes;
@@ -94,8 +94,9 @@ void check_batch_independence(const TapeState& tape, const Tensor& target, std::
   if (failing < 0) return;
   // Name the culprit: the first op whose input gradient (an input with b leading rows) leaks.
   Tensor seed = probe_seed(failing);
-  batched_backward(tape, targets, std::span<const Tensor>(&seed, 1), ids,
-                   [&](const OpRecord& r, std::size_t index, std::span<const Tensor> in_grads) {
+  BackwardOptions culprit;
+  culprit.batch = 1;
+  culprit.on_op = [&](const OpRecord& r, std::size_t index, std::span<const Tensor> in_grads) {
                      for (std::size_t j = 0; j < in_grads.size(); ++j) {
                        const Shape& s = r.input_shapes[j];
                        if (!in_grads[j].defined() || s.rank() < 1 || s[0] != b) continue;
@@ -110,7 +111,8 @@ void check_batch_independence(const TapeState& tape, const Tensor& target, std::
                            "with training = true breaks this). Use jacobian() and sum over the duplicate batch "
                            "axis, or set check_independence = false");
                      }
-                   });
+                   };
+  tape.backward(targets, std::span<const Tensor>(&seed, 1), ids, culprit);
   throw std::invalid_argument("GradientTape::batch_jacobian: examples are not independent (the gradient of target "
                               "examples reaches other source examples); use jacobian() instead");
 }

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 #include "tape/autodiff/internal/tape_state.h"
@@ -67,11 +69,49 @@ Tensor stack_rows(std::vector<Tensor> rows, const Shape& row_shape, DType dtype,
 
 bool recording_active() { return !active_recorders().empty(); }
 
-void log_batched_fallback(const char* what, const std::string& op) {
-  static std::atomic<bool> logged{false};
-  if (!logged.exchange(true))
-    logger()->debug("{}: op {} has no batched gradient rule; falling back to a loop of backward passes "
-                    "(logged once)", what, op);
+void log_loop_fallback(const char* what, const std::string& op) {
+  static std::mutex mutex;
+  static std::set<std::string> logged;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!logged.insert(op).second) return;
+  }
+  logger()->warn("{}: op {} cannot batch (no batching rule, or marked loop_only); vectorized jacobians and "
+                 "hessians through it fall back to a loop of backward passes (logged once per op)", what, op);
+}
+
+std::string first_loop_only_op(const TapeState& tape, std::span<const Tensor> targets,
+                               std::span<const std::int64_t> source_ids) {
+  const std::size_t n = tape.num_records();
+  const auto& ops = tape.records();
+  std::vector<std::int64_t> sources(source_ids.begin(), source_ids.end());
+  std::sort(sources.begin(), sources.end());
+  auto is_source = [&](std::int64_t id) { return std::binary_search(sources.begin(), sources.end(), id); };
+  // Forward: records that depend on a source (or produce one).
+  std::vector<char> relevant(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const OpRecord& r = ops[i];
+    for (std::int64_t id : r.output_ids) relevant[i] = relevant[i] || is_source(id);
+    for (std::size_t j = 0; j < r.input_producers.size() && !relevant[i]; ++j) {
+      const std::int64_t p = r.input_producers[j];
+      relevant[i] = p >= 0 ? relevant[static_cast<std::size_t>(TapeState::slot_op(p))] != 0
+                           : p == TapeState::kWatched && is_source(r.input_ids[j]);
+    }
+  }
+  // Backward from the targets.
+  std::vector<char> needed(n, 0);
+  for (const Tensor& t : targets) {
+    const std::int64_t p = tape.producer(t.id());
+    if (p >= 0 && static_cast<std::size_t>(TapeState::slot_op(p)) < n) needed[static_cast<std::size_t>(TapeState::slot_op(p))] = 1;
+  }
+  for (std::size_t i = n; i-- > 0;) {
+    if (!needed[i] || !relevant[i]) continue;
+    const OpRecord& r = ops[i];
+    if (!r.custom_gradient && r.op->loop_only) return r.op->name;
+    for (std::int64_t p : r.input_producers)
+      if (p >= 0) needed[static_cast<std::size_t>(TapeState::slot_op(p))] = 1;
+  }
+  return {};
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,8 +38,13 @@ bool recording_active();
 // The rows stacked by ops along `axis`, missing (undefined) rows as zeros of row_shape; undefined
 // if no row is defined. How the recorded paths assemble loop results.
 Tensor stack_rows(std::vector<Tensor> rows, const Shape& row_shape, DType dtype, int axis);
-// Logs (debug level, once per process) that `what` falls back to the loop because of `op`.
-void log_batched_fallback(const char* what, const std::string& op);
+// The first op marked loop_only (OpDef::loop_only), in backward order, on a path from a source to
+// a target; empty if none. The vectorized paths take the loop when there is one.
+std::string first_loop_only_op(const TapeState& tape, std::span<const Tensor> targets,
+                               std::span<const std::int64_t> source_ids);
+// Logs at warning level, once per op name and process, that `what` takes the loop of backward
+// passes because of `op` (loop_only, or no batching rule: BatchingUnsupported).
+void log_loop_fallback(const char* what, const std::string& op);
 
 // [count, shape...] zeros with a 1 at flat index first + k of row k.
 Tensor one_hot_rows(const Shape& shape, DType dtype, std::int64_t first, std::int64_t count);

@@ -1,6 +1,7 @@
 // The data behind a GradientTape: recorded ops keyed by tensor id, and the backward pass.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -29,6 +30,27 @@ struct OpRecord {
   SmallVector<DType, 2> output_dtypes;
   TensorList saved_inputs, saved_outputs;
   Attrs attrs;
+};
+
+// Options of the one backward pass (TapeState::backward).
+struct BackwardOptions {
+  // K > 0: K cotangents at once (the vectorized jacobian / hessian). Seeds are [K, target shape],
+  // results [K, source shape]; every op's ordinary gradient function runs under a BatchScope, so
+  // the ops it executes dispatch to their batching rules (tape/runtime/batching.h). Errors:
+  // BatchingUnsupported (from the op that has no rule) -- callers fall back to the loop.
+  std::int64_t batch = 0;
+  // With batch > 0, one rank-2 target [b, n] and offset + K <= n: the seeds are batch_jacobian's
+  // one-hot rows (seed[k, i, j] = δ(j, offset + k)) and are carried in one-hot form (batching.h);
+  // `seeds` is then ignored.
+  std::int64_t one_hot_offset = -1;
+  // Called after each op's gradient with the record, its index on the tape and its input gradients
+  // (undefined where none flows).
+  std::function<void(const OpRecord& record, std::size_t index, std::span<const Tensor> input_grads)> on_op;
+  // Called as soon as source s's gradient is final: right after the last recorded op that
+  // contributes to it (smallest tape index among its consumers on the pruned tape), before the sweep
+  // goes on; sources no op contributes to, right after seeding. The value is what backward returns
+  // for it (possibly undefined: no path to a target).
+  std::function<void(std::size_t source, const Tensor& gradient)> on_gradient_final;
 };
 
 class TapeState final : public Recorder {
@@ -60,11 +82,12 @@ class TapeState final : public Recorder {
   // non-persistent tape, and stops recording a non-persistent tape (as TF does).
   void begin_gradient_call(const char* what);
 
-  // The backward pass. Seeds: gradients of `targets` (same order). Returns one gradient per source
-  // id (undefined where unconnected). Reads only the ops recorded so far; const, so several
-  // threads may run it at once on a tape nothing records to (the parallel jacobian).
+  // The backward pass -- the only reverse sweep in tapeflow (gradient, jacobian, batch_jacobian,
+  // hessian, the loop and vectorized paths). Seeds: gradients of `targets` (same order). Returns one
+  // gradient per source id (undefined where unconnected). Reads only the ops recorded so far; const,
+  // so several threads may run it at once on a tape nothing records to (the parallel jacobian).
   std::vector<Tensor> backward(std::span<const Tensor> targets, std::span<const Tensor> seeds,
-                               std::span<const std::int64_t> source_ids) const;
+                               std::span<const std::int64_t> source_ids, const BackwardOptions& options = {}) const;
 
   const GradientTapeOptions& options() const { return options_; }
   std::vector<Variable> watched_variables() const;

@@ -1,0 +1,301 @@
+// Convolution kernels: im2col tiles + kernels::matmul (see conv.h for the scheme).
+#include "tape/kernels/conv.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "tape/kernels/matmul.h"
+#include "tape/kernels/parallel.h"
+
+namespace tapeflow::kernels {
+
+WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
+                     std::int64_t d, std::int64_t explicit_before, std::int64_t explicit_after) {
+  auto bad = [&](const std::string& what) {
+    return std::invalid_argument(std::string(op) + ": " + what + " (input size " + std::to_string(in) +
+                                 ", window " + std::to_string(k) + ", stride " + std::to_string(s) + ", dilation " +
+                                 std::to_string(d) + ", padding " + padding + ")");
+  };
+  if (in < 0 || k < 1 || s < 1 || d < 1) throw bad("window, stride and dilation must be positive");
+  const std::int64_t eff = (k - 1) * d + 1;
+  WindowDim r;
+  if (padding == "VALID") {
+    r.out = in >= eff ? (in - eff) / s + 1 : 0;
+  } else if (padding == "SAME") {
+    r.out = (in + s - 1) / s;
+    const std::int64_t total = std::max<std::int64_t>((r.out - 1) * s + eff - in, 0);
+    r.pad_before = total / 2;
+    r.pad_after = total - r.pad_before;
+  } else if (padding == "EXPLICIT") {
+    if (explicit_before < 0 || explicit_after < 0) throw bad("explicit paddings must be >= 0");
+    const std::int64_t padded = in + explicit_before + explicit_after;
+    r.out = padded >= eff ? (padded - eff) / s + 1 : 0;
+    r.pad_before = explicit_before;
+    r.pad_after = explicit_after;
+  } else {
+    throw std::invalid_argument(std::string(op) + ": padding must be \"VALID\", \"SAME\" or explicit, got \"" +
+                                padding + "\"");
+  }
+  if (r.out < 1) throw bad("computed output size " + std::to_string(r.out) + " is not positive");
+  return r;
+}
+
+namespace {
+
+// Output pixels per tile: the patch tile stays under kConvTileBytes (at least 6 rows, a GEMM tile).
+template <class T>
+std::int64_t tile_rows(const Conv2DGeometry& g) {
+  const std::int64_t k = std::max<std::int64_t>(g.patch_size(), 1);
+  return std::clamp<std::int64_t>(kConvTileBytes / (k * static_cast<std::int64_t>(sizeof(T))), 6, 1 << 16);
+}
+
+bool pointwise(const Conv2DGeometry& g) {
+  return g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pad_top == 0 && g.pad_left == 0 && g.ho == g.h &&
+         g.wo == g.w;
+}
+
+// Patch rows of output pixels [p0, p1): row (p - p0) holds x at the window of p in (i, j, c) order
+// (the filter's [kh, kw, C] flattening), zeros where the window lies in the padding.
+template <class T>
+void im2col(const T* x, const Conv2DGeometry& g, std::int64_t p0, std::int64_t p1, T* buf) {
+  const std::int64_t k = g.patch_size(), hw = g.ho * g.wo;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t n = p / hw, oh = (p % hw) / g.wo, ow = p % g.wo;
+    T* row = buf + (p - p0) * k;
+    for (std::int64_t i = 0; i < g.kh; ++i) {
+      const std::int64_t ih = oh * g.sh - g.pad_top + i * g.dh;
+      T* dst = row + i * g.kw * g.c;
+      if (ih < 0 || ih >= g.h) {
+        std::fill(dst, dst + g.kw * g.c, T(0));
+        continue;
+      }
+      const T* src_row = x + (n * g.h + ih) * g.w * g.c;
+      for (std::int64_t j = 0; j < g.kw; ++j, dst += g.c) {
+        const std::int64_t iw = ow * g.sw - g.pad_left + j * g.dw;
+        if (iw < 0 || iw >= g.w)
+          std::fill(dst, dst + g.c, T(0));
+        else
+          std::copy_n(src_row + iw * g.c, g.c, dst);
+      }
+    }
+  }
+}
+
+// dx (image of pixel p) += patch row of p, for pixels [p0, p1) (in order).
+template <class T>
+void col2im(const T* buf, const Conv2DGeometry& g, std::int64_t p0, std::int64_t p1, T* dx) {
+  const std::int64_t k = g.patch_size(), hw = g.ho * g.wo;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t n = p / hw, oh = (p % hw) / g.wo, ow = p % g.wo;
+    const T* row = buf + (p - p0) * k;
+    for (std::int64_t i = 0; i < g.kh; ++i) {
+      const std::int64_t ih = oh * g.sh - g.pad_top + i * g.dh;
+      if (ih < 0 || ih >= g.h) continue;
+      T* dst_row = dx + (n * g.h + ih) * g.w * g.c;
+      const T* src = row + i * g.kw * g.c;
+      for (std::int64_t j = 0; j < g.kw; ++j, src += g.c) {
+        const std::int64_t iw = ow * g.sw - g.pad_left + j * g.dw;
+        if (iw < 0 || iw >= g.w) continue;
+        T* dst = dst_row + iw * g.c;
+        for (std::int64_t c = 0; c < g.c; ++c) dst[c] += src[c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size();
+  if (rows == 0 || g.f == 0) return;
+  if (pointwise(g)) {
+    matmul(x, filter, y, 1, rows, k, g.f, false, false, 0, 0);
+    return;
+  }
+  const std::int64_t r = tile_rows<T>(g), tiles = (rows + r - 1) / r;
+  parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> buf(static_cast<std::size_t>(std::min(r, rows) * k));
+    for (std::int64_t t = b; t < e; ++t) {
+      const std::int64_t p0 = t * r, p1 = std::min(rows, p0 + r);
+      im2col(x, g, p0, p1, buf.data());
+      matmul(buf.data(), filter, y + p0 * g.f, 1, p1 - p0, k, g.f, false, false, 0, 0);
+    }
+  });
+}
+
+template <class T>
+void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g) {
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size();
+  std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
+  if (rows == 0 || g.f == 0) return;
+  if (pointwise(g)) {
+    matmul(dy, filter, dx, 1, rows, g.f, k, false, true, 0, 0);
+    return;
+  }
+  // Tiles never straddle images, so images (which own disjoint parts of dx) run in parallel.
+  const std::int64_t hw = g.ho * g.wo, r = std::min(tile_rows<T>(g), hw), per_image = (hw + r - 1) / r;
+  parallel_for(g.n, 1, [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> buf(static_cast<std::size_t>(r * k));
+    for (std::int64_t n = b; n < e; ++n)
+      for (std::int64_t t = 0; t < per_image; ++t) {
+        const std::int64_t p0 = n * hw + t * r, p1 = std::min(n * hw + hw, p0 + r);
+        matmul(dy + p0 * g.f, filter, buf.data(), 1, p1 - p0, g.f, k, false, true, 0, 0);
+        col2im(buf.data(), g, p0, p1, dx);
+      }
+  });
+}
+
+template <class T>
+void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
+  std::fill(dfilter, dfilter + kf, T(0));
+  if (rows == 0 || kf == 0) return;
+  const bool pw = pointwise(g);
+  const std::int64_t r = tile_rows<T>(g), tiles = (rows + r - 1) / r;
+  const std::int64_t wave = std::min(kFilterWave, tiles);
+  std::vector<T> partial(static_cast<std::size_t>(wave * kf));
+  for (std::int64_t w0 = 0; w0 < tiles; w0 += wave) {
+    const std::int64_t w1 = std::min(tiles, w0 + wave);
+    parallel_for(w1 - w0, 1, [&](std::int64_t b, std::int64_t e) {
+      std::vector<T> buf(pw ? 0 : static_cast<std::size_t>(std::min(r, rows) * k));
+      for (std::int64_t i = b; i < e; ++i) {
+        const std::int64_t p0 = (w0 + i) * r, p1 = std::min(rows, p0 + r);
+        const T* patches = x + p0 * k;
+        if (!pw) {
+          im2col(x, g, p0, p1, buf.data());
+          patches = buf.data();
+        }
+        matmul(patches, dy + p0 * g.f, partial.data() + i * kf, 1, k, p1 - p0, g.f, true, false, 0, 0);
+      }
+    });
+    for (std::int64_t i = 0; i < w1 - w0; ++i) {
+      const T* src = partial.data() + i * kf;
+      for (std::int64_t j = 0; j < kf; ++j) dfilter[j] += src[j];
+    }
+  }
+}
+
+namespace {
+
+// Calls f(n, oh, ow, i0, i1, j0, j1) for each output pixel in images [b, e): the window's rows
+// [i0, i1) and columns [j0, j1) of the input, clipped to the unpadded image (never empty).
+template <class F>
+void for_windows(const Conv2DGeometry& g, std::int64_t b, std::int64_t e, F&& f) {
+  for (std::int64_t n = b; n < e; ++n)
+    for (std::int64_t oh = 0; oh < g.ho; ++oh) {
+      const std::int64_t h0 = oh * g.sh - g.pad_top;
+      const std::int64_t i0 = std::max<std::int64_t>(h0, 0), i1 = std::min(h0 + g.kh, g.h);
+      for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+        const std::int64_t w0 = ow * g.sw - g.pad_left;
+        const std::int64_t j0 = std::max<std::int64_t>(w0, 0), j1 = std::min(w0 + g.kw, g.w);
+        f(n, oh, ow, i0, i1, j0, j1);
+      }
+    }
+}
+
+// Grain in images so that a task does at least ~32k window elements.
+std::int64_t image_grain(const Conv2DGeometry& g) {
+  const std::int64_t per_image = std::max<std::int64_t>(g.ho * g.wo * g.c * g.kh * g.kw, 1);
+  return std::max<std::int64_t>(1, (1 << 15) / per_image);
+}
+
+// Input offset of the first maximum of channel c in the window (row-major window order).
+template <class T>
+std::int64_t argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t c, std::int64_t i0,
+                    std::int64_t i1, std::int64_t j0, std::int64_t j1) {
+  std::int64_t best = ((n * g.h + i0) * g.w + j0) * g.c + c;
+  for (std::int64_t i = i0; i < i1; ++i)
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const std::int64_t at = ((n * g.h + i) * g.w + j) * g.c + c;
+      if (x[at] > x[best]) best = at;
+    }
+  return best;
+}
+
+}  // namespace
+
+template <class T>
+void max_pool2d(const T* x, T* y, const Conv2DGeometry& g) {
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+      T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      std::copy_n(x + ((n * g.h + i0) * g.w + j0) * g.c, g.c, out);
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) {
+          const T* in = x + ((n * g.h + i) * g.w + j) * g.c;
+          for (std::int64_t c = 0; c < g.c; ++c) out[c] = in[c] > out[c] ? in[c] : out[c];
+        }
+    });
+  });
+}
+
+template <class T>
+void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
+  std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+      const T* d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      for (std::int64_t c = 0; c < g.c; ++c) dx[argmax(x, g, n, c, i0, i1, j0, j1)] += d[c];
+    });
+  });
+}
+
+template <class T>
+void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& g) {
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+      T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      for (std::int64_t c = 0; c < g.c; ++c) out[c] = ddx[argmax(x, g, n, c, i0, i1, j0, j1)];
+    });
+  });
+}
+
+template <class T>
+void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g) {
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+      T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      std::fill(out, out + g.c, T(0));
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) {
+          const T* in = x + ((n * g.h + i) * g.w + j) * g.c;
+          for (std::int64_t c = 0; c < g.c; ++c) out[c] += in[c];
+        }
+      const T count = static_cast<T>((i1 - i0) * (j1 - j0));
+      for (std::int64_t c = 0; c < g.c; ++c) out[c] /= count;
+    });
+  });
+}
+
+template <class T>
+void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g) {
+  std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+      const T* d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      const T count = static_cast<T>((i1 - i0) * (j1 - j0));
+      for (std::int64_t i = i0; i < i1; ++i)
+        for (std::int64_t j = j0; j < j1; ++j) {
+          T* out = dx + ((n * g.h + i) * g.w + j) * g.c;
+          for (std::int64_t c = 0; c < g.c; ++c) out[c] += d[c] / count;
+        }
+    });
+  });
+}
+
+#define TAPEFLOW_INSTANTIATE_CONV(T)                                                    \
+  template void conv2d<T>(const T*, const T*, T*, const Conv2DGeometry&);               \
+  template void conv2d_backprop_input<T>(const T*, const T*, T*, const Conv2DGeometry&); \
+  template void conv2d_backprop_filter<T>(const T*, const T*, T*, const Conv2DGeometry&); \
+  template void max_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \
+  template void max_pool2d_grad<T>(const T*, const T*, T*, const Conv2DGeometry&);       \
+  template void max_pool2d_grad_grad<T>(const T*, const T*, T*, const Conv2DGeometry&);  \
+  template void avg_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \
+  template void avg_pool2d_grad<T>(const T*, T*, const Conv2DGeometry&);
+TAPEFLOW_INSTANTIATE_CONV(float)
+TAPEFLOW_INSTANTIATE_CONV(double)
+#undef TAPEFLOW_INSTANTIATE_CONV
+
+}  // namespace tapeflow::kernels

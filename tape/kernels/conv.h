@@ -1,0 +1,85 @@
+// 2-D convolution and pooling kernels, NHWC activations and HWIO filters (TensorFlow/Keras layout).
+// Shapes:   x [N, H, W, C], filter [kh, kw, C, F], y [N, Ho, Wo, F] (see Conv2DGeometry).
+//           Pooling: x [N, H, W, C] -> y [N, Ho, Wo, C] with F == C and the window kh x kw.
+// DTypes:   float, double.
+// Facts:    Convolutions are im2col tiles feeding kernels::matmul (the packed AVX2 GEMM):
+//           a tile of R output pixels (R fixed by the shape alone: R * kh * kw * C elements stay
+//           under kConvTileBytes) is unfolded into an [R, kh*kw*C] patch matrix and multiplied by
+//           the filter viewed as [kh*kw*C, F]. 1x1 kernels with stride 1 and no padding skip the
+//           unfolding. Tiles run in parallel (oneTBB), each with its own patch buffer, so peak extra
+//           memory is (tiles in flight, <= threads) x kConvTileBytes, not a whole-batch patch matrix.
+//           conv2d_backprop_input: per image, tiles of dpatch = g [R, F] @ filterᵀ folded back
+//           (col2im) in pixel order; images in parallel. conv2d_backprop_filter: per fixed tile a
+//           partial patchesᵀ @ g, partials added in tile order (waves of kFilterWave tiles in
+//           parallel), extra memory kFilterWave x (tile + kh*kw*C*F).
+//           Deterministic: every partition depends on the shape only, each output element sums in
+//           one fixed order, so results are bitwise identical for any thread count.
+//           Pooling: max pooling ignores padded positions (TF's -inf padding); average pooling
+//           divides by the number of unpadded elements in each window (TF's SAME rule). Ties in
+//           max pooling: the gradient goes to the first maximum in window order (row-major over
+//           the window), as TF's CPU kernel. Parallel over images (or output rows), deterministic.
+// Ref:      tf.nn.conv2d, tf.raw_ops.Conv2DBackpropInput/Conv2DBackpropFilter, tf.nn.max_pool2d,
+//           tf.nn.avg_pool2d, tensorflow/core/framework/kernel_shape_util.cc
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tapeflow::kernels {
+
+// Patch-tile budget of one task (bytes).
+inline constexpr std::int64_t kConvTileBytes = 256 * 1024;
+// Filter-gradient tiles reduced per parallel wave (fixed: results do not depend on threads).
+inline constexpr std::int64_t kFilterWave = 8;
+
+// Geometry of one 2-D convolution or pooling window sweep.
+struct Conv2DGeometry {
+  std::int64_t n = 0, h = 0, w = 0, c = 0;  // input
+  std::int64_t kh = 1, kw = 1, f = 0;      // window and output channels (pooling: f == c)
+  std::int64_t sh = 1, sw = 1, dh = 1, dw = 1;
+  std::int64_t pad_top = 0, pad_left = 0;  // padding before (after is implied by ho/wo)
+  std::int64_t ho = 0, wo = 0;             // output
+  std::int64_t patch_size() const { return kh * kw * c; }
+  std::int64_t out_pixels() const { return n * ho * wo; }
+};
+
+// Output size and padding before of one spatial dimension, TF's rule
+// (tensorflow/core/framework/kernel_shape_util.cc GetWindowedOutputSizeVerbose):
+//   VALID: out = ceil((in - eff + 1) / s), pad 0;  eff = (k - 1) d + 1
+//   SAME:  out = ceil(in / s), pad_total = max((out - 1) s + eff - in, 0), before = total / 2
+//          (the extra pixel goes after: bottom/right);
+//   EXPLICIT: out = (in + before + after - eff) / s + 1.
+// Errors:   std::invalid_argument naming `op` and the values when out would be < 1 or an argument
+//           is not positive.
+struct WindowDim {
+  std::int64_t out = 0, pad_before = 0, pad_after = 0;
+};
+WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
+                     std::int64_t d, std::int64_t explicit_before = 0, std::int64_t explicit_after = 0);
+
+// y = conv2d(x, filter).
+template <class T>
+void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g);
+// dx = the gradient of conv2d w.r.t. x for output gradient dy (overwrites dx).
+template <class T>
+void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g);
+// dfilter = the gradient of conv2d w.r.t. the filter (overwrites dfilter).
+template <class T>
+void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g);
+
+// Pooling (g.f == g.c; dilations 1).
+template <class T>
+void max_pool2d(const T* x, T* y, const Conv2DGeometry& g);
+// dx[argmax of each window] += dy (overwrites dx).
+template <class T>
+void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g);
+// y[window] = ddx[argmax of the window]: the gradient of max_pool2d_grad w.r.t. dy.
+template <class T>
+void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& g);
+template <class T>
+void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g);
+// dx[window] += dy / count(window) (overwrites dx).
+template <class T>
+void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g);
+
+}  // namespace tapeflow::kernels

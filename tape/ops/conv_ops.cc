@@ -1,0 +1,250 @@
+// Convolution ops: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter (kernels in tape/kernels/conv.h),
+// gradients written with the same three ops (tensorflow/python/ops/nn_grad.py).
+#include "tape/ops/conv_ops.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "tape/kernels/conv.h"
+#include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
+#include "tape/ops/internal/conv_geometry.h"
+#include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/execute.h"
+#include "tape/runtime/op_registry.h"
+
+namespace tapeflow {
+
+using ops_internal::check_arity;
+using ops_internal::check_grad_shape;
+using ops_internal::check_rank4;
+using ops_internal::describe;
+using ops_internal::output_shape;
+using ops_internal::window_geometry;
+
+namespace {
+
+Shape shape_attr(const Attrs& at, const char* name) { return Shape(at.get_ints(name)); }
+
+void check_floats(const char* op, const Tensor& a, const Tensor& b) {
+  ops_internal::check_same_dtype(op, a, b);
+  if (!is_floating(a.dtype()))
+    throw std::invalid_argument(std::string(op) + ": expected float32 or float64, got " + describe(a));
+}
+
+kernels::Conv2DGeometry conv_geometry(const char* op, const Shape& input, const Shape& filter, const Attrs& at) {
+  check_rank4(op, "filters", filter);
+  return window_geometry(op, input, filter[0], filter[1], filter[2], filter[3], at);
+}
+
+// Inputs {input, filters} -> [N, Ho, Wo, F].
+TensorList conv2d_forward(std::span<const Tensor> in, const Attrs& at) {
+  check_arity("conv2d", in, 2);
+  const Tensor &x = in[0], &f = in[1];
+  check_floats("conv2d", x, f);
+  const kernels::Conv2DGeometry g = conv_geometry("conv2d", x.shape(), f.shape(), at);
+  Tensor y = Tensor::empty(output_shape(g), x.dtype());
+  dispatch_floating(x.dtype(), "conv2d", [&](auto tag) {
+    using T = decltype(tag);
+    kernels::conv2d(x.data<T>(), f.data<T>(), y.mutable_data<T>(), g);
+  });
+  return {y};
+}
+
+// Inputs {filters, out_backprop}, attr input_sizes -> [N, H, W, C].
+TensorList backprop_input_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "conv2d_backprop_input";
+  check_arity(op, in, 2);
+  const Tensor &f = in[0], &dy = in[1];
+  check_floats(op, f, dy);
+  const Shape sizes = shape_attr(at, "input_sizes");
+  const kernels::Conv2DGeometry g = conv_geometry(op, sizes, f.shape(), at);
+  check_grad_shape(op, output_shape(g), dy);
+  Tensor dx = Tensor::empty(sizes, f.dtype());
+  dispatch_floating(f.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::conv2d_backprop_input(f.data<T>(), dy.data<T>(), dx.mutable_data<T>(), g);
+  });
+  return {dx};
+}
+
+// Inputs {input, out_backprop}, attr filter_sizes -> [kh, kw, C, F].
+TensorList backprop_filter_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "conv2d_backprop_filter";
+  check_arity(op, in, 2);
+  const Tensor &x = in[0], &dy = in[1];
+  check_floats(op, x, dy);
+  const Shape sizes = shape_attr(at, "filter_sizes");
+  const kernels::Conv2DGeometry g = conv_geometry(op, x.shape(), sizes, at);
+  check_grad_shape(op, output_shape(g), dy);
+  Tensor df = Tensor::empty(sizes, x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::conv2d_backprop_filter(x.data<T>(), dy.data<T>(), df.mutable_data<T>(), g);
+  });
+  return {df};
+}
+
+const OpDef& conv2d_def() {
+  static const OpDef& op = op_def("Conv2D");
+  return op;
+}
+const OpDef& backprop_input_def() {
+  static const OpDef& op = op_def("Conv2DBackpropInput");
+  return op;
+}
+const OpDef& backprop_filter_def() {
+  static const OpDef& op = op_def("Conv2DBackpropFilter");
+  return op;
+}
+
+// The window attrs of a call (without the shape attr of the op that made it).
+Attrs window_only(const Attrs& at) {
+  Attrs out;
+  for (const auto& [k, v] : at.items())
+    if (k != "input_sizes" && k != "filter_sizes") out.set(k, v);
+  return out;
+}
+// The window attrs of a call with one shape attr added.
+Attrs with_shape(const Attrs& at, const char* name, const Shape& s) { return window_only(at).set(name, s.to_vector()); }
+
+Tensor conv(const Tensor& x, const Tensor& f, const Attrs& at) { return execute1(conv2d_def(), {x, f}, window_only(at)); }
+Tensor backprop_input(const Shape& sizes, const Tensor& f, const Tensor& dy, const Attrs& at) {
+  return execute1(backprop_input_def(), {f, dy}, with_shape(at, "input_sizes", sizes));
+}
+Tensor backprop_filter(const Tensor& x, const Shape& sizes, const Tensor& dy, const Attrs& at) {
+  return execute1(backprop_filter_def(), {x, dy}, with_shape(at, "filter_sizes", sizes));
+}
+
+// y = conv(x, f): dx = BackpropInput(x.shape, f, g), df = BackpropFilter(x, f.shape, g).
+TensorList conv2d_gradient(const GradContext& c, std::span<const Tensor> g) {
+  TensorList out{Tensor(), Tensor()};
+  if (c.needs_gradient(0)) out[0] = backprop_input(c.input_shape(0), c.input(1), g[0], c.attrs());
+  if (c.needs_gradient(1)) out[1] = backprop_filter(c.input(0), c.input_shape(1), g[0], c.attrs());
+  return out;
+}
+
+// dx = BackpropInput(f, dy) is bilinear in (f, dy): <G, dx> = <G, conv^T(dy; f)> gives
+// df = BackpropFilter(G, f.shape, dy), d(dy) = conv(G, f).
+TensorList backprop_input_gradient(const GradContext& c, std::span<const Tensor> g) {
+  TensorList out{Tensor(), Tensor()};
+  if (c.needs_gradient(0)) out[0] = backprop_filter(g[0], c.input_shape(0), c.input(1), c.attrs());
+  if (c.needs_gradient(1)) out[1] = conv(g[0], c.input(0), c.attrs());
+  return out;
+}
+
+// df = BackpropFilter(x, dy) is bilinear in (x, dy): dx = BackpropInput(x.shape, G, dy),
+// d(dy) = conv(x, G).
+TensorList backprop_filter_gradient(const GradContext& c, std::span<const Tensor> g) {
+  TensorList out{Tensor(), Tensor()};
+  if (c.needs_gradient(0)) out[0] = backprop_input(c.input_shape(0), g[0], c.input(1), c.attrs());
+  if (c.needs_gradient(1)) out[1] = conv(c.input(0), g[0], c.attrs());
+  return out;
+}
+
+
+// Batching rules (OpDef::batch). A batched data input or output gradient folds K into its example
+// axis (N -> K·N, the shape attr scaled to match); a batched filter, or the data input of the filter
+// gradient, stacks K along a channel axis ([K, kh, kw, C, F] -> [kh, kw, C, K·F]), so the op still
+// runs once; both operands batched: one call per k (batching::sequential).
+// [K, N, ...] -> [K·N, ...] and back.
+Tensor fold(const Tensor& t) {
+  Shape s{t.shape()[0] * t.shape()[1]};
+  for (int i = 2; i < t.rank(); ++i) s.push_back(t.shape()[i]);
+  return reshape(t, s);
+}
+Tensor unfold(const Tensor& t, std::int64_t k) {
+  Shape s{k, t.shape()[0] / k};
+  for (int i = 1; i < t.rank(); ++i) s.push_back(t.shape()[i]);
+  return reshape(t, s);
+}
+// [K, a, b, c, d] -> [a, b, c, K·d], and back from [a, b, c, K·d] to [K, a, b, c, d].
+Tensor stack_last(const Tensor& t) {
+  const Shape& s = t.shape();
+  return reshape(transpose(t, {1, 2, 3, 0, 4}), Shape{s[1], s[2], s[3], s[0] * s[4]});
+}
+Tensor unstack_last(const Tensor& t, std::int64_t k) {
+  const Shape& s = t.shape();
+  return transpose(reshape(t, Shape{s[0], s[1], s[2], k, s[3] / k}), {3, 0, 1, 2, 4});
+}
+// [K, kh, kw, C, F] -> [kh, kw, K·C, F], and [kh, kw, K·C, F] -> [K, kh, kw, C, F].
+Tensor stack_third(const Tensor& t) {
+  const Shape& s = t.shape();
+  return reshape(transpose(t, {1, 2, 0, 3, 4}), Shape{s[1], s[2], s[0] * s[3], s[4]});
+}
+Tensor unstack_third(const Tensor& t, std::int64_t k) {
+  const Shape& s = t.shape();
+  return transpose(reshape(t, Shape{s[0], s[1], k, s[2] / k, s[3]}), {2, 0, 1, 3, 4});
+}
+Shape scaled(Shape s, int axis, std::int64_t k) {
+  s[axis] *= k;
+  return s;
+}
+
+TensorList conv2d_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  if (ctx.batched(0) && ctx.batched(1)) return batching::sequential(in, ctx);
+  if (ctx.batched(0)) return {unfold(conv(fold(in[0]), in[1], ctx.attrs()), k)};
+  return {unstack_last(conv(in[0], stack_last(in[1]), ctx.attrs()), k)};
+}
+
+TensorList backprop_input_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const Shape sizes(ctx.attrs().get_ints("input_sizes"));
+  if (ctx.batched(0) && ctx.batched(1)) return batching::sequential(in, ctx);
+  if (ctx.batched(1)) return {unfold(backprop_input(scaled(sizes, 0, k), in[0], fold(in[1]), ctx.attrs()), k)};
+  return {unstack_last(backprop_input(scaled(sizes, 3, k), stack_third(in[0]), in[1], ctx.attrs()), k)};
+}
+
+TensorList backprop_filter_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const Shape sizes(ctx.attrs().get_ints("filter_sizes"));
+  if (ctx.batched(0) && ctx.batched(1)) return batching::sequential(in, ctx);
+  if (ctx.batched(1)) return {unstack_last(backprop_filter(in[0], scaled(sizes, 3, k), stack_last(in[1]), ctx.attrs()), k)};
+  return {unstack_third(backprop_filter(stack_last(in[0]), scaled(sizes, 2, k), in[1], ctx.attrs()), k)};
+}
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides, const Padding2D& padding, Size2D dilations) {
+  return execute1(conv2d_def(), {input, filters}, ops_internal::window_attrs(strides, padding, dilations));
+}
+
+Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
+                             Size2D strides, const Padding2D& padding, Size2D dilations) {
+  check_rank4("conv2d_backprop_input", "input_sizes", input_sizes);
+  return backprop_input(input_sizes, filters, out_backprop, ops_internal::window_attrs(strides, padding, dilations));
+}
+
+Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
+                              Size2D strides, const Padding2D& padding, Size2D dilations) {
+  check_rank4("conv2d_backprop_filter", "filter_sizes", filter_sizes);
+  return backprop_filter(input, filter_sizes, out_backprop, ops_internal::window_attrs(strides, padding, dilations));
+}
+
+Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape& output_shape, Size2D strides,
+                        const Padding2D& padding, Size2D dilations) {
+  const char* op = "conv2d_transpose";
+  check_rank4(op, "output_shape", output_shape);
+  check_rank4(op, "input", input.shape());
+  check_rank4(op, "filters", filters.shape());
+  if (filters.shape()[3] != input.shape()[3])
+    throw std::invalid_argument(std::string(op) + ": input channels " + std::to_string(input.shape()[3]) +
+                                " differ from filters' last dim (filters [kh, kw, out, in] " +
+                                filters.shape().to_string() + ", input " + input.shape().to_string() + ")");
+  if (filters.shape()[2] != output_shape[3] || output_shape[0] != input.shape()[0])
+    throw std::invalid_argument(std::string(op) + ": output_shape " + output_shape.to_string() +
+                                " must be [N, H, W, filters[2]] for input " + input.shape().to_string() +
+                                " and filters " + filters.shape().to_string());
+  return conv2d_backprop_input(output_shape, filters, input, strides, padding, dilations);
+}
+
+void register_conv_ops(OpRegistry& r) {
+  r.add({.name = "Conv2D", .forward = conv2d_forward, .gradient = conv2d_gradient, .saves = kSaveInputs,
+         .batch = conv2d_batch});
+  r.add({.name = "Conv2DBackpropInput", .forward = backprop_input_forward, .gradient = backprop_input_gradient,
+         .saves = kSaveInputs, .batch = backprop_input_batch});
+  r.add({.name = "Conv2DBackpropFilter", .forward = backprop_filter_forward, .gradient = backprop_filter_gradient,
+         .saves = kSaveInputs, .batch = backprop_filter_batch});
+}
+
+}  // namespace tapeflow

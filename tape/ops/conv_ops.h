@@ -1,0 +1,103 @@
+// Convolution and pooling ops (tf.nn.*), NHWC activations and HWIO filters as Keras stores them.
+//
+// DTypes:   float32, float64; input and filters must match.
+// Gradient: every gradient is written with these ops (TF's nn_grad.py pattern), so all of them
+//           differentiate to any order: conv2d -> (conv2d_backprop_input, conv2d_backprop_filter);
+//           conv2d_backprop_input -> (conv2d_backprop_filter, conv2d); conv2d_backprop_filter ->
+//           (conv2d_backprop_input, conv2d); max_pool2d -> max_pool2d_grad -> MaxPoolGradGrad ->
+//           max_pool2d_grad; avg_pool2d <-> avg_pool2d_grad (linear).
+// Errors:   std::invalid_argument naming the op and the shapes/values received: rank != 4,
+//           channels of input and filters differ, a non-float or mismatched dtype, strides /
+//           dilations / window sizes < 1, an unknown padding, an output size < 1, an output gradient whose shape is not the forward output's.
+// Facts:    Kernels in tape/kernels/conv.h (im2col tiles + the packed GEMM; deterministic and
+//           bit-identical for any thread count).
+// Ref:      tf.nn.conv2d, tf.nn.conv2d_transpose, tf.raw_ops.Conv2DBackpropInput,
+//           tf.raw_ops.Conv2DBackpropFilter, tf.nn.max_pool2d, tf.nn.avg_pool2d,
+//           tensorflow/python/ops/nn_grad.py
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "tape/core/tensor.h"
+
+namespace tapeflow {
+
+// Height and width of a stride, dilation or window.
+using Size2D = std::array<std::int64_t, 2>;
+
+// Padding of a 2-D convolution: "VALID" (none), "SAME" (TensorFlow's rule: output ceil(in /
+// stride), pad_total = max((out - 1) s + (k - 1) d + 1 - in, 0), the extra pixel at the
+// bottom/right) or explicit {top, bottom, left, right}.
+class Padding2D {
+ public:
+  Padding2D(const char* mode) : mode_(mode) {}
+  Padding2D(std::string mode) : mode_(std::move(mode)) {}
+  Padding2D(std::array<std::int64_t, 4> top_bottom_left_right) : mode_("EXPLICIT"), pads_(top_bottom_left_right) {}
+  const std::string& mode() const { return mode_; }
+  const std::array<std::int64_t, 4>& explicit_paddings() const { return pads_; }
+
+ private:
+  std::string mode_;
+  std::array<std::int64_t, 4> pads_{};
+};
+
+// 2-D convolution (cross-correlation, as TF): y[n, i, j, f] = Σ_{a,b,c} x[n, i s_h + a d_h - pt,
+// j s_w + b d_w - pl, c] · filters[a, b, c, f] (zeros outside x).
+// Shapes:   input [N, H, W, C], filters [kh, kw, C, F] -> [N, Ho, Wo, F].
+// Gradient: input: conv2d_backprop_input(input.shape, filters, g); filters:
+//           conv2d_backprop_filter(input, filters.shape, g).
+// Ref:      tf.nn.conv2d
+Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides = {1, 1}, const Padding2D& padding = "VALID",
+              Size2D dilations = {1, 1});
+
+// The gradient of conv2d w.r.t. its input, as an op of its own (TF's Conv2DBackpropInput).
+// Shapes:   filters [kh, kw, C, F], out_backprop [N, Ho, Wo, F] -> input_sizes [N, H, W, C];
+//           (Ho, Wo) must be what conv2d gives for (H, W).
+// Gradient: filters: conv2d_backprop_filter(g, filters.shape, out_backprop); out_backprop:
+//           conv2d(g, filters).
+Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
+                             Size2D strides = {1, 1}, const Padding2D& padding = "VALID", Size2D dilations = {1, 1});
+
+// The gradient of conv2d w.r.t. its filters (TF's Conv2DBackpropFilter).
+// Shapes:   input [N, H, W, C], out_backprop [N, Ho, Wo, F] -> filter_sizes [kh, kw, C, F].
+// Gradient: input: conv2d_backprop_input(input.shape, g, out_backprop); out_backprop: conv2d(input, g).
+Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, const Tensor& out_backprop,
+                              Size2D strides = {1, 1}, const Padding2D& padding = "VALID", Size2D dilations = {1, 1});
+
+// Transposed convolution ("deconvolution"): conv2d_backprop_input with the roles read the other
+// way round, so that conv2d(output, filters, strides, padding) has input's shape.
+// Shapes:   input [N, h, w, C_in], filters [kh, kw, F_out, C_in], output_shape [N, H, W, F_out]
+//           (with stride 2 and SAME: 7 -> 14, 14 -> 28).
+// Ref:      tf.nn.conv2d_transpose
+Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape& output_shape,
+                        Size2D strides = {1, 1}, const Padding2D& padding = "VALID", Size2D dilations = {1, 1});
+
+// Max over each ksize window (padded positions never win: TF's -inf padding).
+// Shapes:   input [N, H, W, C] -> [N, Ho, Wo, C]; padding "VALID" or "SAME".
+// Gradient: max_pool2d_grad(input, g): g routed to the first maximum of each window (row-major
+//           window order; ties broken as TF's CPU kernel).
+// Ref:      tf.nn.max_pool2d
+Tensor max_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::string& padding = "VALID");
+
+// The gradient of max_pool2d (TF's MaxPoolGrad, minus the orig_output input, which the argmax
+// does not need: it is recomputed from input).
+// Shapes:   input [N, H, W, C], grad [N, Ho, Wo, C] -> [N, H, W, C].
+// Gradient: input: none (piecewise constant); grad: MaxPoolGradGrad(input, g) = g at each
+//           window's argmax, whose own gradient is max_pool2d_grad again.
+Tensor max_pool2d_grad(const Tensor& input, const Tensor& grad, Size2D ksize, Size2D strides,
+                       const std::string& padding = "VALID");
+
+// Mean over each window; with SAME padding it divides by the number of unpadded elements (as TF).
+// Shapes:   input [N, H, W, C] -> [N, Ho, Wo, C].
+// Gradient: avg_pool2d_grad(input.shape, g).
+// Ref:      tf.nn.avg_pool2d
+Tensor avg_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::string& padding = "VALID");
+
+// The gradient of avg_pool2d (TF's AvgPoolGrad): each window's g spread evenly over its unpadded
+// elements. Shapes: grad [N, Ho, Wo, C] -> input_shape [N, H, W, C]. Gradient: avg_pool2d(g).
+Tensor avg_pool2d_grad(const Shape& input_shape, const Tensor& grad, Size2D ksize, Size2D strides,
+                       const std::string& padding = "VALID");
+
+}  // namespace tapeflow

@@ -1,0 +1,31 @@
+// Attribute encoding and geometry of the convolution and pooling ops (conv_ops.cc, pool_ops.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tape/core/tensor.h"
+#include "tape/kernels/conv.h"
+#include "tape/ops/conv_ops.h"
+#include "tape/runtime/attrs.h"
+
+namespace tapeflow::ops_internal {
+
+// Attrs "strides", "dilations" ([h, w]), "padding" ("VALID"/"SAME"/"EXPLICIT"),
+// "explicit_paddings" ([top, bottom, left, right]).
+Attrs window_attrs(Size2D strides, const Padding2D& padding, Size2D dilations);
+
+// Validates an NHWC input shape and a window (kh, kw) with c_window input channels (0: any, as
+// pooling) and f outputs, and returns the geometry. Errors: std::invalid_argument naming `op`.
+kernels::Conv2DGeometry window_geometry(const char* op, const Shape& input, std::int64_t kh, std::int64_t kw,
+                                        std::int64_t c_window, std::int64_t f, const Attrs& attrs);
+
+// [N, Ho, Wo, F] of a geometry.
+Shape output_shape(const kernels::Conv2DGeometry& g);
+
+// Errors: std::invalid_argument naming `op`, `what` and the received shape if it is not rank 4.
+void check_rank4(const char* op, const char* what, const Shape& s);
+// Errors: std::invalid_argument naming `op` if the gradient's shape is not `expected`.
+void check_grad_shape(const char* op, const Shape& expected, const Tensor& grad);
+
+}  // namespace tapeflow::ops_internal

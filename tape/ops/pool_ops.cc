@@ -1,0 +1,195 @@
+// Pooling ops: MaxPool, MaxPoolGrad, MaxPoolGradGrad, AvgPool, AvgPoolGrad (kernels in
+// tape/kernels/conv.h); declared in conv_ops.h. Gradients written with these ops.
+#include <stdexcept>
+#include <string>
+
+#include "tape/kernels/conv.h"
+#include "tape/ops/conv_ops.h"
+#include "tape/ops/array_ops.h"
+#include "tape/ops/internal/batching_rules.h"
+#include "tape/ops/internal/conv_geometry.h"
+#include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/execute.h"
+#include "tape/runtime/op_registry.h"
+
+namespace tapeflow {
+
+using ops_internal::check_arity;
+using ops_internal::check_grad_shape;
+using ops_internal::check_rank4;
+using ops_internal::describe;
+using ops_internal::output_shape;
+
+namespace {
+
+Attrs pool_attrs(const char* op, Size2D ksize, Size2D strides, const std::string& padding) {
+  if (padding != "VALID" && padding != "SAME")
+    throw std::invalid_argument(std::string(op) + ": padding must be \"VALID\" or \"SAME\", got \"" + padding + "\"");
+  return ops_internal::window_attrs(strides, padding, {1, 1}).set("ksize", std::vector<std::int64_t>{ksize[0], ksize[1]});
+}
+
+kernels::Conv2DGeometry pool_geometry(const char* op, const Shape& input, const Attrs& at) {
+  check_rank4(op, "input", input);
+  const auto& k = at.get_ints("ksize");
+  return ops_internal::window_geometry(op, input, k[0], k[1], 0, input[3], at);
+}
+
+void check_float(const char* op, const Tensor& x) {
+  if (!is_floating(x.dtype()))
+    throw std::invalid_argument(std::string(op) + ": expected float32 or float64, got " + describe(x));
+}
+
+// One-input pool: MaxPool / AvgPool.
+template <bool kMax>
+TensorList pool_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = kMax ? "max_pool2d" : "avg_pool2d";
+  check_arity(op, in, 1);
+  const Tensor& x = in[0];
+  check_float(op, x);
+  const kernels::Conv2DGeometry g = pool_geometry(op, x.shape(), at);
+  Tensor y = Tensor::empty(output_shape(g), x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kMax)
+      kernels::max_pool2d(x.data<T>(), y.mutable_data<T>(), g);
+    else
+      kernels::avg_pool2d(x.data<T>(), y.mutable_data<T>(), g);
+  });
+  return {y};
+}
+
+// MaxPoolGrad {input, grad [N,Ho,Wo,C]} -> [N,H,W,C]; MaxPoolGradGrad {input, grad [N,H,W,C]} -> [N,Ho,Wo,C].
+template <bool kGradGrad>
+TensorList max_grad_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = kGradGrad ? "max_pool2d_grad_grad" : "max_pool2d_grad";
+  check_arity(op, in, 2);
+  const Tensor &x = in[0], &d = in[1];
+  ops_internal::check_same_dtype(op, x, d);
+  check_float(op, x);
+  const kernels::Conv2DGeometry g = pool_geometry(op, x.shape(), at);
+  if (kGradGrad ? d.shape() != x.shape() : d.shape() != output_shape(g))
+    throw std::invalid_argument(std::string(op) + ": grad must have shape " +
+                                (kGradGrad ? x.shape() : output_shape(g)).to_string() + ", got " +
+                                d.shape().to_string());
+  Tensor y = Tensor::empty(kGradGrad ? output_shape(g) : x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kGradGrad)
+      kernels::max_pool2d_grad_grad(x.data<T>(), d.data<T>(), y.mutable_data<T>(), g);
+    else
+      kernels::max_pool2d_grad(x.data<T>(), d.data<T>(), y.mutable_data<T>(), g);
+  });
+  return {y};
+}
+
+// AvgPoolGrad {grad [N,Ho,Wo,C]}, attr orig_input_shape -> [N,H,W,C].
+TensorList avg_grad_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "avg_pool2d_grad";
+  check_arity(op, in, 1);
+  const Tensor& d = in[0];
+  check_float(op, d);
+  const Shape sx(at.get_ints("orig_input_shape"));
+  const kernels::Conv2DGeometry g = pool_geometry(op, sx, at);
+  check_grad_shape(op, output_shape(g), d);
+  Tensor dx = Tensor::empty(sx, d.dtype());
+  dispatch_floating(d.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::avg_pool2d_grad(d.data<T>(), dx.mutable_data<T>(), g);
+  });
+  return {dx};
+}
+
+Attrs without_shape(const Attrs& at) {
+  Attrs out;
+  for (const auto& [k, v] : at.items())
+    if (k != "orig_input_shape") out.set(k, v);
+  return out;
+}
+
+Tensor max_grad(const Tensor& x, const Tensor& g, const Attrs& at) {
+  static const OpDef& op = op_def("MaxPoolGrad");
+  return execute1(op, {x, g}, at);
+}
+Tensor max_grad_grad(const Tensor& x, const Tensor& g, const Attrs& at) {
+  static const OpDef& op = op_def("MaxPoolGradGrad");
+  return execute1(op, {x, g}, at);
+}
+Tensor avg_pool(const Tensor& x, const Attrs& at) {
+  static const OpDef& op = op_def("AvgPool");
+  return execute1(op, {x}, without_shape(at));
+}
+Tensor avg_grad(const Shape& sx, const Tensor& g, const Attrs& at) {
+  static const OpDef& op = op_def("AvgPoolGrad");
+  return execute1(op, {g}, without_shape(at).set("orig_input_shape", sx.to_vector()));
+}
+
+// y = max over windows: dx = MaxPoolGrad(x, g).
+TensorList max_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
+  return {max_grad(c.input(0), g[0], c.attrs())};
+}
+// MaxPoolGrad(x, d) is linear in d and piecewise constant in x: dd = MaxPoolGradGrad(x, G), dx none.
+TensorList max_grad_gradient(const GradContext& c, std::span<const Tensor> g) {
+  TensorList out{Tensor(), Tensor()};
+  if (c.needs_gradient(1)) out[1] = max_grad_grad(c.input(0), g[0], c.attrs());
+  return out;
+}
+// MaxPoolGradGrad(x, d) = d gathered at the argmaxes: its adjoint is MaxPoolGrad(x, G).
+TensorList max_grad_grad_gradient(const GradContext& c, std::span<const Tensor> g) {
+  TensorList out{Tensor(), Tensor()};
+  if (c.needs_gradient(1)) out[1] = max_grad(c.input(0), g[0], c.attrs());
+  return out;
+}
+// Linear pair: AvgPool's adjoint is AvgPoolGrad and back.
+TensorList avg_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
+  return {avg_grad(c.input_shape(0), g[0], c.attrs())};
+}
+TensorList avg_grad_gradient(const GradContext& c, std::span<const Tensor> g) { return {avg_pool(g[0], c.attrs())}; }
+
+
+// AvgPoolGrad batched: K folds into the gradient's example axis and into orig_input_shape.
+TensorList avg_grad_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const Shape per = ctx.shape(0);
+  Shape g{k * per[0]}, sx(ctx.attrs().get_ints("orig_input_shape"));
+  for (int i = 1; i < per.rank(); ++i) g.push_back(per[i]);
+  const Shape sx_folded{k * sx[0], sx[1], sx[2], sx[3]};
+  const Tensor dx = avg_grad(sx_folded, reshape(in[0], g), ctx.attrs());
+  return {reshape(dx, Shape{k, sx[0], sx[1], sx[2], sx[3]})};
+}
+}  // namespace
+
+Tensor max_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::string& padding) {
+  static const OpDef& op = op_def("MaxPool");
+  return execute1(op, {input}, pool_attrs("max_pool2d", ksize, strides, padding));
+}
+
+Tensor max_pool2d_grad(const Tensor& input, const Tensor& grad, Size2D ksize, Size2D strides,
+                       const std::string& padding) {
+  return max_grad(input, grad, pool_attrs("max_pool2d_grad", ksize, strides, padding));
+}
+
+Tensor avg_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::string& padding) {
+  return avg_pool(input, pool_attrs("avg_pool2d", ksize, strides, padding));
+}
+
+Tensor avg_pool2d_grad(const Shape& input_shape, const Tensor& grad, Size2D ksize, Size2D strides,
+                       const std::string& padding) {
+  check_rank4("avg_pool2d_grad", "input_shape", input_shape);
+  return avg_grad(input_shape, grad, pool_attrs("avg_pool2d_grad", ksize, strides, padding));
+}
+
+void register_pool_ops(OpRegistry& r) {
+  // Pooling works per example: K folds into N (MaxPoolGrad's unbatched operand tiled K times).
+  r.add({.name = "MaxPool", .forward = pool_forward<true>, .gradient = max_pool_gradient, .saves = kSaveInputs,
+         .batch = batching::fold_into_axis0({0})});
+  r.add({.name = "MaxPoolGrad", .forward = max_grad_forward<false>, .gradient = max_grad_gradient,
+         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1})});
+  r.add({.name = "MaxPoolGradGrad", .forward = max_grad_forward<true>, .gradient = max_grad_grad_gradient,
+         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1})});
+  r.add({.name = "AvgPool", .forward = pool_forward<false>, .gradient = avg_pool_gradient, .saves = kSaveNone,
+         .batch = batching::fold_into_axis0({0})});
+  r.add({.name = "AvgPoolGrad", .forward = avg_grad_forward, .gradient = avg_grad_gradient, .saves = kSaveNone,
+         .batch = avg_grad_batch});
+}
+
+}  // namespace tapeflow

@@ -1,0 +1,239 @@
+// Convolution and pooling kernels against naive float64 loops; thread-count determinism.
+#include "tape/kernels/conv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "tape/kernels/parallel.h"
+#include "tests/kernels/reference.h"
+
+namespace tapeflow::kernels {
+namespace {
+
+using testref::random_vector;
+
+struct Case {
+  std::int64_t n, h, w, c, kh, kw, f, sh, sw, dh, dw;
+  const char* padding;
+  std::int64_t pads[4] = {0, 0, 0, 0};
+};
+
+Conv2DGeometry geometry(const Case& k) {
+  Conv2DGeometry g{.n = k.n, .h = k.h, .w = k.w, .c = k.c, .kh = k.kh, .kw = k.kw, .f = k.f,
+                   .sh = k.sh, .sw = k.sw, .dh = k.dh, .dw = k.dw};
+  const WindowDim r = window_dim("test", k.padding, k.h, k.kh, k.sh, k.dh, k.pads[0], k.pads[1]);
+  const WindowDim c = window_dim("test", k.padding, k.w, k.kw, k.sw, k.dw, k.pads[2], k.pads[3]);
+  g.ho = r.out;
+  g.wo = c.out;
+  g.pad_top = r.pad_before;
+  g.pad_left = c.pad_before;
+  return g;
+}
+
+// Calls f(x_index or -1, y_index, filter_index without the output channel) over every tap.
+template <class F>
+void for_taps(const Conv2DGeometry& g, F&& f) {
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t oh = 0; oh < g.ho; ++oh)
+      for (std::int64_t ow = 0; ow < g.wo; ++ow)
+        for (std::int64_t i = 0; i < g.kh; ++i)
+          for (std::int64_t j = 0; j < g.kw; ++j) {
+            const std::int64_t ih = oh * g.sh - g.pad_top + i * g.dh, iw = ow * g.sw - g.pad_left + j * g.dw;
+            if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+            for (std::int64_t c = 0; c < g.c; ++c)
+              f(((n * g.h + ih) * g.w + iw) * g.c + c, ((n * g.ho + oh) * g.wo + ow), (i * g.kw + j) * g.c + c);
+          }
+}
+
+std::vector<double> ref_conv(const std::vector<double>& x, const std::vector<double>& f, const Conv2DGeometry& g) {
+  std::vector<double> y(g.out_pixels() * g.f, 0.0);
+  for_taps(g, [&](auto xi, auto p, auto k) {
+    for (std::int64_t o = 0; o < g.f; ++o) y[p * g.f + o] += x[xi] * f[k * g.f + o];
+  });
+  return y;
+}
+std::vector<double> ref_backprop_input(const std::vector<double>& f, const std::vector<double>& dy,
+                                       const Conv2DGeometry& g) {
+  std::vector<double> dx(g.n * g.h * g.w * g.c, 0.0);
+  for_taps(g, [&](auto xi, auto p, auto k) {
+    for (std::int64_t o = 0; o < g.f; ++o) dx[xi] += dy[p * g.f + o] * f[k * g.f + o];
+  });
+  return dx;
+}
+std::vector<double> ref_backprop_filter(const std::vector<double>& x, const std::vector<double>& dy,
+                                        const Conv2DGeometry& g) {
+  std::vector<double> df(g.patch_size() * g.f, 0.0);
+  for_taps(g, [&](auto xi, auto p, auto k) {
+    for (std::int64_t o = 0; o < g.f; ++o) df[k * g.f + o] += x[xi] * dy[p * g.f + o];
+  });
+  return df;
+}
+
+template <class T>
+void expect_near(const std::vector<T>& got, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(static_cast<double>(got[i]), want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
+}
+
+const std::vector<Case> kCases = {
+    {2, 5, 5, 2, 3, 3, 3, 1, 1, 1, 1, "VALID"},
+    {1, 6, 5, 2, 4, 4, 2, 2, 2, 1, 1, "SAME"},       // even kernel, asymmetric SAME
+    {1, 7, 6, 1, 3, 2, 2, 1, 1, 2, 2, "SAME"},       // dilation 2
+    {2, 3, 3, 3, 1, 1, 2, 1, 1, 1, 1, "VALID"},      // 1x1 (pointwise path)
+    {1, 5, 4, 2, 1, 1, 2, 2, 2, 1, 1, "SAME"},       // 1x1 strided
+    {1, 5, 6, 2, 3, 3, 2, 2, 1, 1, 1, "EXPLICIT", {1, 0, 2, 1}},
+    {3, 20, 20, 8, 3, 3, 5, 1, 1, 1, 1, "VALID"},    // several im2col tiles
+    {4, 30, 30, 16, 3, 3, 4, 1, 1, 1, 1, "SAME"},    // filter gradient: > kFilterWave tiles
+    {2, 9, 9, 3, 5, 5, 4, 2, 2, 1, 1, "SAME"},       // DCGAN-like 5x5 stride 2
+};
+
+template <class T>
+void check_against_reference(double tol) {
+  for (const Case& k : kCases) {
+    SCOPED_TRACE(::testing::Message() << "case " << k.n << "x" << k.h << "x" << k.w << "x" << k.c << " k" << k.kh
+                                      << "x" << k.kw << " s" << k.sh << " d" << k.dh << " " << k.padding);
+    const Conv2DGeometry g = geometry(k);
+    const auto x = random_vector<T>(g.n * g.h * g.w * g.c, 1);
+    const auto f = random_vector<T>(g.patch_size() * g.f, 2);
+    const auto dy = random_vector<T>(g.out_pixels() * g.f, 3);
+    const std::vector<double> xd(x.begin(), x.end()), fd(f.begin(), f.end()), dyd(dy.begin(), dy.end());
+    std::vector<T> y(g.out_pixels() * g.f), dx(x.size(), T(7)), df(f.size(), T(7));
+    conv2d(x.data(), f.data(), y.data(), g);
+    expect_near(y, ref_conv(xd, fd, g), tol);
+    conv2d_backprop_input(f.data(), dy.data(), dx.data(), g);
+    expect_near(dx, ref_backprop_input(fd, dyd, g), tol);
+    conv2d_backprop_filter(x.data(), dy.data(), df.data(), g);
+    expect_near(df, ref_backprop_filter(xd, dyd, g), tol);
+  }
+}
+
+TEST(ConvKernel, DoubleMatchesNaiveLoops) { check_against_reference<double>(1e-12); }
+TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5); }
+
+TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
+  for (const Case& k : {kCases[6], kCases[7], kCases[8]}) {
+    const Conv2DGeometry g = geometry(k);
+    const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
+    const auto f = random_vector<float>(g.patch_size() * g.f, 5);
+    const auto dy = random_vector<float>(g.out_pixels() * g.f, 6);
+    std::vector<float> out[2][3];
+    for (int t = 0; t < 2; ++t) {
+      const int previous = set_num_threads(t + 1);
+      out[t][0].resize(g.out_pixels() * g.f);
+      out[t][1].resize(x.size());
+      out[t][2].resize(f.size());
+      conv2d(x.data(), f.data(), out[t][0].data(), g);
+      conv2d_backprop_input(f.data(), dy.data(), out[t][1].data(), g);
+      conv2d_backprop_filter(x.data(), dy.data(), out[t][2].data(), g);
+      set_num_threads(previous);
+    }
+    for (int i = 0; i < 3; ++i)
+      EXPECT_EQ(0, std::memcmp(out[0][i].data(), out[1][i].data(), out[0][i].size() * sizeof(float))) << i;
+  }
+}
+
+TEST(WindowDim, TensorFlowRules) {
+  // SAME: out = ceil(in / s); pad_total = max((out - 1) s + eff - in, 0), the extra pixel after.
+  WindowDim d = window_dim("t", "SAME", 5, 4, 2, 1);
+  EXPECT_EQ(d.out, 3);
+  EXPECT_EQ(d.pad_before, 1);
+  EXPECT_EQ(d.pad_after, 2);
+  d = window_dim("t", "SAME", 28, 5, 2, 1);  // DCGAN: 28 -> 14, pads 1 / 2
+  EXPECT_EQ(d.out, 14);
+  EXPECT_EQ(d.pad_before, 1);
+  EXPECT_EQ(d.pad_after, 2);
+  d = window_dim("t", "SAME", 7, 3, 1, 2);  // dilated: eff 5, pads 2 / 2
+  EXPECT_EQ(d.out, 7);
+  EXPECT_EQ(d.pad_before, 2);
+  d = window_dim("t", "VALID", 28, 3, 1, 1);
+  EXPECT_EQ(d.out, 26);
+  d = window_dim("t", "VALID", 11, 2, 2, 1);  // pooling floors: 11 -> 5
+  EXPECT_EQ(d.out, 5);
+  d = window_dim("t", "EXPLICIT", 5, 3, 2, 1, 1, 0);
+  EXPECT_EQ(d.out, 2);
+  EXPECT_THROW(window_dim("conv2d", "VALID", 2, 3, 1, 1), std::invalid_argument);
+  EXPECT_THROW(window_dim("conv2d", "same", 5, 3, 1, 1), std::invalid_argument);
+  EXPECT_THROW(window_dim("conv2d", "SAME", 5, 3, 0, 1), std::invalid_argument);
+  EXPECT_THROW(window_dim("conv2d", "EXPLICIT", 5, 3, 1, 1, -1, 0), std::invalid_argument);
+  try {
+    window_dim("conv2d", "VALID", 2, 3, 1, 1);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("input size 2"), std::string::npos) << e.what();
+  }
+}
+
+// Naive pooling references.
+template <class F>
+void for_pool_windows(const Conv2DGeometry& g, F&& f) {
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t oh = 0; oh < g.ho; ++oh)
+      for (std::int64_t ow = 0; ow < g.wo; ++ow)
+        for (std::int64_t c = 0; c < g.c; ++c) {
+          std::vector<std::int64_t> taps;
+          for (std::int64_t i = 0; i < g.kh; ++i)
+            for (std::int64_t j = 0; j < g.kw; ++j) {
+              const std::int64_t ih = oh * g.sh - g.pad_top + i, iw = ow * g.sw - g.pad_left + j;
+              if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) taps.push_back(((n * g.h + ih) * g.w + iw) * g.c + c);
+            }
+          f(((n * g.ho + oh) * g.wo + ow) * g.c + c, taps);
+        }
+}
+
+TEST(PoolKernel, MatchesNaiveLoops) {
+  const std::vector<Case> cases = {{2, 6, 6, 3, 2, 2, 3, 2, 2, 1, 1, "VALID"},
+                                   {1, 7, 5, 2, 3, 3, 2, 2, 2, 1, 1, "SAME"},
+                                   {2, 5, 6, 2, 3, 2, 2, 1, 1, 1, 1, "SAME"},
+                                   {1, 11, 11, 4, 2, 2, 4, 2, 2, 1, 1, "VALID"}};
+  for (const Case& k : cases) {
+    const Conv2DGeometry g = geometry(k);
+    const auto x = random_vector<double>(g.n * g.h * g.w * g.c, 8);
+    const auto dy = random_vector<double>(g.out_pixels() * g.c, 9);
+    const auto ddx = random_vector<double>(x.size(), 10);
+    std::vector<double> max_y(dy.size()), avg_y(dy.size()), gg(dy.size());
+    std::vector<double> want_max(dy.size()), want_avg(dy.size()), want_gg(dy.size());
+    std::vector<double> max_dx(x.size()), avg_dx(x.size()), want_max_dx(x.size(), 0.0), want_avg_dx(x.size(), 0.0);
+    for_pool_windows(g, [&](std::int64_t o, const std::vector<std::int64_t>& taps) {
+      std::int64_t best = taps[0];
+      double sum = 0;
+      for (auto t : taps) {
+        if (x[t] > x[best]) best = t;
+        sum += x[t];
+      }
+      want_max[o] = x[best];
+      want_gg[o] = ddx[best];
+      want_max_dx[best] += dy[o];
+      want_avg[o] = sum / static_cast<double>(taps.size());
+      for (auto t : taps) want_avg_dx[t] += dy[o] / static_cast<double>(taps.size());
+    });
+    max_pool2d(x.data(), max_y.data(), g);
+    avg_pool2d(x.data(), avg_y.data(), g);
+    max_pool2d_grad(x.data(), dy.data(), max_dx.data(), g);
+    max_pool2d_grad_grad(x.data(), ddx.data(), gg.data(), g);
+    avg_pool2d_grad(dy.data(), avg_dx.data(), g);
+    expect_near(max_y, want_max, 1e-14);
+    expect_near(avg_y, want_avg, 1e-14);
+    expect_near(max_dx, want_max_dx, 1e-14);
+    expect_near(gg, want_gg, 1e-14);
+    expect_near(avg_dx, want_avg_dx, 1e-14);
+  }
+}
+
+TEST(PoolKernel, TiesGoToTheFirstMaximumAndSameAverageCountsUnpaddedOnly) {
+  const Conv2DGeometry g = geometry({1, 3, 3, 1, 2, 2, 1, 2, 2, 1, 1, "SAME"});  // 3 -> 2, pad after
+  const std::vector<double> x(9, 1.0), dy = {1, 2, 3, 4};
+  std::vector<double> dx(9), y(4);
+  max_pool2d_grad(x.data(), dy.data(), dx.data(), g);
+  EXPECT_EQ(dx, (std::vector<double>{1, 0, 2, 0, 0, 0, 3, 0, 4}));
+  avg_pool2d(x.data(), y.data(), g);
+  EXPECT_EQ(y, (std::vector<double>{1, 1, 1, 1}));  // not 0.5 / 0.25 at the padded edges
+}
+
+}  // namespace
+}  // namespace tapeflow::kernels

@@ -1,0 +1,138 @@
+// Forward values, shapes, identities and errors of the convolution and pooling ops.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tape/tapeflow.h"
+#include "tests/testing/gradient_check.h"
+#include "tests/testing/test_values.h"
+
+namespace tf = tapeflow;
+using tf::testing::all_close;
+using tf::testing::random_f64;
+
+namespace {
+
+using tf::testing::iota;
+
+using tf::testing::expect_invalid_argument;
+
+TEST(Conv2D, HandComputedValues) {
+  // x = 1..16 as [1,4,4,1]; a 2x2 ones filter sums each window: VALID -> 3x3.
+  tf::Tensor y = tf::conv2d(iota({1, 4, 4, 1}), tf::constant<double>({1, 1, 1, 1}, {2, 2, 1, 1}));
+  EXPECT_EQ(y.shape(), (tf::Shape{1, 3, 3, 1}));
+  EXPECT_TRUE(all_close(y, tf::constant<double>({14, 18, 22, 30, 34, 38, 46, 50, 54}, {1, 3, 3, 1})));
+  // SAME, stride 2 on 4x4 with a 2x2 kernel: pad_total 0 -> disjoint windows.
+  tf::Tensor s = tf::conv2d(iota({1, 4, 4, 1}), tf::constant<double>({1, 1, 1, 1}, {2, 2, 1, 1}), {2, 2}, "SAME");
+  EXPECT_TRUE(all_close(s, tf::constant<double>({14, 22, 46, 54}, {1, 2, 2, 1})));
+  // SAME stride 1 on 3x3 with 2x2: the extra padding row/column is at the bottom/right.
+  tf::Tensor b = tf::conv2d(iota({1, 3, 3, 1}), tf::constant<double>({1, 1, 1, 1}, {2, 2, 1, 1}), {1, 1}, "SAME");
+  EXPECT_TRUE(all_close(b, tf::constant<double>({12, 16, 9, 24, 28, 15, 15, 17, 9}, {1, 3, 3, 1})));
+}
+
+TEST(Conv2D, SameEqualsTheAsymmetricExplicitPadding) {
+  // 5 wide, kernel 4, stride 2: TF pads 1 before and 2 after.
+  tf::Tensor x = random_f64({2, 5, 5, 3}, 1), f = random_f64({4, 4, 3, 2}, 2);
+  tf::Tensor same = tf::conv2d(x, f, {2, 2}, "SAME");
+  tf::Tensor expl = tf::conv2d(x, f, {2, 2}, std::array<std::int64_t, 4>{1, 2, 1, 2});
+  EXPECT_EQ(same.shape(), (tf::Shape{2, 3, 3, 2}));
+  EXPECT_TRUE(all_close(same, expl, 0, 0));
+  tf::Tensor padded = tf::pad(x, {{0, 0}, {1, 2}, {1, 2}, {0, 0}});
+  EXPECT_TRUE(all_close(same, tf::conv2d(padded, f, {2, 2}, "VALID"), 1e-14, 1e-14));
+}
+
+TEST(Conv2D, Float32MatchesFloat64) {
+  tf::Tensor x = random_f64({2, 9, 9, 3}, 3), f = random_f64({5, 5, 3, 4}, 4);
+  tf::Tensor y64 = tf::conv2d(x, f, {2, 2}, "SAME");
+  tf::Tensor y32 = tf::conv2d(tf::cast(x, tf::DType::kFloat32), tf::cast(f, tf::DType::kFloat32), {2, 2}, "SAME");
+  EXPECT_EQ(y32.dtype(), tf::DType::kFloat32);
+  EXPECT_TRUE(all_close(tf::cast(y32, tf::DType::kFloat64), y64, 1e-5, 1e-5));
+}
+
+TEST(Conv2DTranspose, ShapesAndAdjointIdentity) {
+  // 7 -> 14 and 14 -> 28 as in the DCGAN generator; <conv(a), b> == <a, conv_transpose(b)>.
+  for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{7, 14}, {14, 28}}) {
+    tf::Tensor f = random_f64({5, 5, 3, 4}, 5);  // [kh, kw, out channels, in channels]
+    tf::Tensor b = random_f64({2, in, in, 4}, 6), a = random_f64({2, out, out, 3}, 7);
+    tf::Tensor t = tf::conv2d_transpose(b, f, {2, out, out, 3}, {2, 2}, "SAME");
+    EXPECT_EQ(t.shape(), (tf::Shape{2, out, out, 3}));
+    tf::Tensor c = tf::conv2d(a, f, {2, 2}, "SAME");
+    EXPECT_EQ(c.shape(), b.shape());
+    EXPECT_NEAR(tf::reduce_sum(c * b).item<double>(), tf::reduce_sum(a * t).item<double>(), 1e-10);
+  }
+}
+
+TEST(Conv2DBackprop, FilterGradientIsTheAdjoint) {
+  tf::Tensor x = random_f64({2, 6, 6, 2}, 8), f = random_f64({3, 3, 2, 3}, 9);
+  tf::Tensor dy = random_f64({2, 3, 3, 3}, 10);
+  tf::Tensor df = tf::conv2d_backprop_filter(x, f.shape(), dy, {2, 2}, "SAME");
+  EXPECT_NEAR(tf::reduce_sum(tf::conv2d(x, f, {2, 2}, "SAME") * dy).item<double>(),
+              tf::reduce_sum(df * f).item<double>(), 1e-10);
+}
+
+TEST(Pooling, HandComputedValues) {
+  tf::Tensor x = iota({1, 4, 4, 1});
+  EXPECT_TRUE(all_close(tf::max_pool2d(x, {2, 2}, {2, 2}), tf::constant<double>({6, 8, 14, 16}, {1, 2, 2, 1})));
+  EXPECT_TRUE(all_close(tf::avg_pool2d(x, {2, 2}, {2, 2}), tf::constant<double>({3.5, 5.5, 11.5, 13.5}, {1, 2, 2, 1})));
+  // SAME 3x3 stride 2 on 4x4: pad_total 1, after only; the corner window averages 4 elements.
+  tf::Tensor a = tf::avg_pool2d(x, {3, 3}, {2, 2}, "SAME");
+  EXPECT_TRUE(all_close(a, tf::constant<double>({6, 7.5, 12, 13.5}, {1, 2, 2, 1})));
+  // Pooling floors: 11 -> 5 (W8's second pool).
+  EXPECT_EQ(tf::max_pool2d(random_f64({1, 11, 11, 2}, 1), {2, 2}, {2, 2}).shape(), (tf::Shape{1, 5, 5, 2}));
+}
+
+TEST(Pooling, MaxPoolTieGoesToTheFirstElement) {
+  tf::Tensor x = tf::constant<double>({1, 1, 1, 1}, {1, 2, 2, 1});
+  tf::GradientTape tape;
+  tape.watch(x);
+  tf::Tensor y = tf::max_pool2d(x, {2, 2}, {2, 2});
+  EXPECT_TRUE(all_close(*tape.gradient(y, x), tf::constant<double>({1, 0, 0, 0}, {1, 2, 2, 1})));
+}
+
+TEST(ConvOpsErrors, NameTheOpAndTheValues) {
+  tf::Tensor x = random_f64({1, 5, 5, 2}, 1), f = random_f64({3, 3, 2, 4}, 2);
+  expect_invalid_argument([&] { tf::conv2d(random_f64({5, 5, 2}, 1), f); }, {"conv2d", "rank 4", "[5, 5, 2]"});
+  expect_invalid_argument([&] { tf::conv2d(x, random_f64({3, 3, 4}, 1)); }, {"conv2d", "filters", "[3, 3, 4]"});
+  expect_invalid_argument([&] { tf::conv2d(x, random_f64({3, 3, 3, 4}, 1)); }, {"conv2d", "channels 2", "3"});
+  expect_invalid_argument([&] { tf::conv2d(x, f, {1, 1}, "same"); }, {"conv2d", "padding", "same"});
+  expect_invalid_argument([&] { tf::conv2d(x, f, {0, 1}); }, {"conv2d", "stride 0"});
+  expect_invalid_argument([&] { tf::conv2d(x, f, {1, 1}, "VALID", {1, 0}); }, {"conv2d", "dilation 0"});
+  expect_invalid_argument([&] { tf::conv2d(random_f64({1, 2, 2, 2}, 1), f); }, {"conv2d", "input size 2", "window 3"});
+  expect_invalid_argument([&] { tf::conv2d(x, tf::cast(f, tf::DType::kFloat32)); }, {"conv2d", "float64", "float32"});
+  expect_invalid_argument([&] { tf::conv2d(tf::cast(x, tf::DType::kInt32), tf::cast(f, tf::DType::kInt32)); },
+               {"conv2d", "int32"});
+  expect_invalid_argument([&] { tf::conv2d(x, f, {1, 1}, std::array<std::int64_t, 4>{-1, 0, 0, 0}); }, {"conv2d", "explicit"});
+  expect_invalid_argument([&] { tf::conv2d_backprop_input({1, 5, 5, 2}, f, random_f64({1, 4, 4, 4}, 3)); },
+               {"conv2d_backprop_input", "[1, 3, 3, 4]", "[1, 4, 4, 4]"});
+  expect_invalid_argument([&] { tf::conv2d_backprop_input({5, 5, 2}, f, random_f64({1, 3, 3, 4}, 3)); },
+               {"conv2d_backprop_input", "input_sizes", "[5, 5, 2]"});
+  expect_invalid_argument([&] { tf::conv2d_backprop_filter(x, {3, 3, 2, 4}, random_f64({1, 3, 3, 5}, 3)); },
+               {"conv2d_backprop_filter", "[1, 3, 3, 4]", "[1, 3, 3, 5]"});
+  expect_invalid_argument([&] { tf::conv2d_backprop_filter(x, {3, 3, 4}, random_f64({1, 3, 3, 4}, 3)); },
+               {"conv2d_backprop_filter", "filter_sizes"});
+  expect_invalid_argument([&] { tf::conv2d_transpose(random_f64({1, 3, 3, 3}, 1), f, {1, 5, 5, 2}); },
+               {"conv2d_transpose", "input channels 3", "[3, 3, 2, 4]"});
+  expect_invalid_argument([&] { tf::conv2d_transpose(random_f64({1, 3, 3, 4}, 1), f, {1, 5, 5, 3}); },
+               {"conv2d_transpose", "output_shape", "[1, 5, 5, 3]"});
+  expect_invalid_argument([&] { tf::conv2d_transpose(random_f64({1, 3, 3, 4}, 1), f, {1, 5, 5}); },
+               {"conv2d_transpose", "output_shape", "rank 4"});
+}
+
+TEST(PoolOpsErrors, NameTheOpAndTheValues) {
+  tf::Tensor x = random_f64({1, 4, 4, 2}, 1);
+  expect_invalid_argument([&] { tf::max_pool2d(random_f64({4, 4, 2}, 1), {2, 2}, {2, 2}); }, {"max_pool2d", "[4, 4, 2]"});
+  expect_invalid_argument([&] { tf::avg_pool2d(x, {2, 2}, {2, 2}, "EXPLICIT"); }, {"avg_pool2d", "EXPLICIT"});
+  expect_invalid_argument([&] { tf::max_pool2d(x, {5, 5}, {1, 1}); }, {"max_pool2d", "input size 4", "window 5"});
+  expect_invalid_argument([&] { tf::max_pool2d(x, {0, 2}, {1, 1}); }, {"max_pool2d", "window 0"});
+  expect_invalid_argument([&] { tf::max_pool2d(tf::cast(x, tf::DType::kInt64), {2, 2}, {2, 2}); }, {"max_pool2d", "int64"});
+  expect_invalid_argument([&] { tf::max_pool2d_grad(x, random_f64({1, 3, 3, 2}, 2), {2, 2}, {2, 2}); },
+               {"max_pool2d_grad", "[1, 2, 2, 2]", "[1, 3, 3, 2]"});
+  expect_invalid_argument([&] { tf::max_pool2d_grad(x, tf::cast(random_f64({1, 2, 2, 2}, 2), tf::DType::kFloat32), {2, 2}, {2, 2}); },
+               {"max_pool2d_grad", "float32"});
+  expect_invalid_argument([&] { tf::avg_pool2d_grad({1, 4, 4, 2}, random_f64({1, 3, 3, 2}, 2), {2, 2}, {2, 2}); },
+               {"avg_pool2d_grad", "[1, 2, 2, 2]", "[1, 3, 3, 2]"});
+  expect_invalid_argument([&] { tf::avg_pool2d_grad({4, 4, 2}, random_f64({1, 2, 2, 2}, 2), {2, 2}, {2, 2}); },
+               {"avg_pool2d_grad", "input_shape"});
+}
+
+}  // namespace
