@@ -1,6 +1,8 @@
 // Losses against the numbers of Keras's docstrings (recomputed in float64 from Keras's formulas).
 #include "models/losses.h"
 
+#include <cmath>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -128,6 +130,12 @@ TEST(LossesTest, OneDimensionalInputsGiveOneValueAsKeras) {
   const Tensor bce = BinaryCrossentropy({.reduction = Reduction::kNone})(f64({0, 1}, Shape{2}), f64({0.4, 0.6}, Shape{2}));
   EXPECT_EQ(bce.shape(), Shape{});
   EXPECT_NEAR(bce.item(), 0.510825457099338, 1e-12);  // -log(0.6 + 1e-7), Keras clips and adds eps
+  // Sparse categorical cross-entropy of one label and one [classes] row is one value:
+  // keras.losses.sparse_categorical_crossentropy(1, [.05, .95, 0]) == -log(0.95 / (1 + 1e-7)) (0 clipped to 1e-7).
+  const Tensor one = SparseCategoricalCrossentropy({.reduction = Reduction::kNone})(
+      constant(std::vector<std::int64_t>{1}, Shape{}), f64({0.05, 0.95, 0}, Shape{3}));
+  EXPECT_EQ(one.shape(), Shape{});
+  EXPECT_NEAR(one.item(), -std::log(0.95 / (1.0 + 1e-7)), 1e-12);
   // Categorical cross-entropy of one [classes] row is one value too (unchanged behaviour).
   EXPECT_EQ(CategoricalCrossentropy({.reduction = Reduction::kNone})(f64({0, 1, 0}, Shape{3}),
                                                                      f64({0.1, 0.8, 0.1}, Shape{3})).shape(), Shape{});
