@@ -70,6 +70,9 @@ class ConvBase : public Layer {
 class Conv2D : public ConvBase {
  public:
   explicit Conv2D(Conv2DOptions options);
+  // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<Conv2D> from_config(const nlohmann::json& config);
   void build(const Shape& input_shape) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
 
@@ -81,6 +84,9 @@ class Conv2D : public ConvBase {
 class Conv2DTranspose : public ConvBase {
  public:
   explicit Conv2DTranspose(Conv2DTransposeOptions options);
+  // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<Conv2DTranspose> from_config(const nlohmann::json& config);
   void build(const Shape& input_shape) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
 

@@ -35,6 +35,7 @@ class Pooling2D : public Layer {
   const std::array<std::int64_t, 2>& pool_size() const { return pool_size_; }
   const std::array<std::int64_t, 2>& strides() const { return strides_; }
   const std::string& padding() const { return padding_; }
+  nlohmann::json get_config() const override;  // Keras's pool_size/padding/strides/data_format
 
  protected:
   Pooling2D(const char* class_name, bool max, Pooling2DOptions options);
@@ -48,11 +49,13 @@ class Pooling2D : public Layer {
 class MaxPooling2D : public Pooling2D {
  public:
   explicit MaxPooling2D(Pooling2DOptions options = {});
+  static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
 };
 
 class AveragePooling2D : public Pooling2D {
  public:
   explicit AveragePooling2D(Pooling2DOptions options = {});
+  static std::shared_ptr<AveragePooling2D> from_config(const nlohmann::json& config);
 };
 
 struct GlobalPooling2DOptions {
@@ -67,6 +70,7 @@ class GlobalPooling2D : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   bool keepdims() const { return keepdims_; }
+  nlohmann::json get_config() const override;  // Keras's data_format/keepdims
 
  protected:
   GlobalPooling2D(const char* class_name, bool max, GlobalPooling2DOptions options);
@@ -79,11 +83,13 @@ class GlobalPooling2D : public Layer {
 class GlobalAveragePooling2D : public GlobalPooling2D {
  public:
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {});
+  static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
 };
 
 class GlobalMaxPooling2D : public GlobalPooling2D {
  public:
   explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {});
+  static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
 };
 
 }  // namespace tapeflow::layers

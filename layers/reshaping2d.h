@@ -27,6 +27,9 @@ struct UpSampling2DOptions {
 class UpSampling2D : public Layer {
  public:
   explicit UpSampling2D(UpSampling2DOptions options = {});
+  // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<UpSampling2D> from_config(const nlohmann::json& config);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   const UpSampling2DOptions& options() const { return options_; }
@@ -45,6 +48,9 @@ struct ZeroPadding2DOptions {
 class ZeroPadding2D : public Layer {
  public:
   explicit ZeroPadding2D(ZeroPadding2DOptions options = {});
+  // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<ZeroPadding2D> from_config(const nlohmann::json& config);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   const ZeroPadding2DOptions& options() const { return options_; }

@@ -7,9 +7,12 @@
 
 #include "layers/activation.h"
 #include "layers/batch_normalization.h"
+#include "layers/conv2d.h"
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/pooling2d.h"
+#include "layers/reshaping2d.h"
 #include "layers/input_layer.h"
 #include "layers/merge.h"
 #include "layers/reshape.h"
@@ -41,6 +44,14 @@ Registry& registry() {
     add("Multiply", [](const json& c) { return Multiply::from_config(c); });
     add("Average", [](const json& c) { return Average::from_config(c); });
     add("Concatenate", [](const json& c) { return Concatenate::from_config(c); });
+    add("Conv2D", [](const json& c) { return Conv2D::from_config(c); });
+    add("Conv2DTranspose", [](const json& c) { return Conv2DTranspose::from_config(c); });
+    add("MaxPooling2D", [](const json& c) { return MaxPooling2D::from_config(c); });
+    add("AveragePooling2D", [](const json& c) { return AveragePooling2D::from_config(c); });
+    add("GlobalAveragePooling2D", [](const json& c) { return GlobalAveragePooling2D::from_config(c); });
+    add("GlobalMaxPooling2D", [](const json& c) { return GlobalMaxPooling2D::from_config(c); });
+    add("UpSampling2D", [](const json& c) { return UpSampling2D::from_config(c); });
+    add("ZeroPadding2D", [](const json& c) { return ZeroPadding2D::from_config(c); });
     return reg;
   }();
   return *r;

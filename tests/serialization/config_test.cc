@@ -43,6 +43,16 @@ TEST(LayerConfigTest, EveryBuiltInLayerRoundTrips) {
   expect_round_trip(layers::Multiply());
   expect_round_trip(layers::Average());
   expect_round_trip(layers::Concatenate({.axis = 1}));
+  expect_round_trip(layers::Conv2D({.filters = 4, .kernel_size = {3, 2}, .strides = {2, 1}, .padding = "same",
+                                     .activation = "relu", .use_bias = false, .kernel_regularizer_l2 = 0.01}));
+  expect_round_trip(layers::Conv2D({.filters = 2, .kernel_size = {3, 3}, .dilation_rate = {2, 2}, .dtype = DType::kFloat64}));
+  expect_round_trip(layers::Conv2DTranspose({.filters = 3, .kernel_size = {5, 5}, .strides = {2, 2}, .padding = "same"}));
+  expect_round_trip(layers::MaxPooling2D({.pool_size = {3, 3}, .strides = std::array<std::int64_t, 2>{2, 2}, .padding = "same"}));
+  expect_round_trip(layers::AveragePooling2D());
+  expect_round_trip(layers::GlobalAveragePooling2D({.keepdims = true}));
+  expect_round_trip(layers::GlobalMaxPooling2D());
+  expect_round_trip(layers::UpSampling2D({.size = {2, 3}}));
+  expect_round_trip(layers::ZeroPadding2D({.padding = {{{1, 2}, {3, 4}}}}));
   auto frozen = std::make_shared<layers::Dense>(2);
   frozen->set_trainable(false);
   expect_round_trip(*frozen);
@@ -280,6 +290,44 @@ TEST(LossConfigTest, KerasFieldsRoundTripsAndNames) {
   EXPECT_THROW(models::deserialize_loss(json::parse(R"({"class_name": "Huber"})")), std::invalid_argument);
   EXPECT_THROW(models::deserialize_loss(json::parse(R"({"class_name": "CategoricalCrossentropy", "config": {"label_smoothing": 0.1}})")),
                std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tapeflow
+
+namespace tapeflow {
+namespace {
+
+TEST(LayerConfigTest, Conv2DHasKerasFieldsAndReadsKerasShorthands) {
+  layers::Conv2D c({.filters = 8, .kernel_size = {3, 3}, .name = "conv2d_x"});
+  const nlohmann::json expected = nlohmann::json::parse(R"({
+    "name": "conv2d_x", "trainable": true, "dtype": "float32", "filters": 8, "kernel_size": [3, 3],
+    "strides": [1, 1], "padding": "valid", "data_format": "channels_last", "dilation_rate": [1, 1],
+    "groups": 1, "activation": "linear", "use_bias": true,
+    "kernel_initializer": {"class_name": "GlorotUniform", "config": {"seed": null}},
+    "bias_initializer": {"class_name": "Zeros", "config": {}},
+    "kernel_regularizer": null, "bias_regularizer": null, "activity_regularizer": null,
+    "kernel_constraint": null, "bias_constraint": null})");
+  EXPECT_EQ(c.get_config(), expected) << c.get_config().dump(2);
+  // Keras and TensorFlow.js may write one integer for both dimensions.
+  auto p = layers::deserialize(nlohmann::json::parse(
+      R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 3, "padding": "valid"}})"));
+  EXPECT_EQ(p->get_config()["pool_size"], nlohmann::json::parse("[3, 3]"));
+  EXPECT_EQ(p->get_config()["strides"], nlohmann::json::parse("[3, 3]"));  // Keras: strides default to pool_size
+}
+
+TEST(LayerConfigTest, ConvConfigErrorsNameTheLayerAndField) {
+  auto bad = [](const char* text) { return nlohmann::json::parse(text); };
+  EXPECT_THAT([&] { layers::deserialize(bad(R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 2,
+      "kernel_size": [3, 3], "data_format": "channels_first"}})")); },
+              ::testing::ThrowsMessage<std::invalid_argument>(
+                  AllOf(HasSubstr("Conv2D"), HasSubstr("data_format"), HasSubstr("channels_first"))));
+  EXPECT_THAT([&] { layers::deserialize(bad(R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 2,
+      "kernel_size": [3, 3, 3]}})")); },
+              ::testing::ThrowsMessage<std::invalid_argument>(AllOf(HasSubstr("Conv2D"), HasSubstr("kernel_size"))));
+  EXPECT_THAT([&] { layers::deserialize(bad(R"({"class_name": "Conv2D", "config": {"name": "c", "filters": 0,
+      "kernel_size": [3, 3]}})")); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("Conv2D")));
 }
 
 }  // namespace

@@ -99,7 +99,22 @@ int export_models(const fs::path& root) {
     std::cerr << "tfjs_models: the wide model should have two shards\n";
     return 1;
   }
-  std::cout << "exported mlp, functional, wide to " << root << "\n";
+  // 4. A convnet with every conv / pooling / 2-D reshaping layer (their Keras configs, HWIO kernels).
+  auto cnn = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+      std::make_shared<L::ZeroPadding2D>(L::ZeroPadding2DOptions{.padding = {{{1, 0}, {0, 1}}}}),
+      std::make_shared<L::Conv2D>(L::Conv2DOptions{.filters = 4, .kernel_size = {3, 3}, .padding = "same", .activation = "relu"}),
+      std::make_shared<L::MaxPooling2D>(L::Pooling2DOptions{.pool_size = {2, 2}}),
+      std::make_shared<L::Conv2DTranspose>(
+          L::Conv2DOptions{.filters = 3, .kernel_size = {3, 3}, .strides = {2, 2}, .padding = "same", .activation = "tanh"}),
+      std::make_shared<L::UpSampling2D>(L::UpSampling2DOptions{.size = {1, 2}}),
+      std::make_shared<L::AveragePooling2D>(L::Pooling2DOptions{.pool_size = {2, 2}, .padding = "same"}),
+      std::make_shared<L::Conv2D>(L::Conv2DOptions{.filters = 5, .kernel_size = {2, 2}, .dilation_rate = {2, 2}}),
+      std::make_shared<L::GlobalMaxPooling2D>(), std::make_shared<L::Dense>(L::DenseOptions{.units = 3, .activation = "softmax"})});
+  cnn->build(tf::Shape{1, 9, 9, 2});
+  const tf::Tensor xc = fixed_input({2, 9, 9, 2}, 7);
+  tf::models::export_tfjs(*cnn, (root / "cnn").string());
+  write_expected(root / "cnn", {xc}, {cnn->predict(xc)});
+  std::cout << "exported mlp, functional, wide, cnn to " << root << "\n";
   return 0;
 }
 
