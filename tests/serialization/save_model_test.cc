@@ -68,6 +68,23 @@ TEST(SaveModelTest, MlpRoundTripIsBitIdentical) {
   EXPECT_TRUE(same_bits(bare->predict(x), model->predict(x)));
 }
 
+TEST(SaveModelTest, ConvnetRoundTripIsBitIdentical) {
+  // The Keras convnet of train_classifier --model cnn: Conv2D, MaxPooling2D, Flatten, Dropout, Dense.
+  auto model = models::make_classifier_cnn({.seed = 3});
+  compile_adam(*model, /*amsgrad=*/false);
+  Generator g(5);
+  const Tensor x = random_normal({16, 28, 28, 1}, g);
+  std::vector<std::int64_t> labels;
+  for (std::int64_t i = 0; i < 16; ++i) labels.push_back(i % 10);
+  model->fit(x, constant(labels, Shape{16}), {.epochs = 1, .batch_size = 8, .verbose = 0});
+  const std::string path = temp_path("cnn.h5");
+  models::save_model(*model, path);
+  auto loaded = models::load_model(path);
+  EXPECT_EQ(loaded->get_config(), model->get_config());
+  EXPECT_TRUE(same_bits(loaded->predict(x), model->predict(x)));
+  expect_same_state(*model, *loaded);
+}
+
 TEST(SaveModelTest, OptimizerWeightsAreInKerasOrderAndNames) {
   auto model = mlp();
   compile_adam(*model, /*amsgrad=*/true);
