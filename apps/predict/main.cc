@@ -5,6 +5,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/common/app_common.h"
+
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -102,15 +104,12 @@ int main(int argc, char** argv) {
   app.add_option("--model", f.model, "Model file (.h5) or TensorFlow.js directory / model.json")->required()->check(CLI::ExistingPath);
   app.add_option("--images", f.images, "IDX images (uint8, optionally .gz), scaled to [0, 1]")->required()->check(CLI::ExistingFile);
   app.add_option("--labels", f.labels, "IDX labels: print the accuracy")->check(CLI::ExistingFile);
-  app.add_option("--batch-size", f.batch_size, "Examples per forward pass")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--limit", f.limit, "Use only the first N images (0: all)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  app.add_option("--show", f.show, "Print the first N predictions")->capture_default_str()->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size", f.batch_size, "Examples per forward pass")->capture_default_str()->check(tf::apps::at_least(1));
+  app.add_option("--limit", f.limit, "Use only the first N images (0: all)")->capture_default_str()->check(tf::apps::at_least(0));
+  app.add_option("--show", f.show, "Print the first N predictions")->capture_default_str()->check(tf::apps::at_least(0));
   app.add_option("--metrics-out", f.metrics_out, "Write the accuracy as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
-  try {
-    return run(f);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "predict: error: %s\n", e.what());
-    return 1;
-  }
+  app.footer(tf::apps::kExitCodesHelp);
+  // One convention with the other apps: usage errors exit 2, data/file errors 1 (apps/common).
+  if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
+  return tf::apps::run_app("predict", [&] { return run(f); });
 }

@@ -69,7 +69,7 @@ TEST_F(AppHardening, UsageErrorsExitTwoWithOneLineNamingTheFlag) {
 }
 
 TEST_F(AppHardening, HelpListsTheExitCodesAndDataErrorsExitOne) {
-  for (const std::string app : {"train_classifier", "adversarial_regularization", "gan", "seed_examples"}) {
+  for (const std::string app : {"train_classifier", "adversarial_regularization", "gan", "seed_examples", "predict"}) {
     SCOPED_TRACE(app);
     const auto [code, out] = run_app(binary(app), "--help");
     EXPECT_EQ(code, 0);
@@ -83,6 +83,19 @@ TEST_F(AppHardening, HelpListsTheExitCodesAndDataErrorsExitOne) {
     EXPECT_EQ(code, 1) << out;
     EXPECT_THAT(out, HasSubstr(app + ": error: cannot load Fashion-MNIST from '/nonexistent/fmnist'"));
   }
+}
+
+// predict follows the same convention: a bad flag exits 2 naming it, a damaged model file exits 1 naming it.
+TEST_F(AppHardening, PredictUsesTheSameExitCodes) {
+  const std::string images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz";
+  const std::string bad = scratch("damaged_model.h5");
+  { std::ofstream(bad) << std::string(100, 'x'); }
+  auto [code, out] = run_app(binary("predict"), "--model " + bad + " --images " + images + " --batch-size 0");
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_THAT(out, HasSubstr("predict: usage error: --batch-size: must be at least 1, got 0"));
+  std::tie(code, out) = run_app(binary("predict"), "--model " + bad + " --images " + images);
+  EXPECT_EQ(code, 1) << out;
+  EXPECT_THAT(out, ::testing::AllOf(HasSubstr("predict: error: "), HasSubstr(bad)));
 }
 
 // An unwritable --checkpoint-dir or --metrics-out is reported at start-up, naming the flag (the
