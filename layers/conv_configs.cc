@@ -29,7 +29,7 @@ void require_channels_last(const ConfigReader& r) {
     r.fail("data_format", "only channels_last is supported, got '" + r.string("data_format") + "'");
 }
 
-json conv_config(const Layer& l, const Conv2DOptions& o, json base) {
+json conv_config(const Conv2DOptions& o, json base) {
   base["filters"] = o.filters;
   base["kernel_size"] = pair_json(o.kernel_size);
   base["strides"] = pair_json(o.strides);
@@ -80,7 +80,7 @@ std::shared_ptr<L> make(const ConfigReader& r, O options, const char* field) {
 }  // namespace
 
 json Conv2D::get_config() const {
-  json c = conv_config(*this, options_, base_config());
+  json c = conv_config(options_, base_config());
   c["groups"] = 1;
   return c;
 }
@@ -90,7 +90,7 @@ std::shared_ptr<Conv2D> Conv2D::from_config(const json& config) {
 }
 
 json Conv2DTranspose::get_config() const {
-  json c = conv_config(*this, options_, base_config());
+  json c = conv_config(options_, base_config());
   c["output_padding"] = nullptr;
   return c;
 }
