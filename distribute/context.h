@@ -47,7 +47,7 @@
 #include "models/replica_context.h"
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::distribute {
 

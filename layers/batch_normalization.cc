@@ -160,7 +160,7 @@ Tensor BatchNormalization::train_fused(const Tensor& x_in, Tensor* mean_out, Ten
     CustomGradFn grad = [xx, gm, mean, inv, n, c, eps, scale, center](const std::vector<Tensor>& up) {
       const Tensor& g = up[0];
       Tensor dx, dgamma, dbeta;
-      if (active_recorders().empty()) {  // plain backward: one fused kernel
+      if (!is_recording()) {  // plain backward: one fused kernel
         dx = Tensor::empty(xx.shape(), xx.dtype());
         dgamma = Tensor::empty({c}, xx.dtype());
         dbeta = Tensor::empty({c}, xx.dtype());

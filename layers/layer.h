@@ -40,7 +40,7 @@
 #include "layers/initializers.h"
 #include "tape/core/random.h"
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::layers {
 

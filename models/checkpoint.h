@@ -37,8 +37,8 @@
 #include "layers/layer.h"
 #include "optimizers/optimizer.h"
 #include "tape/core/random.h"
-#include "tape/core/variable.h"
 #include "tape/function/function.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::models {
 

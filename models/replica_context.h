@@ -14,7 +14,7 @@
 
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::models {
 

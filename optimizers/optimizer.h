@@ -30,7 +30,7 @@
 
 #include "optimizers/schedules.h"
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::optimizers {
 

@@ -10,7 +10,6 @@
 #include "tape/core/random.h"
 #include "tape/core/shape.h"
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
 #include "tape/function/function.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/conv_ops.h"
@@ -22,3 +21,4 @@
 #include "tape/runtime/logging.h"
 #include "tape/runtime/op_registry.h"
 #include "tape/runtime/threads.h"
+#include "tape/runtime/variable.h"

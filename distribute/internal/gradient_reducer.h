@@ -15,7 +15,7 @@
 #include "distribute/internal/communicator.h"
 #include "models/replica_context.h"
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::distribute::internal {
 

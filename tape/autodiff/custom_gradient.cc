@@ -19,7 +19,7 @@ std::vector<Tensor> call_with_custom_gradient(const CustomForwardFn& forward, co
   if (!result.second) throw std::invalid_argument("custom_gradient: the forward function returned no gradient function");
   std::vector<Tensor> outputs;
   for (const Tensor& y : result.first) outputs.push_back(y.alias());  // fresh ids: outputs of this call
-  if (active_recorders().empty()) return outputs;
+  if (!is_recording()) return outputs;
   auto grad_fn = std::make_shared<const GradientFn>(
       [fn = std::move(result.second)](const GradContext& ctx, std::span<const Tensor> upstream) {
         std::vector<Tensor> dx = fn(std::vector<Tensor>(upstream.begin(), upstream.end()));

@@ -9,6 +9,7 @@
 #include "tape/autodiff/internal/tape_state.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/batching.h"
+#include "tape/runtime/internal/recorder_stack.h"
 #include "tape/runtime/logging.h"
 
 namespace tapeflow {
@@ -85,33 +86,25 @@ std::vector<Variable> TapeState::watched_variables() const {
 
 void TapeState::start() {
   if (recording_) return;
-  active_recorders().push_back(this);
+  push_recorder(this);
   recording_ = true;
 }
 
 void TapeState::stop() {
   if (!recording_) return;
-  auto& stack = active_recorders();
-  auto it = std::find(stack.begin(), stack.end(), this);
-  if (it != stack.end()) stack.erase(it);
+  remove_recorder(this);
   recording_ = false;
 }
 
 int TapeState::pause() {
-  auto& stack = active_recorders();
-  auto it = std::find(stack.begin(), stack.end(), this);
-  if (!recording_ || it == stack.end())
-    throw std::logic_error("GradientTape::stop_recording: the tape is not currently recording");
-  int pos = static_cast<int>(it - stack.begin());
-  stack.erase(it);
+  const int pos = recording_ ? remove_recorder(this) : -1;
+  if (pos < 0) throw std::logic_error("GradientTape::stop_recording: the tape is not currently recording");
   return pos;
 }
 
 void TapeState::resume(int position) {
   if (!recording_) return;  // stopped meanwhile
-  auto& stack = active_recorders();
-  position = std::min<int>(position, static_cast<int>(stack.size()));
-  stack.insert(stack.begin() + position, this);
+  insert_recorder(this, static_cast<std::size_t>(std::max(position, 0)));
 }
 
 void TapeState::reset() {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "tape/core/tensor.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow {
 

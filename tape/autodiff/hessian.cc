@@ -157,7 +157,7 @@ HessianResult hessian(GradientTape& tape, const std::vector<Tensor>& gradients, 
       target_source.push_back(i);
     }
   }
-  if (internal::recording_active()) {
+  if (is_recording()) {
     record_hessian(s, out, targets, target_source, shapes, ids, gradients, dtype, options);
     return out;
   }

@@ -70,7 +70,7 @@ std::vector<Tensor> jacobian_loop(const internal::TapeState& s, const Tensor& ta
                                   int parallel_iterations) {
   std::vector<Shape> shapes;
   for (const Shape& sh : src.shapes) shapes.push_back(concat_shapes(target.shape(), sh));
-  if (internal::recording_active()) {  // rows in order on this thread, stacked by ops
+  if (is_recording()) {  // rows in order on this thread, stacked by ops
     std::vector<std::vector<Tensor>> rows(src.ids.size());
     for (std::int64_t i = 0; i < target.num_elements(); ++i) {
       Tensor seed = internal::one_hot_rows(target.shape(), target.dtype(), i, 1).with_shape(target.shape());
@@ -109,7 +109,7 @@ std::optional<std::vector<Tensor>> jacobian_vectorized(const internal::TapeState
   const std::int64_t n = target.num_elements();
   std::vector<Tensor> out(src.ids.size());
   try {
-    if (chunk <= 0 || chunk >= n || internal::recording_active()) {  // one pass; reshape keeps it recorded
+    if (chunk <= 0 || chunk >= n || is_recording()) {  // one pass; reshape keeps it recorded
       Tensor seeds = internal::one_hot_rows(target.shape(), target.dtype(), 0, n);
       std::vector<Tensor> g = s.backward(std::span<const Tensor>(&target, 1), std::span<const Tensor>(&seeds, 1), src.ids,
                                          {.batch = n});
@@ -231,7 +231,7 @@ std::optional<Tensor> GradientTape::batch_jacobian(const Tensor& target, const S
                             ? internal::first_loop_only_op(s, std::span<const Tensor>(&target, 1), src.ids)
                             : std::string();
   if (!loop_op.empty()) internal::log_loop_fallback("GradientTape::batch_jacobian", loop_op);
-  const bool recorded = internal::recording_active();
+  const bool recorded = is_recording();
   // The whole computation on one path; the vectorized one throws BatchingUnsupported when an op
   // its gradients execute cannot batch, and the loop runs instead.
   auto compute = [&](bool vectorize) -> std::optional<Tensor> {

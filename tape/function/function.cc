@@ -11,6 +11,7 @@
 
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/runtime/execute.h"
+#include "tape/runtime/internal/recorder_stack.h"
 #include "tape/runtime/logging.h"
 #include "tape/runtime/op_registry.h"
 #include "tape/runtime/recorder.h"
@@ -84,15 +85,8 @@ class Tracer : public Recorder {
 // Pushes a tracer on this thread's recorder stack for a scope.
 class TracerScope {
  public:
-  explicit TracerScope(Tracer* t) : tracer_(t) { active_recorders().push_back(t); }
-  ~TracerScope() {
-    auto& r = active_recorders();
-    for (auto it = r.rbegin(); it != r.rend(); ++it)
-      if (*it == tracer_) {
-        r.erase(std::next(it).base());
-        break;
-      }
-  }
+  explicit TracerScope(Tracer* t) : tracer_(t) { internal::push_recorder(t); }
+  ~TracerScope() { internal::remove_recorder(tracer_); }
   TracerScope(const TracerScope&) = delete;
   TracerScope& operator=(const TracerScope&) = delete;
 

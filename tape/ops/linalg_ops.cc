@@ -14,8 +14,8 @@
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/execute.h"
-#include "tape/runtime/recorder.h"
 #include "tape/runtime/op_registry.h"
+#include "tape/runtime/recorder.h"
 
 namespace tapeflow {
 
@@ -172,7 +172,7 @@ TensorList matmul_batch(std::span<const Tensor> in, const BatchContext& c) {
     const std::int64_t inner = sa.dim(-1), rows = k * (inner ? sa.num_elements() / inner : 0);
     const Tensor flat = reshape(a, Shape{rows, inner});
     std::optional<Tensor> sparse;
-    if (active_recorders().empty()) sparse = matmul_nonzero_rows(flat, b, tb);
+    if (!is_recording()) sparse = matmul_nonzero_rows(flat, b, tb);
     Tensor y = sparse ? *sparse : matmul(flat, b, false, tb);
     Shape out{k};
     for (int i = 0; i + 1 < sa.rank(); ++i) out.push_back(sa[i]);

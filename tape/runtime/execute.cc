@@ -2,18 +2,43 @@
 
 #include <stdexcept>
 
+#include <algorithm>
+
 #include "tape/runtime/batching.h"
+#include "tape/runtime/internal/recorder_stack.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow {
-
-std::vector<Recorder*>& active_recorders() {
+namespace {
+// The one mutable recorder stack of this thread (internal/recorder_stack.h).
+std::vector<Recorder*>& recorder_stack() {
   thread_local std::vector<Recorder*> stack;
   return stack;
 }
+}  // namespace
 
-RecordingPause::RecordingPause() : saved_(std::move(active_recorders())) { active_recorders().clear(); }
-RecordingPause::~RecordingPause() { active_recorders() = std::move(saved_); }
+namespace internal {
+const std::vector<Recorder*>& active_recorders() { return recorder_stack(); }
+void push_recorder(Recorder* recorder) { recorder_stack().push_back(recorder); }
+void insert_recorder(Recorder* recorder, std::size_t position) {
+  auto& stack = recorder_stack();
+  stack.insert(stack.begin() + static_cast<std::ptrdiff_t>(std::min(position, stack.size())), recorder);
+}
+int remove_recorder(const Recorder* recorder) {
+  auto& stack = recorder_stack();
+  for (std::size_t i = stack.size(); i-- > 0;)
+    if (stack[i] == recorder) {
+      stack.erase(stack.begin() + static_cast<std::ptrdiff_t>(i));
+      return static_cast<int>(i);
+    }
+  return -1;
+}
+}  // namespace internal
+
+bool is_recording() { return !recorder_stack().empty(); }
+
+RecordingPause::RecordingPause() : saved_(std::move(recorder_stack())) { recorder_stack().clear(); }
+RecordingPause::~RecordingPause() { recorder_stack() = std::move(saved_); }
 
 TensorList execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs& attrs) {
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -30,10 +55,10 @@ TensorList execute(const OpDef& op, std::span<const Tensor> inputs, const Attrs&
   } catch (const ShapeError& e) {  // a shape that cannot exist (e.g. from a hostile attribute): name the op
     throw ShapeError(op.name + ": " + e.what());
   }
-  auto& recorders = active_recorders();
+  const auto& recorders = recorder_stack();
   if (!recorders.empty()) {
     static const std::shared_ptr<const GradientFn> kNoCustom;
-    // Iterate over a copy: a recorder may not change the stack, but be safe against it.
+    // By index: a recorder may not change the stack, but be safe against it.
     for (std::size_t i = 0; i < recorders.size(); ++i) recorders[i]->record(op, inputs, outputs, attrs, kNoCustom);
   }
   return outputs;
@@ -46,7 +71,7 @@ Tensor execute1(const OpDef& op, std::initializer_list<Tensor> inputs, const Att
 
 void record_custom(const OpDef& op, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                    const Attrs& attrs, std::shared_ptr<const GradientFn> gradient) {
-  auto& recorders = active_recorders();
+  const auto& recorders = recorder_stack();
   for (std::size_t i = 0; i < recorders.size(); ++i) recorders[i]->record(op, inputs, outputs, attrs, gradient);
 }
 

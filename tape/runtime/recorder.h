@@ -26,11 +26,15 @@ class Recorder {
   virtual bool tracks(std::int64_t id) const = 0;
 };
 
-// The active recorders of this thread, innermost last. Tapes are per thread, as in TF.
-std::vector<Recorder*>& active_recorders();
+// True when a recorder is active on this thread: a GradientTape that is recording, or a function
+// being traced. False inside a RecordingPause. Code with a faster path that no recorder may see
+// (a fused kernel instead of ops, raw-memory assembly) takes it only when this is false.
+// Tapes are per thread, as in TF.
+bool is_recording();
 
 // Scope guard: no recorder on this thread sees ops while it lives (custom_gradient's forward,
-// optimizer updates, metrics). Restores them on destruction.
+// optimizer updates, metrics). Restores them on destruction. (The recorder stack itself is internal:
+// tape/runtime/internal/recorder_stack.h.)
 class RecordingPause {
  public:
   RecordingPause();

@@ -1,9 +1,10 @@
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
 
+#include "tape/runtime/internal/recorder_stack.h"
 #include "tape/runtime/op_registry.h"
 #include "tape/runtime/recorder.h"
 
@@ -44,7 +45,7 @@ Tensor Variable::value() const { return impl().value; }
 
 Tensor Variable::read() const {
   const Impl& me = impl();
-  auto& recorders = active_recorders();
+  const auto& recorders = internal::active_recorders();
   if (recorders.empty()) return me.value;
   bool tracked = false;
   for (std::size_t i = 0; i < recorders.size(); ++i) {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "optimizers/optimizer.h"
-#include "tape/core/variable.h"
+#include "tape/runtime/variable.h"
 
 namespace tapeflow::testing {
 

@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "tape/runtime/recorder.h"
 #include "tape/tapeflow.h"
 
 namespace tf = tapeflow;
@@ -161,6 +162,36 @@ TEST(GradientTape, TapesArePerThread) {
   // Recorded, x² would add 2x = 4: d(x² + x³)/dx = 16. Per thread, only d(x³)/dx = 3x² = 12.
   EXPECT_FLOAT_EQ(tape.gradient(other + mine, x)->item(), 12.0);
   EXPECT_FALSE(tape.gradient(other, x).has_value());
+}
+
+// is_recording(): the read-only public view of this thread's recorder stack (which is internal).
+TEST(GradientTape, IsRecordingFollowsTapesPausesAndThreads) {
+  EXPECT_FALSE(tf::is_recording());
+  {
+    tf::GradientTape outer;
+    EXPECT_TRUE(tf::is_recording());
+    bool other_thread = true;
+    std::thread t([&] { other_thread = tf::is_recording(); });
+    t.join();
+    EXPECT_FALSE(other_thread);  // tapes are per thread
+    {
+      auto pause = outer.stop_recording();
+      EXPECT_FALSE(tf::is_recording());
+      tf::GradientTape inner;
+      EXPECT_TRUE(tf::is_recording());
+      inner.stop();
+      EXPECT_FALSE(tf::is_recording());
+    }
+    EXPECT_TRUE(tf::is_recording());  // the pause ended: outer is back
+    {
+      tf::RecordingPause pause;
+      EXPECT_FALSE(tf::is_recording());
+    }
+    EXPECT_TRUE(tf::is_recording());
+    outer.stop();
+    EXPECT_FALSE(tf::is_recording());
+  }
+  EXPECT_FALSE(tf::is_recording());
 }
 
 TEST(GradientTape, ThirdOrderThroughNestedTapes) {

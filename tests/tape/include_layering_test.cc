@@ -1,7 +1,9 @@
 // Dependencies point one way (../shared/DESIGN.md): inside tape/, core <- kernels <- runtime <- ops
 // <- autodiff <- function; then tape <- layers, optimizers, data <- models <- distribute <- apps.
 // Every `#include "..."` of a project header in the library folders is checked: an arrow that points
-// up (or sideways between layers, optimizers and data) fails, naming the file and the line.
+// up (or sideways between layers, optimizers and data) fails, naming the file and the line; so does
+// an `internal/` header included from another library, and a source file whose own header (its
+// first include, same name) sits in another folder (core/variable.h implemented in runtime/).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -42,6 +44,22 @@ bool allowed(const Layer& from, const Layer& to) {
   return to.rank == from.rank && to.group == from.group;
 }
 
+// A header under some `internal/` folder is private to its library (the first path component:
+// tape/, layers/, models/, ...): tape/runtime/internal/recorder_stack.h is for tape/ only.
+bool internal_visible(const std::string& from_path, const std::string& header) {
+  if (header.find("/internal/") == std::string::npos) return true;
+  return header.substr(0, header.find('/')) == from_path.substr(0, from_path.find('/'));
+}
+
+// A source file implements the header it includes first when their names match
+// (tape/runtime/variable.cc implements ".../variable.h"); the header must then sit in the
+// same folder, so that a header's layer is the layer of its implementation.
+bool implemented_in_place(const std::string& source_path, const std::string& first_include) {
+  const fs::path src(source_path), header(first_include);
+  if (src.stem() != header.stem() || !header.has_parent_path()) return true;  // not its own header, or beside it
+  return src.parent_path() == header.parent_path();
+}
+
 TEST(IncludeLayering, NoArrowPointsUp) {
   const fs::path root(TAPEFLOW_SOURCE_DIR);
   std::size_t files = 0, includes = 0;
@@ -57,6 +75,7 @@ TEST(IncludeLayering, NoArrowPointsUp) {
       std::ifstream in(entry.path());
       std::string line;
       int number = 0;
+      bool first = true;
       while (std::getline(in, line)) {
         ++number;
         if (line.rfind("#include \"", 0) != 0) continue;
@@ -64,6 +83,12 @@ TEST(IncludeLayering, NoArrowPointsUp) {
         ++includes;
         EXPECT_TRUE(allowed(from, layer_of(target))) << rel << ":" << number << " includes \"" << target
                                                      << "\", which sits above it";
+        EXPECT_TRUE(internal_visible(rel, target))
+            << rel << ":" << number << " includes \"" << target << "\", internal to another library";
+        if (ext == ".cc" && first)
+          EXPECT_TRUE(implemented_in_place(rel, target))
+              << rel << " implements \"" << target << "\" from another folder (a header's layer is its code's layer)";
+        first = false;
       }
     }
   }
@@ -81,6 +106,19 @@ TEST(IncludeLayering, CheckerCatchesUpAndSidewaysArrows) {
   EXPECT_TRUE(allowed(layer_of("tape/autodiff/jacobian.cc"), layer_of("tape/ops/array_ops.h")));
   EXPECT_TRUE(allowed(layer_of("models/model.h"), layer_of("layers/layer.h")));
   EXPECT_TRUE(allowed(layer_of("tape/tapeflow.h"), layer_of("tape/function/function.h")));
+}
+
+// The other two rules: internal headers stay in their library, headers sit with their code.
+TEST(IncludeLayering, CheckerCatchesForeignInternalsAndMisplacedImplementations) {
+  EXPECT_FALSE(internal_visible("layers/batch_normalization.cc", "tape/runtime/internal/recorder_stack.h"));
+  EXPECT_TRUE(internal_visible("tape/autodiff/gradient_tape.cc", "tape/runtime/internal/recorder_stack.h"));
+  EXPECT_TRUE(internal_visible("layers/dense.cc", "tape/runtime/recorder.h"));
+  EXPECT_FALSE(implemented_in_place("tape/runtime/variable.cc", "tape/core/variable.h"));
+  EXPECT_TRUE(implemented_in_place("tape/runtime/variable.cc", "tape/runtime/variable.h"));
+  EXPECT_TRUE(implemented_in_place("tape/ops/register_ops.cc", "tape/ops/register_ops.h"));
+  EXPECT_TRUE(implemented_in_place("tape/kernels/conv.cc", "tape/kernels/conv.h"));
+  EXPECT_TRUE(implemented_in_place("tape/ops/math_ops.cc", "tape/ops/math_ops.h"));
+  EXPECT_TRUE(implemented_in_place("apps/gan/png_grid.cc", "png_grid.h"));
 }
 
 }  // namespace

@@ -67,8 +67,6 @@ Tensor stack_rows(std::vector<Tensor> rows, const Shape& row_shape, DType dtype,
   return stack(rows, axis);
 }
 
-bool recording_active() { return !active_recorders().empty(); }
-
 void log_loop_fallback(const char* what, const std::string& op) {
   static std::mutex mutex;
   static std::set<std::string> logged;

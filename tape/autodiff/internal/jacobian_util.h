@@ -1,6 +1,9 @@
 // Helpers of the jacobian/hessian code: one-hot cotangents, row copies, axis swaps (raw memory:
 // results are plain tensors no tape records), the row loop, and what the recorded paths (an outer
-// tape or a trace active) use instead.
+// tape or a trace active) use instead. When is_recording() (recorder.h), jacobian,
+// batch_jacobian and hessian build their results with ops, on this thread, in one batched pass
+// (or a sequential loop), so that the recorder sees how the result depends on its tensors (TF:
+// these results are differentiable and traceable).
 #pragma once
 
 #include <cstdint>
@@ -30,11 +33,6 @@ void run_chunks(std::int64_t rows, std::int64_t chunk, const std::function<void(
 // at most parallel_iterations oneTBB threads (0 = all) in a task arena. Recording is paused on
 // every thread, so rows only read the tape. Exceptions propagate to the caller.
 void run_rows(std::int64_t n, int parallel_iterations, const std::function<void(std::int64_t)>& row);
-// True when a recorder (an outer tape or a function trace) is active on this thread. jacobian,
-// batch_jacobian and hessian then build their results with ops, on this thread, in one batched
-// pass (or a sequential loop), so that the recorder sees how the result depends on its tensors
-// (TF: these results are differentiable and traceable).
-bool recording_active();
 // The rows stacked by ops along `axis`, missing (undefined) rows as zeros of row_shape; undefined
 // if no row is defined. How the recorded paths assemble loop results.
 Tensor stack_rows(std::vector<Tensor> rows, const Shape& row_shape, DType dtype, int axis);
