@@ -304,198 +304,213 @@ Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
   return y;
 }
 
+// ---- forward functions and gradients, one pair per op (gradients are written with ops) ----
+namespace {
+
+using In = std::span<const Tensor>;
+using G = std::span<const Tensor>;
+using C = const GradContext&;
+
+// y = x viewed with the "shape" attr (same elements, no copy).
+TensorList reshape_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("reshape", in, 1);
+  return TensorList{in[0].with_shape(attr_shape(a))};
+}
+// dx = reshape(g, shape(x)).
+TensorList reshape_gradient(C c, G g) { return TensorList{reshape(g[0], c.input_shape(0))}; }
+
+// y = x repeated along its broadcast axes to the "shape" attr (numpy broadcasting).
+TensorList broadcast_to_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("broadcast_to", in, 1);
+  const Tensor& x = in[0];
+  Shape target = attr_shape(a);
+  if (broadcast_shapes(x.shape(), target, "broadcast_to") != target)
+    throw std::invalid_argument("broadcast_to: cannot broadcast " + x.shape().to_string() + " to " +
+                                target.to_string());
+  Tensor y = Tensor::empty(target, x.dtype());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::broadcast_to(x.data<T>(), x.shape(), y.mutable_data<T>(), target);
+  });
+  return TensorList{y};
+}
+// dx = g summed over the broadcast axes back to shape(x).
+TensorList broadcast_to_gradient(C c, G g) { return TensorList{sum_to_shape(g[0], c.input_shape(0))}; }
+
+// y = x summed over the axes along which the "shape" attr broadcasts to shape(x).
+TensorList sum_to_shape_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("sum_to_shape", in, 1);
+  const Tensor& x = in[0];
+  Shape target = attr_shape(a);
+  if (broadcast_shapes(target, x.shape(), "sum_to_shape") != x.shape())
+    throw std::invalid_argument("sum_to_shape: " + target.to_string() + " does not broadcast to " +
+                                x.shape().to_string());
+  Tensor y = Tensor::empty(target, x.dtype());
+  ops_internal::dispatch_kind<ops_internal::Kinds::kNumeric>("sum_to_shape", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::sum_to_shape(x.data<T>(), x.shape(), y.mutable_data<T>(), target);
+  });
+  return TensorList{y};
+}
+// dx = broadcast_to(g, shape(x)).
+TensorList sum_to_shape_gradient(C c, G g) { return TensorList{broadcast_to(g[0], c.input_shape(0))}; }
+
+// y[i_perm[0], ..., i_perm[r-1]] = x[i_0, ..., i_{r-1}]: shape(y)[k] = shape(x)[perm[k]].
+TensorList transpose_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("transpose", in, 1);
+  const Tensor& x = in[0];
+  const Ints& p = a.get_ints("perm");
+  std::vector<int> perm(p.begin(), p.end());
+  std::uint32_t seen = 0;
+  bool identity = true;
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    if (perm[i] < 0 || perm[i] >= x.rank() || (seen & (1u << perm[i])))
+      seen = ~0u;
+    else
+      seen |= 1u << perm[i];
+    identity = identity && perm[i] == static_cast<int>(i);
+  }
+  if (p.size() != static_cast<std::size_t>(x.rank()) || seen == ~0u)
+    throw std::invalid_argument("transpose: perm " + list_str(p) + " is not a permutation of the axes of " +
+                                describe(x));
+  if (identity) return TensorList{x.alias()};
+  Shape sy;
+  for (int d : perm) sy.push_back(x.shape()[d]);
+  Tensor y = Tensor::empty(sy, x.dtype());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::transpose(x.data<T>(), x.shape(), perm.data(), y.mutable_data<T>());
+  });
+  return TensorList{y};
+}
+// dx = transpose(g, inverse(perm)).
+TensorList transpose_gradient(C c, G g) {
+  const Ints& p = c.attrs().get_ints("perm");
+  std::vector<int> inverse(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) inverse[static_cast<std::size_t>(p[i])] = static_cast<int>(i);
+  return TensorList{transpose(g[0], inverse)};
+}
+
+// y = [x_0, x_1, ...] joined along "axis" (all other dimensions equal).
+TensorList concat_forward(In in, const Attrs& a) {
+  if (in.empty()) throw std::invalid_argument("concat: needs at least one input, got none");
+  const Tensor& x0 = in[0];
+  const int axis = static_cast<int>(a.get_int("axis"));
+  if (x0.rank() == 0) throw std::invalid_argument("concat: cannot concatenate scalars: " + describe_all(in));
+  if (axis < -x0.rank() || axis >= x0.rank())
+    throw std::invalid_argument("concat: axis " + std::to_string(axis) + " out of range for inputs " +
+                                describe_all(in));
+  const int ax = axis < 0 ? axis + x0.rank() : axis;
+  Shape sy = x0.shape();
+  for (std::size_t k = 1; k < in.size(); ++k) {
+    const Tensor& x = in[k];
+    bool ok = x.dtype() == x0.dtype() && x.rank() == x0.rank();
+    for (int i = 0; ok && i < x.rank(); ++i) ok = i == ax || x.shape()[i] == x0.shape()[i];
+    if (!ok)
+      throw std::invalid_argument("concat: inputs must match in dtype, rank and every dimension but axis " +
+                                  std::to_string(axis) + ", got " + describe_all(in));
+    sy[ax] += x.shape()[ax];
+  }
+  if (in.size() == 1) return TensorList{x0.alias()};
+  Tensor y = Tensor::empty(sy, x0.dtype());
+  dispatch_dtype(x0.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<const T*> ptrs;
+    std::vector<Shape> shapes;
+    for (const Tensor& x : in) {
+      ptrs.push_back(x.data<T>());
+      shapes.push_back(x.shape());
+    }
+    kernels::concat(ptrs.data(), shapes.data(), static_cast<int>(in.size()), ax, y.mutable_data<T>());
+  });
+  return TensorList{y};
+}
+// dx_i = the slice of g at x_i's offset along the axis.
+TensorList concat_gradient(C c, G g) {
+  const int rank = c.input_shape(0).rank();
+  const int axis = static_cast<int>(c.attrs().get_int("axis"));
+  const auto ax = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
+  TensorList out;
+  Ints begin(static_cast<std::size_t>(rank), 0);
+  for (int i = 0; i < c.num_inputs(); ++i) {
+    Ints size = c.input_shape(i).to_vector();
+    out.push_back(slice(g[0], begin, size));
+    begin[ax] += size[ax];
+  }
+  return out;
+}
+
+// y = x[begin : begin + size] on every axis (size -1: to the end).
+TensorList slice_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("slice", in, 1);
+  const Tensor& x = in[0];
+  const Ints& begin = a.get_ints("begin");
+  Shape sy(resolve_slice(x.shape(), begin, a.get_ints("size")));
+  if (sy == x.shape()) return TensorList{x.alias()};
+  Tensor y = Tensor::empty(sy, x.dtype());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    kernels::slice(x.data<T>(), x.shape(), begin.data(), sy, y.mutable_data<T>());
+  });
+  return TensorList{y};
+}
+// dx = g padded with zeros back to shape(x).
+TensorList slice_gradient(C c, G g) {
+  const Shape& sx = c.input_shape(0);
+  const Ints& begin = c.attrs().get_ints("begin");
+  const Ints size = resolve_slice(sx, begin, c.attrs().get_ints("size"));
+  std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
+  for (int i = 0; i < sx.rank(); ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    paddings.emplace_back(begin[k], sx[i] - begin[k] - size[k]);
+  }
+  return TensorList{pad(g[0], paddings)};
+}
+
+// y = x surrounded by {before, after} "paddings" per axis, filled with "constant".
+TensorList pad_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("pad", in, 1);
+  const Tensor& x = in[0];
+  const Ints& p = a.get_ints("paddings");
+  if (p.size() != 2 * static_cast<std::size_t>(x.rank()) ||
+      std::any_of(p.begin(), p.end(), [](std::int64_t v) { return v < 0; }))
+    throw std::invalid_argument("pad: paddings " + list_str(p) +
+                                " must be one non-negative {before, after} pair per axis of " + describe(x));
+  Shape sy = x.shape();
+  Ints before;
+  for (int i = 0; i < x.rank(); ++i) {
+    const auto k = 2 * static_cast<std::size_t>(i);
+    sy[i] += p[k] + p[k + 1];
+    before.push_back(p[k]);
+  }
+  Tensor y = Tensor::empty(sy, x.dtype());
+  const double value = a.get_float("constant");
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* out = y.mutable_data<T>();
+    std::fill(out, out + sy.num_elements(), static_cast<T>(value));
+    pad_copy(x.data<T>(), x.shape(), before, out, sy);
+  });
+  return TensorList{y};
+}
+// dx = the slice of g where x was placed.
+TensorList pad_gradient(C c, G g) {
+  const Ints& p = c.attrs().get_ints("paddings");
+  Ints begin;
+  for (std::size_t k = 0; k < p.size(); k += 2) begin.push_back(p[k]);
+  return TensorList{slice(g[0], begin, c.input_shape(0).to_vector())};
+}
+
+}  // namespace
+
 void register_array_ops(OpRegistry& r) {
-  using In = std::span<const Tensor>;
-  using G = std::span<const Tensor>;
-  using C = const GradContext&;
-  r.add({"Reshape",
-         [](In in, const Attrs& a) {
-           ops_internal::check_arity("reshape", in, 1);
-           return TensorList{in[0].with_shape(attr_shape(a))};
-         },
-         [](C c, G g) { return TensorList{reshape(g[0], c.input_shape(0))}; }, kSaveNone, reshape_batch});
-  r.add({"BroadcastTo",
-         [](In in, const Attrs& a) {
-           ops_internal::check_arity("broadcast_to", in, 1);
-           const Tensor& x = in[0];
-           Shape target = attr_shape(a);
-           if (broadcast_shapes(x.shape(), target, "broadcast_to") != target)
-             throw std::invalid_argument("broadcast_to: cannot broadcast " + x.shape().to_string() + " to " +
-                                         target.to_string());
-           Tensor y = Tensor::empty(target, x.dtype());
-           dispatch_dtype(x.dtype(), [&](auto tag) {
-             using T = decltype(tag);
-             kernels::broadcast_to(x.data<T>(), x.shape(), y.mutable_data<T>(), target);
-           });
-           return TensorList{y};
-         },
-         [](C c, G g) { return TensorList{sum_to_shape(g[0], c.input_shape(0))}; }, kSaveNone, batching::shape_attr("shape")});
-  r.add({"SumToShape",
-         [](In in, const Attrs& a) {
-           ops_internal::check_arity("sum_to_shape", in, 1);
-           const Tensor& x = in[0];
-           Shape target = attr_shape(a);
-           if (broadcast_shapes(target, x.shape(), "sum_to_shape") != x.shape())
-             throw std::invalid_argument("sum_to_shape: " + target.to_string() + " does not broadcast to " +
-                                         x.shape().to_string());
-           Tensor y = Tensor::empty(target, x.dtype());
-           ops_internal::dispatch_kind<ops_internal::Kinds::kNumeric>("sum_to_shape", x.dtype(), [&](auto tag) {
-             using T = decltype(tag);
-             kernels::sum_to_shape(x.data<T>(), x.shape(), y.mutable_data<T>(), target);
-           });
-           return TensorList{y};
-         },
-         [](C c, G g) { return TensorList{broadcast_to(g[0], c.input_shape(0))}; }, kSaveNone, batching::shape_attr("shape")});
-
-  // transpose: dx = transpose(g, inverse(perm)).
-  r.add({"Transpose",
-         [](In in, const Attrs& a) {
-           ops_internal::check_arity("transpose", in, 1);
-           const Tensor& x = in[0];
-           const Ints& p = a.get_ints("perm");
-           std::vector<int> perm(p.begin(), p.end());
-           std::uint32_t seen = 0;
-           bool identity = true;
-           for (std::size_t i = 0; i < perm.size(); ++i) {
-             if (perm[i] < 0 || perm[i] >= x.rank() || (seen & (1u << perm[i])))
-               seen = ~0u;
-             else
-               seen |= 1u << perm[i];
-             identity = identity && perm[i] == static_cast<int>(i);
-           }
-           if (p.size() != static_cast<std::size_t>(x.rank()) || seen == ~0u)
-             throw std::invalid_argument("transpose: perm " + list_str(p) + " is not a permutation of the axes of " +
-                                         describe(x));
-           if (identity) return TensorList{x.alias()};
-           Shape sy;
-           for (int d : perm) sy.push_back(x.shape()[d]);
-           Tensor y = Tensor::empty(sy, x.dtype());
-           dispatch_dtype(x.dtype(), [&](auto tag) {
-             using T = decltype(tag);
-             kernels::transpose(x.data<T>(), x.shape(), perm.data(), y.mutable_data<T>());
-           });
-           return TensorList{y};
-         },
-         [](C c, G g) {
-           const Ints& p = c.attrs().get_ints("perm");
-           std::vector<int> inverse(p.size());
-           for (std::size_t i = 0; i < p.size(); ++i) inverse[static_cast<std::size_t>(p[i])] = static_cast<int>(i);
-           return TensorList{transpose(g[0], inverse)};
-         },
-         kSaveNone, transpose_batch});
-
-  // concat: input i gets the slice of g at its offset along the axis.
-  r.add({"ConcatV2",
-         [](In in, const Attrs& a) {
-           if (in.empty()) throw std::invalid_argument("concat: needs at least one input, got none");
-           const Tensor& x0 = in[0];
-           const int axis = static_cast<int>(a.get_int("axis"));
-           if (x0.rank() == 0) throw std::invalid_argument("concat: cannot concatenate scalars: " + describe_all(in));
-           if (axis < -x0.rank() || axis >= x0.rank())
-             throw std::invalid_argument("concat: axis " + std::to_string(axis) + " out of range for inputs " +
-                                         describe_all(in));
-           const int ax = axis < 0 ? axis + x0.rank() : axis;
-           Shape sy = x0.shape();
-           for (std::size_t k = 1; k < in.size(); ++k) {
-             const Tensor& x = in[k];
-             bool ok = x.dtype() == x0.dtype() && x.rank() == x0.rank();
-             for (int i = 0; ok && i < x.rank(); ++i) ok = i == ax || x.shape()[i] == x0.shape()[i];
-             if (!ok)
-               throw std::invalid_argument("concat: inputs must match in dtype, rank and every dimension but axis " +
-                                           std::to_string(axis) + ", got " + describe_all(in));
-             sy[ax] += x.shape()[ax];
-           }
-           if (in.size() == 1) return TensorList{x0.alias()};
-           Tensor y = Tensor::empty(sy, x0.dtype());
-           dispatch_dtype(x0.dtype(), [&](auto tag) {
-             using T = decltype(tag);
-             std::vector<const T*> ptrs;
-             std::vector<Shape> shapes;
-             for (const Tensor& x : in) {
-               ptrs.push_back(x.data<T>());
-               shapes.push_back(x.shape());
-             }
-             kernels::concat(ptrs.data(), shapes.data(), static_cast<int>(in.size()), ax, y.mutable_data<T>());
-           });
-           return TensorList{y};
-         },
-         [](C c, G g) {
-           const int rank = c.input_shape(0).rank();
-           const int axis = static_cast<int>(c.attrs().get_int("axis"));
-           const auto ax = static_cast<std::size_t>(axis < 0 ? axis + rank : axis);
-           TensorList out;
-           Ints begin(static_cast<std::size_t>(rank), 0);
-           for (int i = 0; i < c.num_inputs(); ++i) {
-             Ints size = c.input_shape(i).to_vector();
-             out.push_back(slice(g[0], begin, size));
-             begin[ax] += size[ax];
-           }
-           return out;
-         },
-         kSaveNone, batching::axis_attr("axis")});
-
-  // slice: dx = g padded with zeros back to x's shape.
-  r.add({"Slice",
-         [](In in, const Attrs& a) {
-           ops_internal::check_arity("slice", in, 1);
-           const Tensor& x = in[0];
-           const Ints& begin = a.get_ints("begin");
-           Shape sy(resolve_slice(x.shape(), begin, a.get_ints("size")));
-           if (sy == x.shape()) return TensorList{x.alias()};
-           Tensor y = Tensor::empty(sy, x.dtype());
-           dispatch_dtype(x.dtype(), [&](auto tag) {
-             using T = decltype(tag);
-             kernels::slice(x.data<T>(), x.shape(), begin.data(), sy, y.mutable_data<T>());
-           });
-           return TensorList{y};
-         },
-         [](C c, G g) {
-           const Shape& sx = c.input_shape(0);
-           const Ints& begin = c.attrs().get_ints("begin");
-           const Ints size = resolve_slice(sx, begin, c.attrs().get_ints("size"));
-           std::vector<std::pair<std::int64_t, std::int64_t>> paddings;
-           for (int i = 0; i < sx.rank(); ++i) {
-             const auto k = static_cast<std::size_t>(i);
-             paddings.emplace_back(begin[k], sx[i] - begin[k] - size[k]);
-           }
-           return TensorList{pad(g[0], paddings)};
-         },
-         kSaveNone, slice_batch});
-
-  // pad: dx = the slice of g where x was placed.
-  r.add({"Pad",
-         [](In in, const Attrs& a) {
-           ops_internal::check_arity("pad", in, 1);
-           const Tensor& x = in[0];
-           const Ints& p = a.get_ints("paddings");
-           if (p.size() != 2 * static_cast<std::size_t>(x.rank()) ||
-               std::any_of(p.begin(), p.end(), [](std::int64_t v) { return v < 0; }))
-             throw std::invalid_argument("pad: paddings " + list_str(p) +
-                                         " must be one non-negative {before, after} pair per axis of " + describe(x));
-           Shape sy = x.shape();
-           Ints before;
-           for (int i = 0; i < x.rank(); ++i) {
-             const auto k = 2 * static_cast<std::size_t>(i);
-             sy[i] += p[k] + p[k + 1];
-             before.push_back(p[k]);
-           }
-           Tensor y = Tensor::empty(sy, x.dtype());
-           const double value = a.get_float("constant");
-           dispatch_dtype(x.dtype(), [&](auto tag) {
-             using T = decltype(tag);
-             T* out = y.mutable_data<T>();
-             std::fill(out, out + sy.num_elements(), static_cast<T>(value));
-             pad_copy(x.data<T>(), x.shape(), before, out, sy);
-           });
-           return TensorList{y};
-         },
-         [](C c, G g) {
-           const Ints& p = c.attrs().get_ints("paddings");
-           Ints begin;
-           for (std::size_t k = 0; k < p.size(); k += 2) begin.push_back(p[k]);
-           return TensorList{slice(g[0], begin, c.input_shape(0).to_vector())};
-         },
-         kSaveNone, pad_batch});
+  r.add({"Reshape", reshape_forward, reshape_gradient, kSaveNone, reshape_batch});
+  r.add({"BroadcastTo", broadcast_to_forward, broadcast_to_gradient, kSaveNone, batching::shape_attr("shape")});
+  r.add({"SumToShape", sum_to_shape_forward, sum_to_shape_gradient, kSaveNone, batching::shape_attr("shape")});
+  r.add({"Transpose", transpose_forward, transpose_gradient, kSaveNone, transpose_batch});
+  r.add({"ConcatV2", concat_forward, concat_gradient, kSaveNone, batching::axis_attr("axis")});
+  r.add({"Slice", slice_forward, slice_gradient, kSaveNone, slice_batch});
+  r.add({"Pad", pad_forward, pad_gradient, kSaveNone, pad_batch});
 }
 
 }  // namespace tapeflow
