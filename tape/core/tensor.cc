@@ -198,7 +198,9 @@ void format_rec(const Tensor& t, int axis, std::int64_t& flat, std::string& out)
     if (i && axis + 1 == t.rank()) {
       out += ' ';
     } else if (i) {  // appended piecewise: "\n" + std::string(n, ' ') trips GCC 12's -Wrestrict false positive
-      out += '\n';
+      // NumPy: one line break between rows, one more per axis above them (a blank line between
+      // the matrices of a rank-3 tensor).
+      out.append(static_cast<std::size_t>(t.rank() - axis - 1), '\n');
       out.append(static_cast<std::size_t>(axis + 1), ' ');
     }
     format_rec(t, axis + 1, flat, out);

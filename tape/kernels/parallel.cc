@@ -2,10 +2,10 @@
 
 #include <oneapi/tbb/blocked_range.h>
 #include <oneapi/tbb/global_control.h>
-#include <oneapi/tbb/info.h>
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/parallel_invoke.h>
 #include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <mutex>
@@ -54,8 +54,10 @@ int set_num_threads(int n) {
 }
 
 int num_threads() {
+  // The cap, within the concurrency of the arena this thread runs in: all cores outside an explicit
+  // tbb::task_arena; an arena's own slot count inside one (fewer, or more than the cores).
   int active = static_cast<int>(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
-  return std::max(1, std::min(active, tbb::info::default_concurrency()));
+  return std::max(1, std::min(active, tbb::this_task_arena::max_concurrency()));
 }
 
 }  // namespace tapeflow::kernels

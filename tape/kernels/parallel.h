@@ -44,7 +44,9 @@ void parallel_for(std::int64_t n, std::int64_t grain, F&& f) {
 // Caps the number of threads used by kernels (wraps tbb::global_control); 0 = default.
 // Returns the previous cap (0 if none was set).
 int set_num_threads(int n);
-// The number of threads kernels may use now.
+// The number of threads kernels may use now: min(cap, concurrency of the current oneTBB arena), at
+// least 1. Outside an explicit tbb::task_arena that is min(cap, cores); inside tbb::task_arena(n)
+// with a cap >= n it is n, even on a machine with fewer cores (how tests run two threads anywhere).
 int num_threads();
 
 namespace internal {

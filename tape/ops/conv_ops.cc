@@ -10,6 +10,7 @@
 #include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/conv_geometry.h"
 #include "tape/ops/internal/op_helpers.h"
+#include "tape/runtime/batching.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/op_registry.h"
 
@@ -224,17 +225,19 @@ Tensor conv2d_backprop_filter(const Tensor& input, const Shape& filter_sizes, co
 Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape& output_shape, Size2D strides,
                         const Padding2D& padding, Size2D dilations) {
   const char* op = "conv2d_transpose";
+  // Per-example shapes, so that the checks mean the same inside a vectorized pass (batching.h).
+  const Shape xs = logical_shape(input), fs = logical_shape(filters);
   check_rank4(op, "output_shape", output_shape);
-  check_rank4(op, "input", input.shape());
-  check_rank4(op, "filters", filters.shape());
-  if (filters.shape()[3] != input.shape()[3])
-    throw std::invalid_argument(std::string(op) + ": input channels " + std::to_string(input.shape()[3]) +
-                                " differ from filters' last dim (filters [kh, kw, out, in] " +
-                                filters.shape().to_string() + ", input " + input.shape().to_string() + ")");
-  if (filters.shape()[2] != output_shape[3] || output_shape[0] != input.shape()[0])
+  check_rank4(op, "input", xs);
+  check_rank4(op, "filters", fs);
+  if (fs[3] != xs[3])
+    throw std::invalid_argument(std::string(op) + ": input channels " + std::to_string(xs[3]) +
+                                " differ from filters' last dim (filters [kh, kw, out, in] " + fs.to_string() +
+                                ", input " + xs.to_string() + ")");
+  if (fs[2] != output_shape[3] || output_shape[0] != xs[0])
     throw std::invalid_argument(std::string(op) + ": output_shape " + output_shape.to_string() +
-                                " must be [N, H, W, filters[2]] for input " + input.shape().to_string() +
-                                " and filters " + filters.shape().to_string());
+                                " must be [N, H, W, filters[2]] for input " + xs.to_string() + " and filters " +
+                                fs.to_string());
   return conv2d_backprop_input(output_shape, filters, input, strides, padding, dilations);
 }
 

@@ -1,7 +1,7 @@
 // Smoke tests of the adversarial_regularization app: --help, a missing dataset, bad flags, and a
 // short real run (--limit 300 --epochs 1) whose metrics JSON is checked and repeats for a seed.
-// The binary is found through TAPEFLOW_BINARY_DIR; tests skip when it was not built or the
-// dataset is not installed.
+// The binary is found through TAPEFLOW_BINARY_DIR; a missing binary fails the tests in a build with
+// the apps (skips without them: tests/testing/apps.h); tests skip when the dataset is not installed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -15,6 +15,7 @@
 #include <string>
 
 #include "data/fashion_mnist.h"
+#include "tests/testing/apps.h"
 
 // Helpers shared with gan_test.cc (same test_apps executable; declared there).
 namespace tapeflow_app_test {
@@ -100,7 +101,7 @@ AppRun run(const std::string& args) {
 class AdversarialAppTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " was not built (TAPEFLOW_BUILD_APPS=OFF?)";
+    TAPEFLOW_REQUIRE_APP(kBinary);
   }
 };
 

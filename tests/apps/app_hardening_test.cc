@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "tests/apps/app_test_util.h"
+#include "tests/testing/apps.h"
 
 namespace {
 
@@ -33,8 +34,8 @@ const std::vector<std::string> kTrainingApps = {"train_classifier", "adversarial
 class AppHardening : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const auto& app : kTrainingApps)
-      if (!fs::exists(binary(app))) GTEST_SKIP() << binary(app) << " was not built";
+    for (const auto& app : {"train_classifier", "adversarial_regularization", "gan", "predict", "seed_examples"})
+      TAPEFLOW_REQUIRE_APP(binary(app));
   }
   void TearDown() override {
     for (const auto& p : cleanup_) fs::remove_all(p);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tests/apps/app_test_util.h"
+#include "tests/testing/apps.h"
 
 namespace {
 
@@ -23,7 +24,7 @@ class ConvAppsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* app : {"train_classifier", "gan", "adversarial_regularization"})
-      if (!fs::exists(kApps + app)) GTEST_SKIP() << kApps << app << " was not built (TAPEFLOW_BUILD_APPS=OFF?)";
+      TAPEFLOW_REQUIRE_APP(kApps + app);
   }
 };
 

@@ -1,6 +1,7 @@
 // Smoke tests of the gan app: --help, a missing dataset, bad flags, and a short real run
 // (--limit 256 --epochs 1) whose PNG grid (header, size) and metrics JSON are checked and whose
-// losses repeat for a seed; --checkpoint-dir/--resume continue bit for bit. Skips when the binary was not built or the dataset is not installed.
+// losses repeat for a seed; --checkpoint-dir/--resume continue bit for bit. A missing binary fails
+// (tests/testing/apps.h); tests skip when the dataset is not installed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "tests/apps/app_test_util.h"
+#include "tests/testing/apps.h"
 
 namespace {
 
@@ -22,7 +24,7 @@ const std::string kBinary = std::string(TAPEFLOW_BINARY_DIR) + "/apps/gan";
 class GanAppTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " was not built (TAPEFLOW_BUILD_APPS=OFF?)";
+    TAPEFLOW_REQUIRE_APP(kBinary);
   }
 };
 

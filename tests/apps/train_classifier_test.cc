@@ -1,6 +1,7 @@
 // Smoke tests of the train_classifier app: --help, a missing dataset, bad flags, and a short real
 // run (--limit 512 --epochs 1) whose metrics JSON is checked. The binary is found through
-// TAPEFLOW_BINARY_DIR; tests skip when it was not built or the dataset is not installed.
+// TAPEFLOW_BINARY_DIR; a missing binary fails (tests/testing/apps.h); tests skip when the dataset
+// is not installed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "data/fashion_mnist.h"
+#include "tests/testing/apps.h"
 
 namespace {
 
@@ -64,7 +66,7 @@ bool dataset_installed() {
 class TrainClassifierTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!fs::exists(kBinary)) GTEST_SKIP() << kBinary << " was not built (TAPEFLOW_BUILD_APPS=OFF?)";
+    TAPEFLOW_REQUIRE_APP(kBinary);
   }
 };
 

@@ -9,6 +9,7 @@
 
 #include "data/fashion_mnist.h"
 #include "tests/models_io/io_test_util.h"
+#include "tests/testing/apps.h"
 
 namespace tapeflow::models {
 namespace {
@@ -29,8 +30,7 @@ std::pair<int, std::string> run(const std::string& args) {
 class AppResume : public ScratchDir {};
 
 TEST_F(AppResume, SavesEveryEpochAndResumes) {
-  if (!std::filesystem::exists(std::string(TAPEFLOW_BINARY_DIR) + "/apps/train_classifier"))
-    GTEST_SKIP() << "train_classifier is not built";
+  TAPEFLOW_REQUIRE_APP(std::string(TAPEFLOW_BINARY_DIR) + "/apps/train_classifier");
   if (!std::filesystem::exists(data::kDefaultFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST is not installed";
   const std::string common = "--limit 600 --batch-size 100 --threads 1 --checkpoint-dir '" + file("ck") + "'";
   auto [code, out] = run("--epochs 1 " + common);

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "data/fashion_mnist.h"
+#include "tests/testing/apps.h"
 
 namespace {
 
@@ -101,7 +102,7 @@ bool dataset_installed() {
 }
 
 TEST(DistributeApps, TrainClassifierOnTwoRanksResumesOnOneAndThree) {
-  if (!fs::exists(kBin + "/apps/train_classifier")) GTEST_SKIP() << "apps not built";
+  TAPEFLOW_REQUIRE_APP(kBin + "/apps/train_classifier");
   if (!dataset_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
   const fs::path dir = fs::temp_directory_path() / ("tapeflow_mpi_app_" + std::to_string(::getpid()));
   fs::remove_all(dir);

@@ -1,6 +1,7 @@
 #include "tape/kernels/parallel.h"
 
 #include <gtest/gtest.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <atomic>
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "tests/testing/threads.h"
 
 namespace tapeflow::kernels {
 namespace {
@@ -52,20 +55,23 @@ TEST(NumThreads, SetAndRestore) {
   EXPECT_THROW(set_num_threads(-1), std::invalid_argument);
 }
 
-// Each side waits (up to 10 s) to see the other one started: both must be running at once.
+// Each side waits (up to 10 s) to see the other one started: both must be running at once. Two
+// threads on any machine (an oversubscribed arena on one core), so this never skips.
 TEST(ParallelInvoke, RunsBothSidesConcurrentlyWithTwoThreads) {
-  if (num_threads() < 2) GTEST_SKIP() << "one thread on this machine";
-  std::atomic<int> started{0};
-  auto side = [&] {
-    ++started;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    return started.load() == 2;
-  };
-  bool f_saw_g = false, g_saw_f = false;
-  parallel_invoke([&] { f_saw_g = side(); }, [&] { g_saw_f = side(); });
-  EXPECT_TRUE(f_saw_g);
-  EXPECT_TRUE(g_saw_f);
+  bool concurrent = false;
+  EXPECT_EQ(testing::with_threads(2, [&] { concurrent = testing::parallel_invoke_runs_both_at_once(); }), 2);
+  EXPECT_TRUE(concurrent);
+}
+
+// The thread count follows the arena: fewer slots than the cap, or more than the cores.
+TEST(NumThreads, FollowsTheCurrentArena) {
+  EXPECT_EQ(testing::with_threads(1, [] {}), 1);
+  EXPECT_EQ(testing::with_threads(3, [] {}), 3);  // more than a 2-core machine has: honoured
+  const int prev = set_num_threads(2);
+  int inside = 0;
+  tbb::task_arena(1).execute([&] { inside = num_threads(); });
+  set_num_threads(prev);
+  EXPECT_EQ(inside, 1);  // an arena of one slot: one thread, whatever the cap
 }
 
 TEST(ParallelInvoke, OneThreadRunsFirstThenSecondOnTheCaller) {

@@ -156,6 +156,59 @@ TEST(BatchingRules, VectorizedMatchesLoopForEveryOpWithARule) {
   }
 }
 
+// vmap: every gradient-check row's function run on K = 3 examples at once (each float64 input
+// stacked along a new leading axis and marked batched) equals the function run on each example,
+// stacked. Every op of the function then goes through its batching rule, so a rule that a backward
+// pass never needs (Softmax's, whose gradient is written with other ops) is checked as well: the
+// test above cannot see a missing or wrong Softmax rule, this one names it.
+TEST(BatchingRules, EveryRowMatchesThePerExampleForward) {
+  constexpr std::int64_t kK = 3;
+  for (const auto& c : tf::testing::gradcheck_cases()) {
+    // A row that takes a gradient inside its function: a GradientTape's own backward pass inside a
+    // vectorized pass is not supported (jacobian / hessian never need it: their passes run gradient
+    // functions, not tapes), so such rows are covered by the test above only.
+    if (c.op == "MaxPoolGradGrad") continue;
+    SCOPED_TRACE(c.op + ": " + c.name);
+    const std::vector<tf::Tensor> base = c.make_inputs();
+    std::vector<tf::Tensor> stacked, per_example;
+    for (const tf::Tensor& x : base) {
+      if (x.dtype() != tf::DType::kFloat64) {
+        stacked.push_back(x);  // integer indices, labels: shared by every example
+        continue;
+      }
+      std::vector<tf::Tensor> xs;
+      for (std::int64_t k = 0; k < kK; ++k) xs.push_back(x * (1.0 + 0.05 * static_cast<double>(k)));
+      stacked.push_back(tf::stack(xs, 0));
+    }
+    for (std::int64_t k = 0; k < kK; ++k) {
+      std::vector<tf::Tensor> in;
+      for (std::size_t i = 0; i < base.size(); ++i)
+        in.push_back(base[i].dtype() == tf::DType::kFloat64 ? tf::unstack(stacked[i], 0)[static_cast<std::size_t>(k)]
+                                                            : base[i]);
+      per_example.push_back(c.f(in));  // (registers test ops on first use)
+    }
+    const tf::OpDef* op = tf::OpRegistry::global().find(c.op);
+    if (op && op->loop_only) continue;  // see LoopOnlyOpTakesTheLoop
+    const tf::Tensor expected = tf::stack(per_example, 0);
+    tf::Tensor y;
+    try {
+      tf::BatchScope scope(kK);
+      for (std::size_t i = 0; i < base.size(); ++i)
+        if (base[i].dtype() == tf::DType::kFloat64) scope.mark(stacked[i]);
+      y = c.f(stacked);
+      if (!scope.carries_batch(y)) y = tf::stack(std::vector<tf::Tensor>(kK, y), 0);  // independent of the inputs
+    } catch (const tf::BatchingUnsupported& e) {
+      ADD_FAILURE() << "cannot batch: " << e.what();
+      continue;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "fails on batched inputs: " << e.what();
+      continue;
+    }
+    ASSERT_EQ(y.shape(), expected.shape());
+    EXPECT_TRUE(close(y.to_vector<double>(), expected.to_vector<double>()));
+  }
+}
+
 // The ops issue 11 named, in compositions (softmax classifier, cross-entropies, slicing, gather...).
 TEST(BatchingRules, CompositionsOfArrayAndNnOps) {
   using V = std::vector<tf::Tensor>;

@@ -261,19 +261,4 @@ TEST(Ops, BroadcastErrorNamesOpAndShapes) {
   EXPECT_NE(err.find("Sum: axis 2 out of range for rank 2"), std::string::npos) << err;
 }
 
-TEST(Tensor, PrintingAndCreation) {
-  EXPECT_EQ(tf::scalar(6.0).to_string(), "tf.Tensor(6.0, shape=(), dtype=float32)");
-  tf::Tensor m{{1.0, 2.0}, {3.0, 4.0}};
-  EXPECT_EQ(m.to_string(), "tf.Tensor([[1.0 2.0]\n [3.0 4.0]], shape=(2, 2), dtype=float32)");
-  EXPECT_EQ(tf::eye(2).to_vector<float>(), (std::vector<float>{1, 0, 0, 1}));
-  EXPECT_EQ(tf::linspace(-10, 10, 201).shape(), (tf::Shape{201}));
-  EXPECT_EQ(tf::range(0, 5).to_vector<int>(), (std::vector<int>{0, 1, 2, 3, 4}));
-  EXPECT_THROW(tf::Tensor({{1.0, 2.0}, {3.0}}), std::invalid_argument);
-  EXPECT_THROW(tf::scalar(1.0).data<double>(), std::invalid_argument);
-  EXPECT_THROW(tf::Tensor().shape(), std::logic_error);
-  EXPECT_THROW(tf::zeros({2}).item(), std::invalid_argument);
-  tf::Generator g1(7), g2(7);
-  EXPECT_EQ(tf::random_normal({5}, g1).to_vector<float>(), tf::random_normal({5}, g2).to_vector<float>());
-}
-
 }  // namespace

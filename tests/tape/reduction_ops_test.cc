@@ -72,19 +72,4 @@ TEST(ReductionOps, MaxGradientIsSplitAmongTies) {
   EXPECT_EQ(tape.gradient(mn, x)->to_vector<double>(), (std::vector<double>{1, 0, 0, 0, 0.5, 0.5}));
 }
 
-// maximum / minimum send the whole gradient to the first input on ties (TF's >= / <=).
-TEST(ReductionOps, ElementwiseMaximumSendsTiesToTheFirstInput) {
-  tf::Tensor a = tf::constant(std::vector<double>{1.0, 2.0}, tf::Shape{2});
-  tf::Tensor b = tf::constant(std::vector<double>{1.0, 3.0}, tf::Shape{2});
-  for (bool is_max : {true, false}) {
-    tf::GradientTape tape;
-    tape.watch(a);
-    tape.watch(b);
-    tf::Tensor y = is_max ? tf::maximum(a, b) : tf::minimum(a, b);
-    auto g = tape.gradient(y, {tf::Source(a), tf::Source(b)});
-    EXPECT_EQ(g[0]->to_vector<double>(), (std::vector<double>{1, is_max ? 0.0 : 1.0})) << is_max;
-    EXPECT_EQ(g[1]->to_vector<double>(), (std::vector<double>{0, is_max ? 1.0 : 0.0})) << is_max;
-  }
-}
-
 }  // namespace
