@@ -38,13 +38,13 @@ TEST_F(AppResume, SavesEveryEpochAndResumes) {
   EXPECT_TRUE(std::filesystem::exists(file("ck/ckpt-1.h5")));
   std::tie(code, out) = run("--epochs 2 --resume " + common);
   ASSERT_EQ(code, 0) << out;
-  EXPECT_THAT(out, testing::HasSubstr("Resumed from " + file("ck/ckpt-1.h5") + " after epoch 1"));
-  EXPECT_THAT(out, testing::HasSubstr("Epoch 2/2"));
-  EXPECT_THAT(out, testing::Not(testing::HasSubstr("Epoch 1/2")));
+  EXPECT_THAT(out, ::testing::HasSubstr("Resumed from " + file("ck/ckpt-1.h5") + " after epoch 1"));
+  EXPECT_THAT(out, ::testing::HasSubstr("Epoch 2/2"));
+  EXPECT_THAT(out, ::testing::Not(::testing::HasSubstr("Epoch 1/2")));
   EXPECT_TRUE(std::filesystem::exists(file("ck/ckpt-2.h5")));
   std::tie(code, out) = run("--epochs 2 --resume " + common);
   EXPECT_EQ(code, 2);  // a usage error: --epochs asks for no more training
-  EXPECT_THAT(out, testing::HasSubstr("the checkpoint already has 2 of 2 epochs"));
+  EXPECT_THAT(out, ::testing::HasSubstr("the checkpoint already has 2 of 2 epochs"));
 }
 
 }  // namespace
