@@ -201,7 +201,10 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
     });
     return;
   }
-  const std::int64_t r = tile_rows<T>(g, kConvGradTileBytes), tiles = (rows + r - 1) / r;
+  // At least kFilterWave tiles (from the shape alone), so few-channel layers still split across threads.
+  const std::int64_t r = std::max<std::int64_t>(
+      std::min(tile_rows<T>(g, kConvGradTileBytes), (rows + kFilterWave - 1) / kFilterWave), 6);
+  const std::int64_t tiles = (rows + r - 1) / r;
   const std::int64_t wave = std::min(kFilterWave, tiles);
   std::vector<T> partial(static_cast<std::size_t>(wave * kf));
   for (std::int64_t w0 = 0; w0 < tiles; w0 += wave) {
