@@ -46,11 +46,11 @@ WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in
 
 namespace {
 
-// Output pixels per tile: the patch tile stays under kConvTileBytes (at least 6 rows, a GEMM tile).
+// Output pixels per tile: the patch tile stays under `bytes` (at least 6 rows, a GEMM tile).
 template <class T>
-std::int64_t tile_rows(const Conv2DGeometry& g) {
+std::int64_t tile_rows(const Conv2DGeometry& g, std::int64_t bytes) {
   const std::int64_t k = std::max<std::int64_t>(g.patch_size(), 1);
-  return std::clamp<std::int64_t>(kConvTileBytes / (k * static_cast<std::int64_t>(sizeof(T))), 6, 1 << 16);
+  return std::clamp<std::int64_t>(bytes / (k * static_cast<std::int64_t>(sizeof(T))), 6, 1 << 16);
 }
 
 bool pointwise(const Conv2DGeometry& g) {
@@ -117,7 +117,7 @@ void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
     matmul(x, filter, y, 1, rows, k, g.f, false, false, 0, 0);
     return;
   }
-  const std::int64_t r = tile_rows<T>(g), tiles = (rows + r - 1) / r;
+  const std::int64_t r = tile_rows<T>(g, kConvTileBytes), tiles = (rows + r - 1) / r;
   parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> buf(static_cast<std::size_t>(std::min(r, rows) * k));
     for (std::int64_t t = b; t < e; ++t) {
@@ -138,7 +138,7 @@ void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeom
     return;
   }
   // Tiles never straddle images, so images (which own disjoint parts of dx) run in parallel.
-  const std::int64_t hw = g.ho * g.wo, r = std::min(tile_rows<T>(g), hw), per_image = (hw + r - 1) / r;
+  const std::int64_t hw = g.ho * g.wo, r = std::min(tile_rows<T>(g, kConvGradTileBytes), hw), per_image = (hw + r - 1) / r;
   parallel_for(g.n, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> buf(static_cast<std::size_t>(r * k));
     for (std::int64_t n = b; n < e; ++n)
@@ -150,13 +150,64 @@ void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeom
   });
 }
 
+namespace {
+
+// Rows of one tap chunk in conv2d_backprop_filter's per-tap scheme (the gathered [rows, C] block
+// stays under kConvTapChunkBytes).
+template <class T>
+std::int64_t tap_chunk_rows(const Conv2DGeometry& g) {
+  return std::max<std::int64_t>(kConvTapChunkBytes / (g.c * static_cast<std::int64_t>(sizeof(T))), 64);
+}
+
+// x at tap (i, j) of the windows of output pixels [p0, p1): row (p - p0) = x[n, ih, iw, :], zeros
+// where the tap lies in the padding.
+template <class T>
+void gather_tap(const T* x, const Conv2DGeometry& g, std::int64_t i, std::int64_t j, std::int64_t p0,
+                std::int64_t p1, T* buf) {
+  const std::int64_t hw = g.ho * g.wo;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t n = p / hw, oh = (p % hw) / g.wo, ow = p % g.wo;
+    const std::int64_t ih = oh * g.sh - g.pad_top + i * g.dh, iw = ow * g.sw - g.pad_left + j * g.dw;
+    T* dst = buf + (p - p0) * g.c;
+    if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
+      std::fill(dst, dst + g.c, T(0));
+    else
+      std::copy_n(x + ((n * g.h + ih) * g.w + iw) * g.c, g.c, dst);
+  }
+}
+
+}  // namespace
+
 template <class T>
 void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
   std::fill(dfilter, dfilter + kf, T(0));
   if (rows == 0 || kf == 0) return;
   const bool pw = pointwise(g);
-  const std::int64_t r = tile_rows<T>(g), tiles = (rows + r - 1) / r;
+  if (!pw && g.c >= kFilterPerTapChannels) {
+    // Per tap (i, j): dfilter[i, j] [C, F] = x_tapᵀ [C, rows] @ dy [rows, F], the rows in chunks
+    // added in order. The products are long in K and reuse one packed dy chunk, where the
+    // patch-tile scheme below would run thin K = R products into kh*kw*C*F partials.
+    const std::int64_t taps = g.kh * g.kw, cf = g.c * g.f, chunk = tap_chunk_rows<T>(g);
+    parallel_for(taps, 1, [&](std::int64_t b, std::int64_t e) {
+      std::vector<T> buf(static_cast<std::size_t>(std::min(chunk, rows) * g.c)), part(static_cast<std::size_t>(cf));
+      for (std::int64_t t = b; t < e; ++t) {
+        T* out = dfilter + t * cf;
+        for (std::int64_t p0 = 0; p0 < rows; p0 += chunk) {
+          const std::int64_t p1 = std::min(rows, p0 + chunk);
+          gather_tap(x, g, t / g.kw, t % g.kw, p0, p1, buf.data());
+          matmul(buf.data(), dy + p0 * g.f, p0 == 0 ? out : part.data(), 1, g.c, p1 - p0, g.f, true, false, 0, 0);
+          if (p0 != 0)
+            for (std::int64_t q = 0; q < cf; ++q) out[q] += part[q];
+        }
+      }
+    });
+    return;
+  }
+  // At least kFilterWave tiles (from the shape alone), so few-channel layers still split across threads.
+  const std::int64_t r = std::max<std::int64_t>(
+      std::min(tile_rows<T>(g, kConvGradTileBytes), (rows + kFilterWave - 1) / kFilterWave), 6);
+  const std::int64_t tiles = (rows + r - 1) / r;
   const std::int64_t wave = std::min(kFilterWave, tiles);
   std::vector<T> partial(static_cast<std::size_t>(wave * kf));
   for (std::int64_t w0 = 0; w0 < tiles; w0 += wave) {
@@ -204,17 +255,29 @@ std::int64_t image_grain(const Conv2DGeometry& g) {
   return std::max<std::int64_t>(1, (1 << 15) / per_image);
 }
 
-// Input offset of the first maximum of channel c in the window (row-major window order).
+// For every channel of the window, the input offset of its first maximum (row-major window
+// order; strict > keeps the first of ties, as TF's CPU kernel). Channels are the inner loop and
+// the update is a select (no branch), so the window is read contiguously and the loop vectorises;
+// pos[] holds the window position of the running maximum best[].
 template <class T>
-std::int64_t argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t c, std::int64_t i0,
-                    std::int64_t i1, std::int64_t j0, std::int64_t j1) {
-  std::int64_t best = ((n * g.h + i0) * g.w + j0) * g.c + c;
+void window_argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1,
+                   std::int64_t j0, std::int64_t j1, T* best, std::int32_t* pos, std::int64_t* at) {
+  const T* first = x + ((n * g.h + i0) * g.w + j0) * g.c;
+  std::copy_n(first, g.c, best);
+  std::fill_n(pos, g.c, 0);
+  const std::int64_t wj = j1 - j0;
   for (std::int64_t i = i0; i < i1; ++i)
     for (std::int64_t j = j0; j < j1; ++j) {
-      const std::int64_t at = ((n * g.h + i) * g.w + j) * g.c + c;
-      if (x[at] > x[best]) best = at;
+      const T* in = x + ((n * g.h + i) * g.w + j) * g.c;
+      const auto p = static_cast<std::int32_t>((i - i0) * wj + (j - j0));
+      for (std::int64_t c = 0; c < g.c; ++c) {
+        const bool gt = in[c] > best[c];
+        best[c] = gt ? in[c] : best[c];
+        pos[c] = gt ? p : pos[c];
+      }
     }
-  return best;
+  for (std::int64_t c = 0; c < g.c; ++c)
+    at[c] = ((n * g.h + i0 + pos[c] / wj) * g.w + j0 + pos[c] % wj) * g.c + c;
 }
 
 }  // namespace
@@ -238,9 +301,13 @@ template <class T>
 void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
   std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> best(static_cast<std::size_t>(g.c));
+    std::vector<std::int32_t> pos(static_cast<std::size_t>(g.c));
+    std::vector<std::int64_t> at(static_cast<std::size_t>(g.c));
     for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
       const T* d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
-      for (std::int64_t c = 0; c < g.c; ++c) dx[argmax(x, g, n, c, i0, i1, j0, j1)] += d[c];
+      window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data(), at.data());
+      for (std::int64_t c = 0; c < g.c; ++c) dx[at[c]] += d[c];
     });
   });
 }
@@ -248,9 +315,13 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
 template <class T>
 void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& g) {
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> best(static_cast<std::size_t>(g.c));
+    std::vector<std::int32_t> pos(static_cast<std::size_t>(g.c));
+    std::vector<std::int64_t> at(static_cast<std::size_t>(g.c));
     for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
       T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
-      for (std::int64_t c = 0; c < g.c; ++c) out[c] = ddx[argmax(x, g, n, c, i0, i1, j0, j1)];
+      window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data(), at.data());
+      for (std::int64_t c = 0; c < g.c; ++c) out[c] = ddx[at[c]];
     });
   });
 }

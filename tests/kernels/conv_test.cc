@@ -91,6 +91,9 @@ const std::vector<Case> kCases = {
     {3, 20, 20, 8, 3, 3, 5, 1, 1, 1, 1, "VALID"},    // several im2col tiles
     {4, 30, 30, 16, 3, 3, 4, 1, 1, 1, 1, "SAME"},    // filter gradient: > kFilterWave tiles
     {2, 9, 9, 3, 5, 5, 4, 2, 2, 1, 1, "SAME"},       // DCGAN-like 5x5 stride 2
+    // filter gradient per tap (C >= kFilterPerTapChannels), 2400 rows: several row chunks
+    // (kConvTapChunkBytes) in float and double, taps in the padding
+    {6, 20, 20, kFilterPerTapChannels, 3, 3, 3, 1, 1, 1, 1, "SAME"},
 };
 
 template <class T>
@@ -117,7 +120,7 @@ TEST(ConvKernel, DoubleMatchesNaiveLoops) { check_against_reference<double>(1e-1
 TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5); }
 
 TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
-  for (const Case& k : {kCases[6], kCases[7], kCases[8]}) {
+  for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9]}) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
     const auto f = random_vector<float>(g.patch_size() * g.f, 5);
