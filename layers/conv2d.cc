@@ -13,7 +13,9 @@ namespace tapeflow::layers {
 namespace {
 
 std::string pair_string(const std::array<std::int64_t, 2>& p) {
-  return "(" + std::to_string(p[0]) + ", " + std::to_string(p[1]) + ")";
+  std::string s = "(";  // appended piecewise: "(" + std::to_string(...) trips GCC 12's -Wrestrict false positive
+  s.append(std::to_string(p[0])).append(", ").append(std::to_string(p[1])).append(")");
+  return s;
 }
 
 // "valid" -> "VALID", "same" -> "SAME" (the op's spelling).

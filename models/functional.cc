@@ -18,8 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string layer_label(const layers::Layer& l) { return l.class_name() + " '" + l.name() + "'"; }
-
 bool is_input_node(const Node& n) {
   return n.inputs.empty() && dynamic_cast<const layers::InputLayer*>(n.layer.get()) != nullptr;
 }

@@ -4,6 +4,7 @@
 # that both see the same machine state; report the ratios, not single times.
 #
 #   bash scripts/compare_peers.sh                 # W1-W5 at 2 threads
+#   WL="w8 w9" bash scripts/compare_peers.sh      # the convnet step and the DCGAN step
 #   THREADS="1 2" WL="w2 w3" bash scripts/compare_peers.sh
 #
 # Needs: python3-torch libtorch-dev (apt), a Release build in ./build with benches
@@ -50,6 +51,11 @@ for t in ${THREADS:-2}; do
           ours bench_apps_bench "W4GanStep/$t/" ;;
       w5) peer /usr/bin/python3 py/w5_gradreg.py "$t"; peer build/libtorch_bench "$t" w5
           ours bench_apps_bench "W5InputGradRegStep/$t/" ;;
+      w8) peer /usr/bin/python3 py/w8_cnn.py "$t" step; peer /usr/bin/python3 py/w8_cnn.py "$t" step_cl
+          peer build/libtorch_bench "$t" w8step
+          ours bench_conv_bench "W8Step/$t/" ;;
+      w9) peer /usr/bin/python3 py/w9_dcgan.py "$t" tfsame; peer build/libtorch_bench "$t" w9
+          ours bench_conv_bench "W9Step/$t/" ;;
       *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
   done

@@ -16,7 +16,8 @@
 //           from the registry, or a custom_gradient call inside a plain trace (trace it with
 //           trace_custom_gradient instead). call/gradient: std::invalid_argument for a wrong number,
 //           shape or dtype of inputs. deserialize: std::runtime_error naming the function and the
-//           problem (unknown op name, malformed program, bad edge, wrong constant count).
+//           problem (unknown op name, malformed program, bad edge, wrong constant count, or an
+//           attribute value the op refuses: OpDef::check_attrs, naming node, op, attribute, value).
 // Ref:      tf.function, tf.saved_model.SaveOptions(experimental_custom_gradients=True)
 #pragma once
 

@@ -194,8 +194,8 @@ FunctionGraph FunctionGraph::deserialize(const std::string& name, const Serializ
       n.position = static_cast<int>(p.integer("constant index", 0, num_constants - 1));
     } else if (kind == "op") {
       n.op = p.word("op name");
-      if (OpRegistry::global().find(n.op) == nullptr)
-        p.fail("unknown op '" + n.op + "' (not registered in this build)");
+      const OpDef* def = OpRegistry::global().find(n.op);
+      if (def == nullptr) p.fail("unknown op '" + n.op + "' (not registered in this build)");
       n.num_outputs = static_cast<int>(p.integer("output count", 1, 1024));
       for (auto k = p.integer("input count", 0, 1024); k > 0; --k) n.inputs.push_back(ref(i));
       for (auto k = p.integer("attr count", 0, 1024); k > 0; --k) {
@@ -214,6 +214,14 @@ FunctionGraph FunctionGraph::deserialize(const std::string& name, const Serializ
                                   std::numeric_limits<std::int64_t>::max()));
           n.attrs.set(key, std::move(v));
         } else p.fail("malformed program: unknown attr type '" + type + "'");
+      }
+      // Attribute values the op itself would refuse (or overflow on) fail the load, not the first call.
+      if (def->check_attrs) {
+        try {
+          def->check_attrs(n.attrs);
+        } catch (const std::exception& e) {
+          p.fail("node " + std::to_string(i) + ": " + e.what());
+        }
       }
     } else {
       p.fail("malformed program: unknown node kind '" + kind + "'");

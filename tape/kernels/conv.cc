@@ -18,18 +18,21 @@ WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in
                                  std::to_string(d) + ", padding " + padding + ")");
   };
   if (in < 0 || k < 1 || s < 1 || d < 1) throw bad("window, stride and dilation must be positive");
-  const std::int64_t eff = (k - 1) * d + 1;
+  std::int64_t eff = 0, padded = 0, spare = 0;
+  if (__builtin_mul_overflow(k - 1, d, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
+      __builtin_add_overflow(in, s - 1, &spare) || __builtin_add_overflow(in, explicit_before, &padded) ||
+      __builtin_add_overflow(padded, explicit_after, &padded))
+    throw bad("sizes overflow int64");
   WindowDim r;
   if (padding == "VALID") {
     r.out = in >= eff ? (in - eff) / s + 1 : 0;
   } else if (padding == "SAME") {
-    r.out = (in + s - 1) / s;
-    const std::int64_t total = std::max<std::int64_t>((r.out - 1) * s + eff - in, 0);
+    r.out = spare / s;
+    const std::int64_t total = std::max<std::int64_t>(eff - (in - (r.out - 1) * s), 0);  // in - (out-1)s is in (0, s]
     r.pad_before = total / 2;
     r.pad_after = total - r.pad_before;
   } else if (padding == "EXPLICIT") {
     if (explicit_before < 0 || explicit_after < 0) throw bad("explicit paddings must be >= 0");
-    const std::int64_t padded = in + explicit_before + explicit_after;
     r.out = padded >= eff ? (padded - eff) / s + 1 : 0;
     r.pad_before = explicit_before;
     r.pad_after = explicit_after;
@@ -201,7 +204,10 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
     });
     return;
   }
-  const std::int64_t r = tile_rows<T>(g, kConvGradTileBytes), tiles = (rows + r - 1) / r;
+  // At least kFilterWave tiles (from the shape alone), so few-channel layers still split across threads.
+  const std::int64_t r = std::max<std::int64_t>(
+      std::min(tile_rows<T>(g, kConvGradTileBytes), (rows + kFilterWave - 1) / kFilterWave), 6);
+  const std::int64_t tiles = (rows + r - 1) / r;
   const std::int64_t wave = std::min(kFilterWave, tiles);
   std::vector<T> partial(static_cast<std::size_t>(wave * kf));
   for (std::int64_t w0 = 0; w0 < tiles; w0 += wave) {

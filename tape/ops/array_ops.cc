@@ -2,6 +2,7 @@
 #include "tape/ops/array_ops.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "tape/kernels/transform.h"
@@ -47,9 +48,55 @@ Ints resolve_slice(const Shape& sx, const Ints& begin, const Ints& size) {
     const auto k = static_cast<std::size_t>(i);
     if (begin[k] < 0 || begin[k] > sx[i]) throw fail("begin out of range on axis " + std::to_string(i));
     out[k] = size[k] == -1 ? sx[i] - begin[k] : size[k];
-    if (out[k] < 0 || begin[k] + out[k] > sx[i]) throw fail("block out of bounds on axis " + std::to_string(i));
+    if (out[k] < 0 || out[k] > sx[i] - begin[k]) throw fail("block out of bounds on axis " + std::to_string(i));
   }
   return out;
+}
+
+// ---- attribute checks (OpDef::check_attrs: a deserialised function's nodes are checked at load) ----
+constexpr std::int64_t kInt64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::size_t kRank = Shape::kMaxRank;
+
+std::function<void(const Attrs&)> check_shape_attr_of(const char* op) {
+  return [op](const Attrs& a) { check_shape_attr(op, a, "shape"); };
+}
+
+void check_transpose_attrs(const Attrs& a) {
+  const Ints& p = check_ints_attr("Transpose", a, "perm", 0, kRank, 0, Shape::kMaxRank - 1);
+  std::uint32_t seen = 0;
+  for (std::int64_t v : p) {
+    if (v >= static_cast<std::int64_t>(p.size()) || (seen & (1u << v)))
+      throw std::invalid_argument("Transpose: attribute 'perm' = " + list_str(p) + ": not a permutation of 0.." +
+                                  std::to_string(static_cast<std::int64_t>(p.size()) - 1));
+    seen |= 1u << v;
+  }
+}
+
+void check_slice_attrs(const Attrs& a) {
+  const Ints& begin = check_ints_attr("Slice", a, "begin", 0, kRank, 0, kInt64Max);
+  check_ints_attr("Slice", a, "size", begin.size(), begin.size(), -1, kInt64Max);
+}
+
+// The padded shape is at least [before + after, ...] (a zero-size input): it must be able to exist.
+void check_pad_attrs(const Attrs& a) {
+  const Ints& p = check_ints_attr("Pad", a, "paddings", 0, 2 * kRank, 0, kInt64Max);
+  check_attr_type<double>("Pad", a, "constant");
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument("Pad: attribute 'paddings' = " + list_str(p) + ": " + why);
+  };
+  if (p.size() % 2 != 0) fail("needs one {before, after} pair per axis");
+  Shape least;
+  for (std::size_t k = 0; k < p.size(); k += 2) {
+    std::int64_t d = 0;
+    if (__builtin_add_overflow(p[k], p[k + 1], &d)) fail("before + after overflows int64");
+    least.push_back(d);
+  }
+  try {
+    least.num_elements();
+    least.strides();
+  } catch (const ShapeError& e) {
+    fail(std::string("even a zero-size input pads to at least ") + e.what());
+  }
 }
 
 // y (already filled with the pad value) gets x at offset `before` on every axis.
@@ -395,7 +442,7 @@ TensorList transpose_gradient(C c, G g) {
 TensorList concat_forward(In in, const Attrs& a) {
   if (in.empty()) throw std::invalid_argument("concat: needs at least one input, got none");
   const Tensor& x0 = in[0];
-  const int axis = static_cast<int>(a.get_int("axis"));
+  const int axis = ops_internal::axis_attr("concat", a);
   if (x0.rank() == 0) throw std::invalid_argument("concat: cannot concatenate scalars: " + describe_all(in));
   if (axis < -x0.rank() || axis >= x0.rank())
     throw std::invalid_argument("concat: axis " + std::to_string(axis) + " out of range for inputs " +
@@ -480,7 +527,9 @@ TensorList pad_forward(In in, const Attrs& a) {
   Ints before;
   for (int i = 0; i < x.rank(); ++i) {
     const auto k = 2 * static_cast<std::size_t>(i);
-    sy[i] += p[k] + p[k + 1];
+    std::int64_t both = 0;
+    if (__builtin_add_overflow(p[k], p[k + 1], &both) || __builtin_add_overflow(sy[i], both, &sy[i]))
+      throw ShapeError("paddings " + list_str(p) + " overflow int64 on axis " + std::to_string(i) + " of " + describe(x));
     before.push_back(p[k]);
   }
   Tensor y = Tensor::empty(sy, x.dtype());
@@ -504,13 +553,16 @@ TensorList pad_gradient(C c, G g) {
 }  // namespace
 
 void register_array_ops(OpRegistry& r) {
-  r.add({"Reshape", reshape_forward, reshape_gradient, kSaveNone, reshape_batch});
-  r.add({"BroadcastTo", broadcast_to_forward, broadcast_to_gradient, kSaveNone, batching::shape_attr("shape")});
-  r.add({"SumToShape", sum_to_shape_forward, sum_to_shape_gradient, kSaveNone, batching::shape_attr("shape")});
-  r.add({"Transpose", transpose_forward, transpose_gradient, kSaveNone, transpose_batch});
-  r.add({"ConcatV2", concat_forward, concat_gradient, kSaveNone, batching::axis_attr("axis")});
-  r.add({"Slice", slice_forward, slice_gradient, kSaveNone, slice_batch});
-  r.add({"Pad", pad_forward, pad_gradient, kSaveNone, pad_batch});
+  r.add({"Reshape", reshape_forward, reshape_gradient, kSaveNone, reshape_batch, false, check_shape_attr_of("Reshape")});
+  r.add({"BroadcastTo", broadcast_to_forward, broadcast_to_gradient, kSaveNone, batching::shape_attr("shape"), false,
+         check_shape_attr_of("BroadcastTo")});
+  r.add({"SumToShape", sum_to_shape_forward, sum_to_shape_gradient, kSaveNone, batching::shape_attr("shape"), false,
+         check_shape_attr_of("SumToShape")});
+  r.add({"Transpose", transpose_forward, transpose_gradient, kSaveNone, transpose_batch, false, check_transpose_attrs});
+  r.add({"ConcatV2", concat_forward, concat_gradient, kSaveNone, batching::axis_attr("axis"), false,
+         [](const Attrs& a) { check_int_attr("ConcatV2", a, "axis", -Shape::kMaxRank, Shape::kMaxRank - 1); }});
+  r.add({"Slice", slice_forward, slice_gradient, kSaveNone, slice_batch, false, check_slice_attrs});
+  r.add({"Pad", pad_forward, pad_gradient, kSaveNone, pad_batch, false, check_pad_attrs});
 }
 
 }  // namespace tapeflow

@@ -243,11 +243,13 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape&
 
 void register_conv_ops(OpRegistry& r) {
   r.add({.name = "Conv2D", .forward = conv2d_forward, .gradient = conv2d_gradient, .saves = kSaveInputs,
-         .batch = conv2d_batch});
+         .batch = conv2d_batch, .check_attrs = ops_internal::check_window_attrs_of("Conv2D", false)});
   r.add({.name = "Conv2DBackpropInput", .forward = backprop_input_forward, .gradient = backprop_input_gradient,
-         .saves = kSaveInputs, .batch = backprop_input_batch});
+         .saves = kSaveInputs, .batch = backprop_input_batch,
+         .check_attrs = ops_internal::check_window_attrs_of("Conv2DBackpropInput", false, "input_sizes")});
   r.add({.name = "Conv2DBackpropFilter", .forward = backprop_filter_forward, .gradient = backprop_filter_gradient,
-         .saves = kSaveInputs, .batch = backprop_filter_batch});
+         .saves = kSaveInputs, .batch = backprop_filter_batch,
+         .check_attrs = ops_internal::check_window_attrs_of("Conv2DBackpropFilter", false, "filter_sizes")});
 }
 
 }  // namespace tapeflow

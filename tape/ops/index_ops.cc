@@ -2,6 +2,7 @@
 #include "tape/ops/index_ops.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,7 @@ TensorList gather_forward(std::span<const Tensor> in, const Attrs& a) {
   const Tensor &params = in[0], &indices = in[1];
   if (params.rank() == 0)
     throw std::invalid_argument("gather: params must have rank >= 1, got " + describe(params));
-  const int axis = static_cast<int>(a.get_int("axis"));
+  const int axis = ops_internal::axis_attr("gather", a);
   if (axis < -params.rank() || axis >= params.rank())
     throw std::invalid_argument("gather: axis " + std::to_string(axis) + " out of range for params " +
                                 describe(params));
@@ -180,7 +181,7 @@ TensorList one_hot_forward(std::span<const Tensor> in, const Attrs& a) {
 TensorList arg_forward(const char* name, std::span<const Tensor> in, const Attrs& a, bool is_max) {
   ops_internal::check_arity(name, in, 1);
   const Tensor& x = in[0];
-  const int axis = static_cast<int>(a.get_int("axis"));
+  const int axis = ops_internal::axis_attr(name, a);
   if (x.rank() == 0 || axis < -x.rank() || axis >= x.rank() || x.shape()[axis < 0 ? axis + x.rank() : axis] == 0)
     throw std::invalid_argument(std::string(name) + ": axis " + std::to_string(axis) +
                                 " must name a non-empty axis of the input, got " + describe(x));
@@ -246,13 +247,23 @@ Tensor argmin(const Tensor& x, int axis) {
 void register_index_ops(OpRegistry& r) {
   using In = std::span<const Tensor>;
   // Batched params: the axis shifts by one (indices are integers, never batched).
-  r.add({"GatherV2", gather_forward, gather_grad, kSaveInputs, batching::axis_attr("axis", {1})});  // backward needs the indices
-  r.add({"UnsortedSegmentSum", segment_sum_forward, segment_sum_grad, kSaveInputs, segment_sum_batch});  // needs the ids
-  r.add({"OneHot", one_hot_forward, {}, kSaveNone, batching::unary()});  // per element, depth appended
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  // Batched params: the axis shifts by one (indices are integers, never batched). Backward needs the indices.
+  r.add({"GatherV2", gather_forward, gather_grad, kSaveInputs, batching::axis_attr("axis", {1}), false,
+         ops_internal::check_axis_attr_of("GatherV2")});
+  r.add({"UnsortedSegmentSum", segment_sum_forward, segment_sum_grad, kSaveInputs, segment_sum_batch,  // needs the ids
+         false, [](const Attrs& a) { check_int_attr("UnsortedSegmentSum", a, "num_segments", 0, kMax); }});
+  r.add({"OneHot", one_hot_forward, {}, kSaveNone, batching::unary(), false,  // per element, depth appended
+         [](const Attrs& a) {
+           check_int_attr("OneHot", a, "depth", 0, kMax);
+           check_attr_type<double>("OneHot", a, "on");
+           check_attr_type<double>("OneHot", a, "off");
+           check_attr_type<DType>("OneHot", a, "dtype");
+         }});
   r.add({"ArgMax", [](In in, const Attrs& a) { return arg_forward("argmax", in, a, true); }, {}, kSaveNone,
-         batching::axis_attr("axis")});
+         batching::axis_attr("axis"), false, ops_internal::check_axis_attr_of("ArgMax")});
   r.add({"ArgMin", [](In in, const Attrs& a) { return arg_forward("argmin", in, a, false); }, {}, kSaveNone,
-         batching::axis_attr("axis")});
+         batching::axis_attr("axis"), false, ops_internal::check_axis_attr_of("ArgMin")});
 }
 
 }  // namespace tapeflow

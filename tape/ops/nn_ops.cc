@@ -58,7 +58,7 @@ TensorList softmax_forward(std::span<const Tensor> in, const Attrs& at) {
   check_arity(name, in, 1);
   const Tensor& x = in[0];
   if (x.rank() < 1) throw std::invalid_argument(std::string(name) + ": logits must have rank >= 1, got []");
-  const int axis = normalize_axis(static_cast<int>(at.get_int("axis")), x.rank(), name);
+  const int axis = normalize_axis(ops_internal::axis_attr(name, at), x.rank(), name);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_floating(x.dtype(), name, [&](auto tag) {
     using T = decltype(tag);
@@ -184,8 +184,7 @@ TensorList norm_forward(std::span<const Tensor> in, const Attrs& at) {
   check_arity("norm", in, 1);
   const Tensor& x = in[0];
   const auto& axes = at.get_ints("axes");
-  std::uint32_t mask = 0;
-  for (auto a : axes) mask |= 1u << a;
+  const std::uint32_t mask = ops_internal::axes_mask("norm", axes, x.shape());
   Tensor y = Tensor::empty(reduced(x.shape(), axes, at.get_bool("keepdims")), x.dtype());
   dispatch_floating(x.dtype(), "norm", [&](auto tag) {
     using T = decltype(tag);
@@ -272,10 +271,13 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm, const std::vector<int>& a
 }
 
 void register_nn_ops(OpRegistry& r) {
-  r.add({"Softmax", softmax_forward<false>, softmax_gradient, kSaveOutputs, batching::axis_attr("axis")});
-  r.add({"LogSoftmax", softmax_forward<true>, log_softmax_gradient, kSaveOutputs, batching::axis_attr("axis")});
+  r.add({"Softmax", softmax_forward<false>, softmax_gradient, kSaveOutputs, batching::axis_attr("axis"), false,
+         ops_internal::check_axis_attr_of("Softmax")});
+  r.add({"LogSoftmax", softmax_forward<true>, log_softmax_gradient, kSaveOutputs, batching::axis_attr("axis"), false,
+         ops_internal::check_axis_attr_of("LogSoftmax")});
   r.add({"SparseSoftmaxCrossEntropyWithLogits", xent_forward, xent_gradient, kSaveInputs, xent_batch});
-  r.add({"EuclideanNorm", norm_forward, norm_gradient, kSaveAll, batching::reduction()});
+  r.add({"EuclideanNorm", norm_forward, norm_gradient, kSaveAll, batching::reduction(), false,
+         ops_internal::check_axes_attrs_of("EuclideanNorm")});
 }
 
 }  // namespace tapeflow

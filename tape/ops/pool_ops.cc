@@ -17,6 +17,7 @@ namespace tapeflow {
 using ops_internal::check_arity;
 using ops_internal::check_grad_shape;
 using ops_internal::check_rank4;
+using ops_internal::check_window_attrs_of;
 using ops_internal::describe;
 using ops_internal::output_shape;
 
@@ -31,6 +32,7 @@ Attrs pool_attrs(const char* op, Size2D ksize, Size2D strides, const std::string
 kernels::Conv2DGeometry pool_geometry(const char* op, const Shape& input, const Attrs& at) {
   check_rank4(op, "input", input);
   const auto& k = at.get_ints("ksize");
+  if (k.size() != 2) throw std::invalid_argument(std::string(op) + ": ksize " + ints_to_string(k) + " needs 2 entries");
   return ops_internal::window_geometry(op, input, k[0], k[1], 0, input[3], at);
 }
 
@@ -181,15 +183,17 @@ Tensor avg_pool2d_grad(const Shape& input_shape, const Tensor& grad, Size2D ksiz
 void register_pool_ops(OpRegistry& r) {
   // Pooling works per example: K folds into N (MaxPoolGrad's unbatched operand tiled K times).
   r.add({.name = "MaxPool", .forward = pool_forward<true>, .gradient = max_pool_gradient, .saves = kSaveInputs,
-         .batch = batching::fold_into_axis0({0})});
+         .batch = batching::fold_into_axis0({0}), .check_attrs = check_window_attrs_of("MaxPool", true)});
   r.add({.name = "MaxPoolGrad", .forward = max_grad_forward<false>, .gradient = max_grad_gradient,
-         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1})});
+         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1}),
+         .check_attrs = check_window_attrs_of("MaxPoolGrad", true)});
   r.add({.name = "MaxPoolGradGrad", .forward = max_grad_forward<true>, .gradient = max_grad_grad_gradient,
-         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1})});
+         .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1}),
+         .check_attrs = check_window_attrs_of("MaxPoolGradGrad", true)});
   r.add({.name = "AvgPool", .forward = pool_forward<false>, .gradient = avg_pool_gradient, .saves = kSaveNone,
-         .batch = batching::fold_into_axis0({0})});
+         .batch = batching::fold_into_axis0({0}), .check_attrs = check_window_attrs_of("AvgPool", true)});
   r.add({.name = "AvgPoolGrad", .forward = avg_grad_forward, .gradient = avg_grad_gradient, .saves = kSaveNone,
-         .batch = avg_grad_batch});
+         .batch = avg_grad_batch, .check_attrs = check_window_attrs_of("AvgPoolGrad", true, "orig_input_shape")});
 }
 
 }  // namespace tapeflow

@@ -60,7 +60,7 @@ TensorList reduce_forward(const char* name, std::span<const Tensor> in, const At
                           bool empty_is_zero) {
   ops_internal::check_arity(name, in, 1);
   const Tensor& x = in[0];
-  std::uint32_t mask = mask_of(at.get_ints("axes"));
+  const std::uint32_t mask = ops_internal::axes_mask(name, at.get_ints("axes"), x.shape());
   Shape sy = reduced_shape(x.shape(), mask, at.get_bool("keepdims"));
   Tensor y = Tensor::empty(sy, x.dtype());
   ops_internal::dispatch_kind<ops_internal::Kinds::kNumeric>(name, x.dtype(), [&](auto tag) {
@@ -120,7 +120,8 @@ void register_reduction_ops(OpRegistry& r) {
   auto max_k = [](const auto* x, const Shape& s, std::uint32_t m, auto* y) { kernels::reduce_max(x, s, m, y); };
   auto min_k = [](const auto* x, const Shape& s, std::uint32_t m, auto* y) { kernels::reduce_min(x, s, m, y); };
   r.add({"Sum", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_sum", in, a, sum_k, false, true); },
-         [](C c, G g) { return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0))}; }, kSaveNone, batching::reduction()});
+         [](C c, G g) { return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0))}; }, kSaveNone, batching::reduction(),
+         false, ops_internal::check_axes_attrs_of("Sum")});
   r.add({"Mean", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_mean", in, a, sum_k, true, true); },
          [](C c, G g) {
            const Shape kept = reduced_shape(c.input_shape(0), mask_of(c.attrs().get_ints("axes")), true);
@@ -128,11 +129,11 @@ void register_reduction_ops(OpRegistry& r) {
                           static_cast<double>(std::max<std::int64_t>(kept.num_elements(), 1));
            return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0)) / count};
          },
-         kSaveNone, batching::reduction()});
+         kSaveNone, batching::reduction(), false, ops_internal::check_axes_attrs_of("Mean")});
   r.add({"Max", [max_k](In in, const Attrs& a) { return reduce_forward("reduce_max", in, a, max_k, false, false); },
-         minmax_grad, kSaveAll, batching::reduction()});
+         minmax_grad, kSaveAll, batching::reduction(), false, ops_internal::check_axes_attrs_of("Max")});
   r.add({"Min", [min_k](In in, const Attrs& a) { return reduce_forward("reduce_min", in, a, min_k, false, false); },
-         minmax_grad, kSaveAll, batching::reduction()});
+         minmax_grad, kSaveAll, batching::reduction(), false, ops_internal::check_axes_attrs_of("Min")});
 }
 
 }  // namespace tapeflow

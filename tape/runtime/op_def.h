@@ -133,6 +133,13 @@ struct OpDef {
   // Explicitly cannot batch: vectorized jacobian / batch_jacobian / hessian through it take the loop
   // of backward passes (logged at warning level once per op name).
   bool loop_only = false;
+  // Checks the attribute values on their own, before any input is seen: presence and type, list
+  // lengths, ranges, shapes that can exist (helpers in attrs.h); throws std::invalid_argument naming
+  // the op, the attribute and its value. FunctionGraph::deserialize runs it on every node, so a
+  // crafted program fails when it is loaded, not when it is called. The forward still checks what
+  // depends on the inputs (execute() does not call this: the public functions build valid attrs).
+  // Empty: the op has no attributes whose value can be wrong.
+  std::function<void(const Attrs& attrs)> check_attrs;
 };
 
 }  // namespace tapeflow

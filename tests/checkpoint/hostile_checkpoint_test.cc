@@ -1,6 +1,6 @@
 // Checkpoints that fuzzing and crash tests found dangerous: a missing or damaged index with valid
 // files, unreadable newest files, a negative counter, a variable-length 'format' attribute over a
-// damaged global heap, and a function that calls itself. Each file is generated here.
+// damaged global heap, a function that calls itself and one with an attribute that overflows. Each file is generated here.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -124,6 +124,29 @@ TEST_F(HostileCheckpoint, VariableLengthFormatOverDamagedGlobalHeapFailsFast) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
 }
 
+// Writes a checkpoint (epoch 4) holding `g` to `path`; reading it must fail naming the file and
+// every part, before the epoch counter changes.
+void expect_function_refused(const std::string& path, const FunctionGraph& g, const std::vector<std::string>& parts) {
+  std::int64_t epoch = 4;
+  {
+    Checkpoint w;
+    w.track_counter("epoch", &epoch);
+    w.add_function(g);
+    w.write(path);
+  }
+  epoch = 1;
+  Checkpoint r;
+  r.track_counter("epoch", &epoch);
+  try {
+    r.read(path);
+    ADD_FAILURE() << "no error reading " << path;
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(path));
+    for (const std::string& p : parts) EXPECT_THAT(e.what(), ::testing::HasSubstr(p));
+  }
+  EXPECT_EQ(epoch, 1);
+}
+
 // A checkpoint that redefines a registered function as a call to itself is refused before anything
 // changes, and the registered function still works.
 TEST_F(HostileCheckpoint, FunctionCallingItselfIsRefused) {
@@ -131,19 +154,21 @@ TEST_F(HostileCheckpoint, FunctionCallingItselfIsRefused) {
                           {Tensor(1.0f)}));
   const FunctionGraph loop =
       trace("loopy", [](const std::vector<Tensor>& x) { return call_function("loopy", x); }, {Tensor(1.0f)});
-  std::int64_t epoch = 4;
-  {
-    Checkpoint w;
-    w.track_counter("epoch", &epoch);
-    w.add_function(loop);
-    w.write(file("loop.h5"));
-  }
-  epoch = 1;
-  Checkpoint r;
-  r.track_counter("epoch", &epoch);
-  EXPECT_RUNTIME_ERROR(r.read(file("loop.h5")), file("loop.h5"), "'loopy' would call itself");
-  EXPECT_EQ(epoch, 1);
+  expect_function_refused(file("loop.h5"), loop, {"'loopy' would call itself"});
   EXPECT_EQ(call_function("loopy", {Tensor(2.0f)})[0].item(), 6.0);
+}
+
+// A checkpoint whose function pads to [2^32, 2^32] (2^64 elements) is refused by read(), naming the
+// file, function, op, attribute and value, before any counter changes (it used to load, and its
+// first call made a tensor of that shape backed by 0 bytes).
+TEST_F(HostileCheckpoint, FunctionAttributeValuesAreCheckedAtLoad) {
+  FunctionGraph g = trace("padder", [](const std::vector<Tensor>& x) { return std::vector<Tensor>{pad(x[0], {{1, 1}, {1, 1}})}; },
+                          {zeros(Shape{1, 1})});
+  for (FunctionNode& n : g.nodes)
+    if (n.op == "Pad") n.attrs.set("paddings", std::vector<std::int64_t>{0, 4294967295, 0, 4294967295});
+  expect_function_refused(file("pad.h5"), g, {"function 'padder'",
+                                              "Pad: attribute 'paddings' = [0, 4294967295, 0, 4294967295]",
+                                              "overflows int64"});
 }
 
 }  // namespace

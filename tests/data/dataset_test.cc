@@ -251,7 +251,9 @@ TEST(DatasetTest, ShardsTogetherVisitEveryExampleOnce) {
         const Dataset shard = base.shard(shards, k);
         const auto mine = labels(shard);
         EXPECT_EQ(static_cast<std::int64_t>(mine.size()), shard.cardinality()) << "n " << n << " shard " << k;
-        if (shards > 1 && n > 1) EXPECT_NE(labels(shard), mine) << "the next pass is reshuffled";
+        if (shards > 1 && n > 1) {
+          EXPECT_NE(labels(shard), mine) << "the next pass is reshuffled";
+        }
         EXPECT_EQ(shard.cardinality(), n > k ? (n - k + shards - 1) / shards : 0);
         all.insert(all.end(), mine.begin(), mine.end());
       }

@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <limits>
 #include <string>
 
 #include "tape/function/function.h"
@@ -47,28 +49,149 @@ void expect_refused(std::vector<tf::FunctionGraph> graphs, const std::string& pa
   }
 }
 
+// The program of `g` after `edit` changed the attributes of its first node running `op` (a crafted
+// file delivers such a program).
+tf::SerializedFunction edited(tf::FunctionGraph g, const std::string& op, const std::function<void(tf::Attrs&)>& edit) {
+  for (tf::FunctionNode& n : g.nodes)
+    if (n.kind == tf::FunctionNode::Kind::kOp && n.op == op) {
+      edit(n.attrs);
+      return g.serialize();
+    }
+  ADD_FAILURE() << "no " << op << " node";
+  return g.serialize();
+}
+
+// FunctionGraph::deserialize must throw std::runtime_error whose message has every part.
+void expect_load_error(const std::string& name, const tf::SerializedFunction& s, const std::vector<std::string>& parts) {
+  try {
+    tf::FunctionGraph::deserialize(name, s);
+    ADD_FAILURE() << "no error loading " << s.program;
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("function '" + name + "': node "));
+    for (const std::string& p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
+  }
+}
+
+tf::FunctionGraph trace1(const std::string& name, const std::function<tf::Tensor(const tf::Tensor&)>& f, const tf::Tensor& x) {
+  return tf::trace(name, [f](const std::vector<tf::Tensor>& in) { return std::vector<tf::Tensor>{f(in[0])}; }, {x});
+}
+
+using Ints = std::vector<std::int64_t>;
+constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+
+// Before, these programs loaded and then gave a [2^32, 2^32] tensor backed by 0 bytes (or an error
+// only when called); now the load fails naming node, op, attribute and value.
 TEST(FunctionHostile, PadAttributeOverflowingTheElementCount) {
-  const tf::FunctionGraph g = tf::trace(
-      "pad", [](const std::vector<tf::Tensor>& x) { return std::vector<tf::Tensor>{tf::pad(x[0], {{1, 1}, {1, 1}})}; },
-      {tf::zeros(tf::Shape{1, 1})});
-  // paddings [1, 1, 1, 1] -> [0, 2^32 - 1, 0, 2^32 - 1]: a [2^32, 2^32] float32 tensor.
-  const tf::FunctionGraph bad = tf::FunctionGraph::deserialize("pad", patched(g, "v 4 1 1 1 1", "v 4 0 4294967295 0 4294967295"));
-  expect_call_error(bad, {tf::zeros(tf::Shape{1, 1})}, {"Pad", "[4294967296, 4294967296]", "overflows"});
+  const tf::FunctionGraph g = trace1("pad", [](const tf::Tensor& x) { return tf::pad(x, {{1, 1}, {1, 1}}); },
+                                     tf::zeros(tf::Shape{1, 1}));
+  // paddings [1, 1, 1, 1] -> [0, 2^32 - 1, 0, 2^32 - 1]: even a [0, 0] input pads to 2^64 - 2^33 + 1 elements.
+  expect_load_error("pad", patched(g, "v 4 1 1 1 1", "v 4 0 4294967295 0 4294967295"),
+                    {"Pad: attribute 'paddings' = [0, 4294967295, 0, 4294967295]", "overflows int64"});
+  // The same sizes through the public function: the checked shape arithmetic names the op and shape.
+  EXPECT_THAT([] { tf::pad(tf::zeros(tf::Shape{1, 1}), {{0, 4294967295}, {0, 4294967295}}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("Pad: Shape [4294967296, 4294967296]")));
+  // before + after + the input's size beyond int64 (signed overflow before).
+  EXPECT_THAT([] { tf::pad(tf::zeros(tf::Shape{1}), {{kMax, 0}}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("overflow int64 on axis 0")));
+  expect_load_error("pad", edited(g, "Pad", [](tf::Attrs& a) { a.set("paddings", Ints{kMax, 1, 0, 0}); }),
+                    {"Pad: attribute 'paddings'", "before + after overflows int64"});
 }
 
 TEST(FunctionHostile, BroadcastToAndReshapeShapesNear2To32) {
-  const tf::FunctionGraph b = tf::trace(
-      "bcast", [](const std::vector<tf::Tensor>& x) { return std::vector<tf::Tensor>{tf::broadcast_to(x[0], tf::Shape{2, 3})}; },
-      {tf::zeros(tf::Shape{1, 1})});
-  const tf::FunctionGraph bad_b = tf::FunctionGraph::deserialize("bcast", patched(b, "v 2 2 3", "v 2 " + k2p32 + " " + k2p32));
-  expect_call_error(bad_b, {tf::zeros(tf::Shape{1, 1})}, {"BroadcastTo", "overflows"});
+  const tf::FunctionGraph b = trace1("bcast", [](const tf::Tensor& x) { return tf::broadcast_to(x, tf::Shape{2, 3}); },
+                                     tf::zeros(tf::Shape{1, 1}));
+  expect_load_error("bcast", patched(b, "v 2 2 3", "v 2 " + k2p32 + " " + k2p32),
+                    {"BroadcastTo: attribute 'shape' = [4294967296, 4294967296]", "overflows"});
+  expect_load_error("bcast", patched(b, "v 2 2 3", "v 2 2 -3"), {"BroadcastTo: attribute 'shape' = [2, -3]", "negative"});
 
   // Reshaping an empty tensor to [2^32, 2^32]: 2^64 wraps to 0 elements unless checked.
-  const tf::FunctionGraph r = tf::trace(
-      "reshape", [](const std::vector<tf::Tensor>& x) { return std::vector<tf::Tensor>{tf::reshape(x[0], tf::Shape{0, 3})}; },
-      {tf::zeros(tf::Shape{0})});
-  const tf::FunctionGraph bad_r = tf::FunctionGraph::deserialize("reshape", patched(r, "v 2 0 3", "v 2 " + k2p32 + " " + k2p32));
-  expect_call_error(bad_r, {tf::zeros(tf::Shape{0})}, {"Reshape", "[4294967296, 4294967296]", "overflows"});
+  const tf::FunctionGraph r = trace1("reshape", [](const tf::Tensor& x) { return tf::reshape(x, tf::Shape{0, 3}); },
+                                     tf::zeros(tf::Shape{0}));
+  expect_load_error("reshape", patched(r, "v 2 0 3", "v 2 " + k2p32 + " " + k2p32),
+                    {"Reshape: attribute 'shape' = [4294967296, 4294967296]", "overflows"});
+  expect_load_error("reshape", patched(r, "v 2 0 3", "v 2 0 -1"), {"Reshape: attribute 'shape' = [0, -1]", "negative"});
+  // Through the public functions the same shapes fail when called, naming the op and the shape.
+  EXPECT_THAT([] { tf::broadcast_to(tf::zeros(tf::Shape{1, 1}), tf::Shape{4294967296, 4294967296}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("overflows")));
+  EXPECT_THAT([] { tf::reshape(tf::zeros(tf::Shape{0}), tf::Shape{4294967296, 4294967296}); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("Reshape: Shape [4294967296, 4294967296]")));
+}
+
+// Every op with attributes checks their values at load (OpDef::check_attrs): these programs used to
+// load, and then read out of bounds (strides [], ksize [2]), shift by 40 bits (axes [40]), truncate
+// an axis of 2^32 to 0 (a wrong value), or fail only when first called.
+TEST(FunctionHostile, AttributeValuesAreCheckedAtLoad) {
+  const tf::Tensor m = tf::zeros(tf::Shape{2, 3});
+  const tf::FunctionGraph t = trace1("t", [](const tf::Tensor& x) { return tf::transpose(x); }, m);
+  expect_load_error("t", edited(t, "Transpose", [](tf::Attrs& a) { a.set("perm", Ints{0, 0}); }),
+                    {"Transpose: attribute 'perm' = [0, 0]", "not a permutation"});
+  const tf::FunctionGraph sum = trace1("sum", [](const tf::Tensor& x) { return tf::reduce_sum(x, 1); }, m);
+  expect_load_error("sum", edited(sum, "Sum", [](tf::Attrs& a) { a.set("axes", Ints{40}); }),
+                    {"Sum: attribute 'axes' = [40]"});
+  expect_load_error("sum", edited(sum, "Sum", [](tf::Attrs& a) { a = tf::Attrs().set("axes", Ints{1}); }),
+                    {"Sum: attribute 'keepdims' is missing"});
+  const tf::FunctionGraph sm = trace1("sm", [](const tf::Tensor& x) { return tf::softmax(x); }, m);
+  expect_load_error("sm", edited(sm, "Softmax", [](tf::Attrs& a) { a.set("axis", std::int64_t{1} << 32); }),
+                    {"Softmax: attribute 'axis' = 4294967296"});
+  expect_load_error("sm", edited(sm, "Softmax", [](tf::Attrs& a) { a.set("axis", 1.0); }),
+                    {"Softmax: attribute 'axis' has another type"});
+  const tf::FunctionGraph cat = trace1("cat", [](const tf::Tensor& x) { return tf::concat({x, x}, 1); }, m);
+  expect_load_error("cat", edited(cat, "ConcatV2", [](tf::Attrs& a) { a.set("axis", std::int64_t{-9}); }),
+                    {"ConcatV2: attribute 'axis' = -9"});
+  const tf::FunctionGraph sl = trace1("sl", [](const tf::Tensor& x) { return tf::slice(x, {0, 1}, {2, -1}); }, m);
+  expect_load_error("sl", edited(sl, "Slice", [](tf::Attrs& a) { a.set("begin", Ints{0, -1}); }),
+                    {"Slice: attribute 'begin' = [0, -1]"});
+  expect_load_error("sl", edited(sl, "Slice", [](tf::Attrs& a) { a.set("size", Ints{2}); }),
+                    {"Slice: attribute 'size' = [2]"});
+  const tf::FunctionGraph pd = trace1("pd", [](const tf::Tensor& x) { return tf::pad(x, {{1, 0}, {0, 1}}); }, m);
+  expect_load_error("pd", edited(pd, "Pad", [](tf::Attrs& a) { a.set("paddings", Ints{1, 0, 0}); }),
+                    {"Pad: attribute 'paddings' = [1, 0, 0]", "pair"});
+  expect_load_error("pd", edited(pd, "Pad", [](tf::Attrs& a) { a.set("paddings", Ints{1, 0, -2, 1}); }),
+                    {"Pad: attribute 'paddings' = [1, 0, -2, 1]"});
+
+  const tf::Tensor img = tf::zeros(tf::Shape{1, 4, 4, 1});
+  const tf::FunctionGraph cv = trace1("cv", [](const tf::Tensor& x) { return tf::conv2d(x, tf::ones(tf::Shape{2, 2, 1, 1})); }, img);
+  expect_load_error("cv", edited(cv, "Conv2D", [](tf::Attrs& a) { a.set("strides", Ints{}); }),
+                    {"Conv2D: attribute 'strides' = []", "needs 2 entries"});
+  expect_load_error("cv", edited(cv, "Conv2D", [](tf::Attrs& a) { a.set("dilations", Ints{1, 0}); }),
+                    {"Conv2D: attribute 'dilations' = [1, 0]"});
+  expect_load_error("cv", edited(cv, "Conv2D", [](tf::Attrs& a) { a.set("padding", std::string("same")); }),
+                    {"Conv2D: attribute 'padding' = \"same\""});
+  const tf::FunctionGraph mp = trace1("mp", [](const tf::Tensor& x) { return tf::max_pool2d(x, {2, 2}, {2, 2}); }, img);
+  expect_load_error("mp", edited(mp, "MaxPool", [](tf::Attrs& a) { a.set("ksize", Ints{2}); }),
+                    {"MaxPool: attribute 'ksize' = [2]"});
+  const tf::FunctionGraph oh = trace1("oh", [](const tf::Tensor& x) { return tf::one_hot(x, 3); },
+                                      tf::constant<std::int64_t>({0, 2}, tf::Shape{2}));
+  expect_load_error("oh", edited(oh, "OneHot", [](tf::Attrs& a) { a.set("depth", std::int64_t{-1}); }),
+                    {"OneHot: attribute 'depth' = -1"});
+
+  // The unedited programs still load and run.
+  EXPECT_EQ(tf::FunctionGraph::deserialize("cv", cv.serialize()).call({img})[0].shape(), (tf::Shape{1, 3, 3, 1}));
+  EXPECT_EQ(tf::FunctionGraph::deserialize("sum", sum.serialize()).call({m})[0].shape(), (tf::Shape{2}));
+}
+
+// A graph edited in memory (FunctionGraph's members are public) is not checked at load: its call
+// fails naming the op instead of reading out of bounds or computing along another axis.
+TEST(FunctionHostile, EditedAttributesFailWhenCalled) {
+  const tf::Tensor m = tf::zeros(tf::Shape{2, 3});
+  auto edit = [](tf::FunctionGraph g, const std::string& op, const std::function<void(tf::Attrs&)>& f) {
+    for (tf::FunctionNode& n : g.nodes)
+      if (n.kind == tf::FunctionNode::Kind::kOp && n.op == op) f(n.attrs);
+    return g;
+  };
+  expect_call_error(edit(trace1("sm", [](const tf::Tensor& x) { return tf::softmax(x); }, m), "Softmax",
+                         [](tf::Attrs& a) { a.set("axis", std::int64_t{1} << 32); }),
+                    {m}, {"softmax: axis 4294967296 out of range"});
+  expect_call_error(edit(trace1("sum", [](const tf::Tensor& x) { return tf::reduce_sum(x, 1); }, m), "Sum",
+                         [](tf::Attrs& a) { a.set("axes", Ints{5}); }),
+                    {m}, {"reduce_sum: axes [5] out of range for shape [2, 3]"});
+  const tf::Tensor img = tf::zeros(tf::Shape{1, 4, 4, 1});
+  expect_call_error(edit(trace1("cv", [](const tf::Tensor& x) { return tf::conv2d(x, tf::ones(tf::Shape{2, 2, 1, 1})); }, img),
+                         "Conv2D", [](tf::Attrs& a) { a.set("strides", Ints{}); }),
+                    {img}, {"conv2d: strides [] and dilations [1, 1] need 2 entries"});
+  expect_call_error(edit(trace1("mp", [](const tf::Tensor& x) { return tf::max_pool2d(x, {2, 2}, {2, 2}); }, img),
+                         "MaxPool", [](tf::Attrs& a) { a.set("ksize", Ints{2}); }),
+                    {img}, {"max_pool2d: ksize [2] needs 2 entries"});
 }
 
 TEST(FunctionHostile, InputSpecsWhoseBytesOverflowAreRefused) {

@@ -164,6 +164,18 @@ TEST(WindowDim, TensorFlowRules) {
   EXPECT_THROW(window_dim("conv2d", "same", 5, 3, 1, 1), std::invalid_argument);
   EXPECT_THROW(window_dim("conv2d", "SAME", 5, 3, 0, 1), std::invalid_argument);
   EXPECT_THROW(window_dim("conv2d", "EXPLICIT", 5, 3, 1, 1, -1, 0), std::invalid_argument);
+  // Window, stride or padding sizes whose arithmetic leaves int64 (signed overflow before).
+  const std::int64_t big = std::int64_t{1} << 62;
+  for (const char* padding : {"VALID", "SAME"}) {
+    try {
+      window_dim("conv2d", padding, 5, big, 1, 4);
+      ADD_FAILURE() << padding << ": no error";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("sizes overflow int64"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(window_dim("conv2d", "SAME", big, 1, INT64_MAX, 1), std::invalid_argument);
+  EXPECT_THROW(window_dim("conv2d", "EXPLICIT", big, 1, 1, 1, big, big), std::invalid_argument);
   try {
     window_dim("conv2d", "VALID", 2, 3, 1, 1);
   } catch (const std::invalid_argument& e) {

@@ -15,6 +15,22 @@ Attrs window_attrs(Size2D strides, const Padding2D& padding, Size2D dilations) {
       .set("dilations", std::vector<std::int64_t>{dilations[0], dilations[1]});
 }
 
+std::function<void(const Attrs&)> check_window_attrs_of(const char* op, bool pool, const char* shape_attr) {
+  return [op, pool, shape_attr](const Attrs& a) {
+    constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
+    check_ints_attr(op, a, "strides", 2, 2, 1, kMax);
+    check_ints_attr(op, a, "dilations", 2, 2, 1, kMax);
+    check_ints_attr(op, a, "explicit_paddings", 4, 4, 0, kMax);
+    if (pool) {
+      check_ints_attr(op, a, "ksize", 2, 2, 1, kMax);
+      check_string_attr(op, a, "padding", {"VALID", "SAME"});
+    } else {
+      check_string_attr(op, a, "padding", {"VALID", "SAME", "EXPLICIT"});
+    }
+    if (shape_attr) check_shape_attr(op, a, shape_attr, 4);
+  };
+}
+
 void check_rank4(const char* op, const char* what, const Shape& s) {
   if (s.rank() != 4)
     throw std::invalid_argument(std::string(op) + ": " + what + " must have rank 4 (NHWC / HWIO), got shape " +
@@ -34,6 +50,9 @@ kernels::Conv2DGeometry window_geometry(const char* op, const Shape& input, std:
   const auto& d = attrs.get_ints("dilations");
   const auto& e = attrs.get_ints("explicit_paddings");
   const std::string& padding = attrs.get_string("padding");
+  if (s.size() != 2 || d.size() != 2 || e.size() != 4)
+    throw std::invalid_argument(std::string(op) + ": strides " + ints_to_string(s) + " and dilations " +
+                                ints_to_string(d) + " need 2 entries, explicit_paddings " + ints_to_string(e) + " 4");
   if (c_window > 0 && c_window != input[3])
     throw std::invalid_argument(std::string(op) + ": input channels " + std::to_string(input[3]) +
                                 " differ from the filter's input channels " + std::to_string(c_window) +

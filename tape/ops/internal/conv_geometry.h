@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "tape/core/tensor.h"
@@ -14,6 +15,11 @@ namespace tapeflow::ops_internal {
 // Attrs "strides", "dilations" ([h, w]), "padding" ("VALID"/"SAME"/"EXPLICIT"),
 // "explicit_paddings" ([top, bottom, left, right]).
 Attrs window_attrs(Size2D strides, const Padding2D& padding, Size2D dilations);
+
+// OpDef::check_attrs of the window ops: "strides", "dilations" and (pool ops) "ksize" of two
+// entries in [1, 2^31 - 1], "explicit_paddings" of four in [0, 2^31 - 1], "padding" one of the modes
+// (pool ops: "VALID"/"SAME"), and the shape attribute `shape_attr` (if any) a rank-4 shape.
+std::function<void(const Attrs&)> check_window_attrs_of(const char* op, bool pool, const char* shape_attr = nullptr);
 
 // Validates an NHWC input shape and a window (kh, kw) with c_window input channels (0: any, as
 // pooling) and f outputs, and returns the geometry. Errors: std::invalid_argument naming `op`.

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -24,6 +26,36 @@ inline void check_arity(const char* op, std::span<const Tensor> in, std::size_t 
 inline void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())
     throw std::invalid_argument(std::string(op) + ": dtypes differ: " + describe(a) + " and " + describe(b));
+}
+
+// OpDef::check_attrs of an op with one "axis" attribute (negative counts from the end).
+inline std::function<void(const Attrs&)> check_axis_attr_of(const char* op) {
+  return [op](const Attrs& a) { check_int_attr(op, a, "axis", -Shape::kMaxRank, Shape::kMaxRank - 1); };
+}
+// OpDef::check_attrs of a reduction: normalised "axes" (each in [0, kMaxRank)) and "keepdims".
+inline std::function<void(const Attrs&)> check_axes_attrs_of(const char* op) {
+  return [op](const Attrs& a) {
+    check_ints_attr(op, a, "axes", 0, Shape::kMaxRank, 0, Shape::kMaxRank - 1);
+    check_attr_type<bool>(op, a, "keepdims");
+  };
+}
+// The "axis" attribute as an int. Errors: std::invalid_argument beyond +-kMaxRank (never truncated).
+inline int axis_attr(const char* op, const Attrs& a) {
+  const std::int64_t v = a.get_int("axis");
+  if (v < -Shape::kMaxRank || v > Shape::kMaxRank)
+    throw std::invalid_argument(std::string(op) + ": axis " + std::to_string(v) + " out of range");
+  return static_cast<int>(v);
+}
+// The bit mask of normalised reduction axes. Errors: std::invalid_argument if one is not an axis of s.
+inline std::uint32_t axes_mask(const char* op, const std::vector<std::int64_t>& axes, const Shape& s) {
+  std::uint32_t m = 0;
+  for (std::int64_t a : axes) {
+    if (a < 0 || a >= s.rank())
+      throw std::invalid_argument(std::string(op) + ": axes " + ints_to_string(axes) + " out of range for shape " +
+                                  s.to_string());
+    m |= 1u << a;
+  }
+  return m;
 }
 
 enum class Kinds { kFloat, kNumeric, kAll };
