@@ -235,7 +235,10 @@ std::vector<std::string> Functional::summary_connections() const {
     std::string c;
     for (const auto& n : nodes_)
       if (n->layer == l)
-        for (const KerasTensor& t : n->inputs) c += (c.empty() ? "" : "\n") + inbound_string(t);
+        for (const KerasTensor& t : n->inputs) {
+          if (!c.empty()) c += '\n';  // appended piecewise: "\n" + s trips GCC 12's -Wrestrict false positive
+          c += inbound_string(t);
+        }
     out.push_back(c.empty() ? "[]" : c);
   }
   return out;

