@@ -46,9 +46,8 @@ TEST(FunctionalTest, TwoInputsFitOnADatasetOfTuplesAndPredict) {
   const models::History h = model->fit(ds, {.epochs = 30, .verbose = 0});
   EXPECT_LT(h["loss"].back(), 0.5 * h["loss"].front());
   const models::Logs ev = model->evaluate(ds);
-  // Learned (chance is about 0.5). Not 0.9: after 30 epochs the accuracy on these 64 examples is
-  // 57/64 with clang 16 and >= 58/64 with GCC 12 (their FMA contraction differs, -ffp-contract
-  // on vs fast, so the last bits of training differ).
+  // Learned (chance is about 0.5). The bound leaves room for rounding: GCC 12 and clang 16 contract
+  // FMAs differently (-ffp-contract fast vs on), so the last bits of training differ between them.
   EXPECT_GE(ev.at("accuracy"), 0.85);
   const Tensor p = model->predict(std::vector<Tensor>{a, b}, {.batch_size = 10});
   EXPECT_EQ(p.shape(), (Shape{64, 2}));

@@ -39,10 +39,12 @@ inline std::shared_ptr<models::Sequential> mlp(std::int64_t in = 6) {
 inline std::shared_ptr<models::Functional> skip_two_inputs() {
   auto a = layers::Input({.shape = {4}});
   auto b = layers::Input({.shape = {3}});
-  auto h = (*std::make_shared<layers::Dense>(4, "tanh"))(a);
+  // Seeded: unseeded layers draw from a process-wide counter, so their weights (and anything trained
+  // from them) would depend on which tests ran before in the same process.
+  auto h = (*std::make_shared<layers::Dense>(layers::DenseOptions{.units = 4, .activation = "tanh", .seed = 11}))(a);
   auto s = (*std::make_shared<layers::Add>())({a, h});
   auto c = (*std::make_shared<layers::Concatenate>())({s, b});
-  auto out = (*std::make_shared<layers::Dense>(2))(c);
+  auto out = (*std::make_shared<layers::Dense>(layers::DenseOptions{.units = 2, .seed = 12}))(c);
   return std::make_shared<models::Functional>(std::vector<layers::KerasTensor>{a, b}, std::vector<layers::KerasTensor>{out});
 }
 
