@@ -1,9 +1,11 @@
 #include "tape/core/tensor.h"
 
+#include <sys/mman.h>
 #include <tbb/scalable_allocator.h>
 
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <cmath>
 #include <new>
 #include <sstream>
@@ -16,7 +18,27 @@ std::shared_ptr<Buffer> Buffer::allocate(std::size_t bytes) {
   if (!p) throw std::bad_alloc();
   return std::shared_ptr<Buffer>(new Buffer(p, bytes));
 }
-Buffer::~Buffer() { scalable_aligned_free(data_); }
+std::shared_ptr<Buffer> Buffer::allocate_zeroed(std::size_t bytes) {
+  if (bytes < kZeroedMapBytes) {
+    auto b = allocate(bytes);
+    std::memset(b->data(), 0, bytes);
+    return b;
+  }
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  try {
+    return std::shared_ptr<Buffer>(new Buffer(p, bytes, true));
+  } catch (...) {
+    munmap(p, bytes);
+    throw;
+  }
+}
+Buffer::~Buffer() {
+  if (mapped_)
+    munmap(data_, size_);
+  else
+    scalable_aligned_free(data_);
+}
 
 namespace internal {
 std::int64_t next_id() {
@@ -31,7 +53,7 @@ std::shared_ptr<TensorImpl> make_impl() {
 }  // namespace internal
 
 // ---- Tensor ----
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::make(const Shape& shape, DType dtype, bool zeroed) {
   auto impl = internal::make_impl();
   impl->shape = shape;
   impl->dtype = dtype;
@@ -43,12 +65,18 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   const auto bytes = static_cast<std::size_t>(signed_bytes);
   if (bytes <= internal::TensorImpl::kInlineBytes) {
     impl->data = impl->inline_data;
+    if (zeroed) std::memset(impl->inline_data, 0, internal::TensorImpl::kInlineBytes);
+  } else if (zeroed) {
+    impl->buffer = Buffer::allocate_zeroed(bytes);
+    impl->data = impl->buffer->data();
   } else {
     impl->buffer = Buffer::allocate(bytes);
     impl->data = impl->buffer->data();
   }
   return Tensor(std::move(impl));
 }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) { return make(shape, dtype, false); }
 
 Tensor Tensor::with_shape(const Shape& shape) const {
   const auto& me = impl();
@@ -269,11 +297,7 @@ Tensor fill(const Shape& shape, double value, DType dtype) {
   });
   return t;
 }
-Tensor zeros(const Shape& shape, DType dtype) {
-  Tensor t = Tensor::empty(shape, dtype);
-  std::memset(t.mutable_raw_data(), 0, t.nbytes());
-  return t;
-}
+Tensor zeros(const Shape& shape, DType dtype) { return Tensor::make(shape, dtype, true); }
 Tensor ones(const Shape& shape, DType dtype) { return fill(shape, 1.0, dtype); }
 Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype()); }
 Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype()); }

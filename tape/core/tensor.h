@@ -22,6 +22,12 @@ class Buffer {
  public:
   // Errors: std::bad_alloc when memory is exhausted.
   static std::shared_ptr<Buffer> allocate(std::size_t bytes);
+  // Zero-filled memory. From kZeroedMapBytes up it is a fresh anonymous mapping, whose pages the
+  // kernel zeroes on first touch: a large, mostly-zero tensor (a jacobian through independent
+  // examples) costs only the pages written, not a memset of the whole (as calloc / numpy.zeros).
+  // Errors: std::bad_alloc when memory is exhausted.
+  static std::shared_ptr<Buffer> allocate_zeroed(std::size_t bytes);
+  static constexpr std::size_t kZeroedMapBytes = std::size_t{1} << 24;
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -29,9 +35,10 @@ class Buffer {
   std::size_t size() const { return size_; }
 
  private:
-  Buffer(void* data, std::size_t size) : data_(data), size_(size) {}
+  Buffer(void* data, std::size_t size, bool mapped = false) : data_(data), size_(size), mapped_(mapped) {}
   void* data_;
   std::size_t size_;
+  bool mapped_;  // from mmap (allocate_zeroed), released with munmap
 };
 
 namespace internal {
@@ -128,6 +135,8 @@ class Tensor {
 
  private:
   explicit Tensor(std::shared_ptr<internal::TensorImpl> impl) : impl_(std::move(impl)) {}
+  static Tensor make(const Shape& shape, DType dtype, bool zeroed);  // empty() and zeros()
+  friend Tensor zeros(const Shape& shape, DType dtype);
   static Tensor from_number(double value);
   static Tensor from_number(float value);
   static Tensor from_number(int value);

@@ -58,6 +58,21 @@ void relu_grad_run(const T* __restrict dy, const T* __restrict y, T* __restrict 
     dx[i] = y[i] > T(0) ? d : T(0);
   }
 }
+// dx = dy · (y < 0 ? y + 1 : 1), in packets (a select, no branch on the sign).
+template <class T>
+void elu_grad_run(const T* __restrict dy, const T* __restrict y, T* __restrict dx, std::int64_t n) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const P zero = ei::pset1<P>(T(0)), one = ei::pset1<P>(T(1));
+  std::int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    const P yi = ei::ploadu<P>(y + i);
+    const P factor = ei::pselect(ei::pcmp_lt(yi, zero), ei::padd(yi, one), one);
+    ei::pstoreu(dx + i, ei::pmul(ei::ploadu<P>(dy + i), factor));
+  }
+  for (; i < n; ++i) dx[i] = dy[i] * (y[i] < T(0) ? y[i] + T(1) : T(1));
+}
 // out = x > 0 ? v : alpha·v (leaky_relu: v = x; leaky_relu_grad: v = dy).
 template <class T>
 void leaky_select_run(const T* __restrict x, const T* __restrict v, T alpha, T* __restrict out, std::int64_t n) {
@@ -108,6 +123,11 @@ void elu(const T* x, T* y, std::int64_t n) {
 template <class T>
 void tanh_grad(const T* y, const T* dy, T* dx, std::int64_t n) {
   for_chunks(n, [=](std::int64_t b, std::int64_t e) { tanh_grad_run(y + b, dy + b, dx + b, e - b); });
+}
+
+template <class T>
+void elu_grad(const T* dy, const T* y, T* dx, std::int64_t n) {
+  for_chunks(n, [=](std::int64_t b, std::int64_t e) { elu_grad_run(dy + b, y + b, dx + b, e - b); });
 }
 
 template <class T>
@@ -175,6 +195,7 @@ void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, st
   template void tanh<T>(const T*, T*, std::int64_t);                           \
   template void tanh_grad<T>(const T*, const T*, T*, std::int64_t);            \
   template void elu<T>(const T*, T*, std::int64_t);                            \
+  template void elu_grad<T>(const T*, const T*, T*, std::int64_t);             \
   template void relu_grad<T>(const T*, const T*, T*, std::int64_t);            \
   template void leaky_relu<T>(const T*, T, T*, std::int64_t);                  \
   template void leaky_relu_grad<T>(const T*, const T*, T, T*, std::int64_t);

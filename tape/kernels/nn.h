@@ -45,6 +45,9 @@ void tanh_grad(const T* y, const T* dy, T* dx, std::int64_t n);
 // elu<double> is std::expm1. Ref: tf.nn.elu
 template <class T>
 void elu(const T* x, T* y, std::int64_t n);
+// dx = dy·(y + 1) where y < 0, else dy (y: the elu output; TF's EluGrad).
+template <class T>
+void elu_grad(const T* dy, const T* y, T* dx, std::int64_t n);
 // dx = dy where y > 0, else 0 (y: the relu input or output).
 template <class T>
 void relu_grad(const T* dy, const T* y, T* dx, std::int64_t n);

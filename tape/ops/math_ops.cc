@@ -171,6 +171,10 @@ Tensor relu_grad(const Tensor& dy, const Tensor& features) {
   static const OpDef& op = op_def("ReluGrad");
   return execute1(op, {dy, features});
 }
+Tensor elu_grad(const Tensor& dy, const Tensor& y) {
+  static const OpDef& op = op_def("EluGrad");
+  return execute1(op, {dy, y});
+}
 Tensor leaky_relu_grad(const Tensor& dy, const Tensor& features, double alpha) {
   static const OpDef& op = op_def("LeakyReluGrad");
   return execute1(op, {dy, features}, Attrs().set("alpha", alpha));
@@ -400,11 +404,17 @@ TensorList relu_grad_forward(In in, const Attrs&) {
 // Inputs {dy, features}: d/ddy = relu_grad(g, features); the mask is constant (TF's _ReluGradGrad).
 TensorList relu_grad_gradient(C c, G g) { return {relu_grad(g[0], c.input(1)), Tensor()}; }
 TensorList elu_forward(In in, const Attrs&) { return activation_forward("elu", in, [](auto x, auto y, auto n) { kernels::elu(x, y, n); }); }
-// elu' = 1 where x > 0, else y + 1: g times that factor (formed per example, so a vectorized pass
-// does one product with the K cotangents, not a select).
-TensorList elu_gradient(C c, G g) {
-  const Tensor &x = c.input(0), &y = c.output(0);
-  return {g[0] * where(greater(x, zeros_like(x)), ones_like(y), y + 1.0)};
+// elu' = 1 where x > 0, else y + 1 (TF's EluGrad, from the saved output).
+TensorList elu_gradient(C c, G g) { return {elu_grad(g[0], c.output(0))}; }
+TensorList elu_grad_forward(In in, const Attrs&) {
+  return activation_grad_forward("elu_grad", in, [](auto dy, auto y, auto dx, auto n) { kernels::elu_grad(dy, y, dx, n); });
+}
+// Inputs {dy, y}: linear in dy, so d/ddy = elu_grad(g, y); dy·(y + 1) gives d/dy = g·dy where y < 0
+// (TF's _EluGradGrad).
+TensorList elu_grad_gradient(C c, G g) {
+  const Tensor &dy = c.input(0), &y = c.input(1);
+  return {c.needs_gradient(0) ? elu_grad(g[0], y) : Tensor(),
+          c.needs_gradient(1) ? where(less(y, zeros_like(y)), g[0] * dy, zeros_like(y)) : Tensor()};
 }
 // alpha is cast to the dtype first, as TF's LeakyRelu kernel does.
 TensorList leaky_relu_forward(In in, const Attrs& at) {
@@ -517,7 +527,8 @@ void register_math_ops(OpRegistry& r) {
   r.add({"Sigmoid", sigmoid_forward, sigmoid_gradient, kSaveOutputs, unary()});
   r.add({"Relu", relu_forward, relu_gradient, kSaveOutputs, unary()});
   r.add({"ReluGrad", relu_grad_forward, relu_grad_gradient, kSaveInputs, same_shape(/*linear in dy=*/0)});
-  r.add({"Elu", elu_forward, elu_gradient, kSaveAll, unary()});
+  r.add({"Elu", elu_forward, elu_gradient, kSaveOutputs, unary()});
+  r.add({"EluGrad", elu_grad_forward, elu_grad_gradient, kSaveInputs, same_shape(/*linear in dy=*/0)});
   r.add({"LeakyRelu", leaky_relu_forward, leaky_relu_gradient, kSaveInputs, unary()});
   r.add({"LeakyReluGrad", leaky_relu_grad_forward, leaky_relu_grad_gradient, kSaveInputs, same_shape(0)});
 

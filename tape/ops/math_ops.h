@@ -89,25 +89,28 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 // Gradient: relu_grad(g, y).
 Tensor relu(const Tensor& x);
-// x if x > 0 else alpha·(exp(x) - 1), alpha = 1 (tf.nn.elu). Gradient: g where x > 0, else g·(y + 1).
+// x if x > 0 else alpha·(exp(x) - 1), alpha = 1 (tf.nn.elu). Gradient: elu_grad(g, y).
 Tensor elu(const Tensor& x);
 // x if x > 0 else alpha·x (tf.nn.leaky_relu, default alpha 0.2). alpha is applied in x's dtype,
 // as TF's kernel does. Gradient: leaky_relu_grad(g, x, alpha).
 Tensor leaky_relu(const Tensor& x, double alpha = 0.2);
 
-// The activation-gradient ops (TF's raw TanhGrad, ReluGrad, LeakyReluGrad): one fused pass each
-// instead of a chain of selects and products. Differentiable again (second order):
+// The activation-gradient ops (TF's raw TanhGrad, ReluGrad, EluGrad, LeakyReluGrad): one fused pass
+// each instead of a chain of selects and products. Differentiable again (second order):
 //   tanh_grad:       d/dy = -2·g·dy·y, d/ddy = tanh_grad(y, g)  (TF's _TanhGradGrad)
 //   relu_grad:       d/ddy = relu_grad(g, features); features get no gradient (a constant mask)
+//   elu_grad:        d/ddy = elu_grad(g, y), d/dy = g·dy where y < 0, else 0  (TF's _EluGradGrad)
 //   leaky_relu_grad: d/ddy = leaky_relu_grad(g, features, alpha); features get none
 // Shapes:   both inputs have the same shape (no broadcasting); the result has it too.
 // DTypes:   float32, float64; both inputs the same.
 // Errors:   std::invalid_argument naming the op and both inputs when shapes or dtypes differ.
-// Ref:      tf.raw_ops.TanhGrad, tf.raw_ops.ReluGrad, tf.raw_ops.LeakyReluGrad
+// Ref:      tf.raw_ops.TanhGrad, tf.raw_ops.ReluGrad, tf.raw_ops.EluGrad, tf.raw_ops.LeakyReluGrad
 // dy·(1 - y²) from the tanh output y.
 Tensor tanh_grad(const Tensor& y, const Tensor& dy);
 // dy where features > 0, else 0 (features: the relu input or output).
 Tensor relu_grad(const Tensor& dy, const Tensor& features);
+// dy·(y + 1) where y < 0, else dy (y: the elu output).
+Tensor elu_grad(const Tensor& dy, const Tensor& y);
 // dy where features > 0, else alpha·dy (features: the leaky_relu input).
 Tensor leaky_relu_grad(const Tensor& dy, const Tensor& features, double alpha = 0.2);
 // log(1 + exp(x)), computed stably. Gradient: g·sigmoid(x). Ref: tf.math.softplus

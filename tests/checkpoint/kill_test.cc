@@ -34,7 +34,11 @@ struct State {
   std::int64_t step = 0;
   std::shared_ptr<Checkpoint> checkpoint() {
     auto c = std::make_shared<Checkpoint>();
-    for (std::size_t i = 0; i < vars.size(); ++i) c->track_variable("v" + std::to_string(i), vars[i]);
+    for (std::size_t i = 0; i < vars.size(); ++i) {
+      std::string name = "v";  // appended, not "v" + ...: GCC 12's -Wrestrict false positive
+      name += std::to_string(i);
+      c->track_variable(name, vars[i]);
+    }
     c->track_counter("step", &step);
     return c;
   }

@@ -182,8 +182,9 @@ void check_activation_grads(std::int64_t n) {
   auto x = random_vector<T>(n, 4, -2, 2), dy = random_vector<T>(n, 5, -1, 1);
   x[0] = T(0);  // the kink counts as the negative side
   const T alpha = T(0.3);
-  std::vector<T> y(x.size()), lr(x.size()), lrg(x.size()), rg(x.size()), tg(x.size());
+  std::vector<T> y(x.size()), lr(x.size()), lrg(x.size()), rg(x.size()), tg(x.size()), eg(x.size());
   tanh(x.data(), y.data(), n);
+  elu_grad(dy.data(), x.data(), eg.data(), n);  // x stands for the elu output: any sign works
   leaky_relu(x.data(), alpha, lr.data(), n);
   leaky_relu_grad(dy.data(), x.data(), alpha, lrg.data(), n);
   relu_grad(dy.data(), x.data(), rg.data(), n);
@@ -192,6 +193,7 @@ void check_activation_grads(std::int64_t n) {
     ASSERT_EQ(lr[i], x[i] > 0 ? x[i] : alpha * x[i]);
     ASSERT_EQ(lrg[i], x[i] > 0 ? dy[i] : alpha * dy[i]);
     ASSERT_EQ(rg[i], x[i] > 0 ? dy[i] : T(0));
+    ASSERT_EQ(eg[i], x[i] < 0 ? dy[i] * (x[i] + T(1)) : dy[i]) << i;
     ASSERT_NEAR(double(tg[i]), double(dy[i]) * (1 - double(y[i]) * double(y[i])), 1e-6);
   }
 }

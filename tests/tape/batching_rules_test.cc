@@ -152,7 +152,9 @@ TEST(BatchingRules, VectorizedMatchesLoopForEveryOpWithARule) {
   // Every registered differentiable op that batches was exercised.
   for (const auto& name : tf::OpRegistry::global().names()) {
     const tf::OpDef& op = tf::OpRegistry::global().get(name);
-    if (op.gradient && op.batch && name != "ReadVariableOp") EXPECT_TRUE(checked.count(name)) << name;
+    if (op.gradient && op.batch && name != "ReadVariableOp") {
+      EXPECT_TRUE(checked.count(name)) << name;
+    }
   }
 }
 

@@ -194,6 +194,32 @@ TEST(Tensor, PrintsLikeTensorFlowEager) {
   EXPECT_EQ(os.str(), "tf.Tensor(1.5, shape=(), dtype=float32)");
 }
 
+// zeros() takes a fresh zero-page mapping from Buffer::kZeroedMapBytes up; below it, memset. Both
+// must read zero even where an earlier, freed tensor of the same size left other values.
+TEST(Tensor, ZerosAreZeroAtEverySizeAndAfterReuse) {
+  for (std::int64_t n : {std::int64_t{3}, std::int64_t{16}, std::int64_t{1000},
+                         static_cast<std::int64_t>(tf::Buffer::kZeroedMapBytes / 4 - 1),
+                         static_cast<std::int64_t>(tf::Buffer::kZeroedMapBytes / 4 + 3), std::int64_t{1} << 22}) {
+    for (int round = 0; round < 2; ++round) {
+      {
+        tf::Tensor dirty = tf::fill(tf::Shape{n}, 7.0);  // freed before zeros() allocates
+        ASSERT_EQ(dirty.data<float>()[n - 1], 7.0f);
+      }
+      tf::Tensor z = tf::zeros(tf::Shape{n});
+      const float* p = z.data<float>();
+      std::int64_t nonzero = 0;
+      for (std::int64_t i = 0; i < n; ++i) nonzero += p[i] != 0.0f;
+      EXPECT_EQ(nonzero, 0) << "n = " << n;
+      z.mutable_data<float>()[n / 2] = 1.0f;  // writable
+      EXPECT_EQ(z.data<float>()[n / 2], 1.0f);
+    }
+  }
+  tf::Tensor d = tf::zeros(tf::Shape{1 << 18}, tf::DType::kFloat64);  // 2 MiB, mapped
+  EXPECT_EQ(d.dtype(), tf::DType::kFloat64);
+  EXPECT_EQ(d.nbytes(), std::size_t{1} << 21);
+  EXPECT_EQ(d.data<double>()[(1 << 18) - 1], 0.0);
+}
+
 TEST(Tensor, CreationFunctions) {
   using tf::DType;
   EXPECT_EQ(tf::scalar(2.5, DType::kFloat64).dtype(), DType::kFloat64);

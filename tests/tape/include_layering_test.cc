@@ -85,9 +85,10 @@ TEST(IncludeLayering, NoArrowPointsUp) {
                                                      << "\", which sits above it";
         EXPECT_TRUE(internal_visible(rel, target))
             << rel << ":" << number << " includes \"" << target << "\", internal to another library";
-        if (ext == ".cc" && first)
+        if (ext == ".cc" && first) {
           EXPECT_TRUE(implemented_in_place(rel, target))
               << rel << " implements \"" << target << "\" from another folder (a header's layer is its code's layer)";
+        }
         first = false;
       }
     }

@@ -123,6 +123,8 @@ TEST(MathOps, ActivationsAndStableForms) {
   // The fused gradient ops: tanh_grad(y, dy) = dy (1 - y²); relu_grad / leaky_relu_grad mask dy.
   EXPECT_THAT(values(tf::tanh_grad(f64({0.5, -1}), f64({2, 3}))), ElementsAre(1.5, 0));
   EXPECT_THAT(values(tf::relu_grad(f64({2, 3, 4}), f64({-1, 0, 1}))), ElementsAre(0, 0, 4));
+  // elu_grad(dy, y) = dy (y + 1) where y < 0 (the elu output), else dy; y = 0 takes dy, as TF's kernel.
+  EXPECT_THAT(values(tf::elu_grad(f64({2, 3, 4}), f64({-0.5, 0, 1}))), ElementsAre(1, 3, 4));
   EXPECT_THAT(values(tf::leaky_relu_grad(f64({2, 3, 4}), f64({-1, 0, 1}), 0.5)), ElementsAre(1, 1.5, 4));
 }
 
@@ -168,6 +170,8 @@ TEST(MathOps, Errors) {
                   HasSubstr("tanh_grad: inputs must have the same shape, got [2, 3] float32 and [3, 2] float32")));
   EXPECT_THAT([&] { tf::relu_grad(x, tf::zeros({2, 3}, tf::DType::kFloat64)); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("relu_grad: dtypes differ")));
+  EXPECT_THAT([&] { tf::elu_grad(x, tf::zeros({3, 2})); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("elu_grad: inputs must have the same shape, got [2, 3] float32 and [3, 2] float32")));
   EXPECT_THAT([&] { tf::where(tf::ones({3}), x, x); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("where: condition must be bool, got [3] float32")));
   EXPECT_THAT([&] { tf::where(b, x, tf::zeros({4})); },

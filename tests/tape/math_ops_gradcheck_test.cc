@@ -57,6 +57,8 @@ tf::testing::RegisterGradChecks rows({
     {"TanhGrad", "y inside (-1, 1)", binary(tf::tanh_grad), inputs({k23, k23}, -0.9, 0.9)},
     {"ReluGrad", "features on both sides", binary(tf::relu_grad),
      [] { return std::vector<tf::Tensor>{random_f64(k23, 1, -1.0, 1.0), tf::constant(std::vector<double>{-0.7, 0.4, 0.9, -0.2, 0.6, -1.0}, k23)}; }},
+    {"EluGrad", "y on both sides", binary(tf::elu_grad),
+     [] { return std::vector<tf::Tensor>{random_f64(k23, 1, -1.0, 1.0), tf::constant(std::vector<double>{-0.7, 0.4, 0.9, -0.2, 0.6, -0.95}, k23)}; }},
     {"LeakyReluGrad", "features on both sides", [](const std::vector<tf::Tensor>& in) { return tf::leaky_relu_grad(in[0], in[1], 0.3); },
      [] { return std::vector<tf::Tensor>{random_f64(k23, 1, -1.0, 1.0), tf::constant(std::vector<double>{-0.7, 0.4, 0.9, -0.2, 0.6, -1.0}, k23)}; }},
     {"Softplus", "", unary(tf::softplus), inputs({k23}, -3.0, 3.0)},
@@ -74,7 +76,7 @@ tf::testing::RegisterGradChecks rows({
 TEST(MathOpsGradCheck, FirstAndSecondOrder) {
   tf::testing::run_gradcheck_cases({"AddV2", "Sub", "Mul", "RealDiv", "Pow", "Maximum", "Minimum", "Neg", "Square",
                                     "Sqrt", "Rsqrt", "Reciprocal", "Exp", "Log", "Abs", "Sign", "Sin", "Cos", "Tanh",
-                                    "Sigmoid", "Relu", "Elu", "LeakyRelu", "TanhGrad", "ReluGrad", "LeakyReluGrad", "Softplus", "Identity", "Cast", "SelectV2",
+                                    "Sigmoid", "Relu", "Elu", "LeakyRelu", "TanhGrad", "ReluGrad", "EluGrad", "LeakyReluGrad", "Softplus", "Identity", "Cast", "SelectV2",
                                     "Reshape", "BroadcastTo", "SumToShape"});
 }
 
