@@ -1,5 +1,7 @@
 #include "distribute/internal/gradient_reducer.h"
 
+#include <Eigen/Core>
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -10,7 +12,8 @@
 namespace tapeflow::distribute::internal {
 namespace {
 
-// out[i] = in[i] / divisor (divisor 1: a copy).
+// out[i] = in[i] / divisor (divisor 1: a copy). A true division (as TF's MEAN reduction), in Eigen
+// packets: the scalar loop's divisions cost about as much as the allreduce itself (270k floats).
 template <class T>
 void scale_copy(const unsigned char* in, std::int64_t n, int divisor, void* out) {
   const T* src = reinterpret_cast<const T*>(in);
@@ -19,8 +22,8 @@ void scale_copy(const unsigned char* in, std::int64_t n, int divisor, void* out)
     std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
     return;
   }
-  const T d = static_cast<T>(divisor);
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i] / d;
+  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
+  Eigen::Map<Array>(dst, n) = Eigen::Map<const Array>(src, n) / static_cast<T>(divisor);
 }
 
 }  // namespace
