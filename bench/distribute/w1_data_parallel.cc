@@ -11,6 +11,7 @@
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
 // Uses the Fashion-MNIST training set if installed, else random data of the same shape.
+#include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -50,19 +51,22 @@ int main(int argc, char** argv) {
   int threads = 1, steps = 40;
   std::int64_t batch = 128, fusion = 1 << 20;
   bool per_rank = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string("0"); };
-    if (a == "--threads") threads = std::stoi(next());
-    else if (a == "--batch") batch = std::stoll(next());
-    else if (a == "--steps") steps = std::stoi(next());
-    else if (a == "--fusion-bytes") fusion = std::stoll(next());
-    else if (a == "--per-rank") per_rank = true;
-  }
+  CLI::App app{"W1 data-parallel throughput (run under mpirun)"};
+  app.add_option("--threads", threads, "threads per rank")->check(CLI::Range(1, 256));
+  app.add_option("--batch", batch, "global batch (per rank with --per-rank)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  app.add_option("--steps", steps, "timed steps per block")->check(CLI::Range(1, 1000000));
+  app.add_option("--fusion-bytes", fusion, "fusion buffer threshold")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
+  app.add_flag("--per-rank", per_rank, "--batch is per rank (weak scaling)");
+  CLI11_PARSE(app, argc, argv);
   tf::kernels::set_num_threads(threads);
   spdlog::set_level(spdlog::level::warn);
   const std::int64_t local = per_rank ? batch : batch / ctx.size();
   const std::int64_t global = local * ctx.size();
+  if (local < 1) {
+    std::fprintf(stderr, "--batch %lld is smaller than the %d ranks: every rank needs an example\n",
+                 static_cast<long long>(batch), ctx.size());
+    return 2;
+  }
 
   tf::Tensor x, y;
   bool real = true;
