@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 JOBS="${JOBS:-$(nproc)}"
-cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTAPEFLOW_SANITIZE=ON \
-  -DTAPEFLOW_BUILD_BENCH=OFF >/dev/null
+# -O1 -g1: the sanitizers' usual optimisation level, with line tables for the reports; a cold build
+# takes about a third less than RelWithDebInfo's -O2 -g on 2 cores.
+cmake -S . -B build-sanitize -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
+  -DTAPEFLOW_SANITIZE=ON -DTAPEFLOW_BUILD_BENCH=OFF >/dev/null
 cmake --build build-sanitize -j "$JOBS"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
