@@ -118,12 +118,13 @@ void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
     return;
   }
   const std::int64_t r = tile_rows<T>(g, kConvTileBytes), tiles = (rows + r - 1) / r;
+  const MatmulRhs<T> rhs(filter, k, g.f, false);  // packed once, not per tile
   parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> buf(static_cast<std::size_t>(std::min(r, rows) * k));
     for (std::int64_t t = b; t < e; ++t) {
       const std::int64_t p0 = t * r, p1 = std::min(rows, p0 + r);
       im2col(x, g, p0, p1, buf.data());
-      matmul(buf.data(), filter, y + p0 * g.f, 1, p1 - p0, k, g.f, false, false, 0, 0);
+      rhs.multiply(buf.data(), p1 - p0, y + p0 * g.f);
     }
   });
 }
@@ -139,12 +140,13 @@ void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeom
   }
   // Tiles never straddle images, so images (which own disjoint parts of dx) run in parallel.
   const std::int64_t hw = g.ho * g.wo, r = std::min(tile_rows<T>(g, kConvGradTileBytes), hw), per_image = (hw + r - 1) / r;
+  const MatmulRhs<T> rhs(filter, g.f, k, true);  // filterᵀ, packed once
   parallel_for(g.n, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> buf(static_cast<std::size_t>(r * k));
     for (std::int64_t n = b; n < e; ++n)
       for (std::int64_t t = 0; t < per_image; ++t) {
         const std::int64_t p0 = n * hw + t * r, p1 = std::min(n * hw + hw, p0 + r);
-        matmul(dy + p0 * g.f, filter, buf.data(), 1, p1 - p0, g.f, k, false, true, 0, 0);
+        rhs.multiply(dy + p0 * g.f, p1 - p0, buf.data());
         col2im(buf.data(), g, p0, p1, dx);
       }
   });

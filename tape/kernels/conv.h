@@ -8,7 +8,10 @@
 //           the filter viewed as [kh*kw*C, F]. 1x1 kernels with stride 1 and no padding skip the
 //           unfolding. Tiles run in parallel (oneTBB), each with its own patch buffer, so peak extra
 //           memory is (tiles in flight, <= threads) x kConvTileBytes (kConvGradTileBytes in the
-//           gradient kernels), not a whole-batch patch matrix.
+//           gradient kernels), not a whole-batch patch matrix. conv2d and conv2d_backprop_input
+//           pack the filter once per call (kernels::MatmulRhs: kh*kw*C x F values, F rounded up
+//           to 16 / 8 columns) and every tile multiplies by it: packing a 3.2 MB filter for each
+//           10-row tile cost about as much as the tile's product (W9's convT1).
 //           conv2d_backprop_input: per image, tiles of dpatch = g [R, F] @ filterᵀ folded back
 //           (col2im) in pixel order; images in parallel. conv2d_backprop_filter:
 //           with C >= kFilterPerTapChannels, per filter tap (taps in parallel) x_tapᵀ @ g over row

@@ -87,6 +87,7 @@ namespace {
 // Measured over m, n in 1..512, k in 8..512: Eigen wins by up to 10x at n = 1, ours by 1.2-2.5x
 // from m, n >= 6 (bench/kernels_bench.cc has the model shapes).
 bool eigen_is_faster(std::int64_t m, std::int64_t n) { return n < 6 || m < 6; }
+constexpr std::int64_t kGemmMinRows = 6;  // eigen_is_faster's bound on m
 
 template <class T>
 void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
@@ -155,6 +156,36 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
                          internal::EigenSplit::kFixed);
 }
 
+#if !TAPEFLOW_GEMM_AVX2
+namespace internal {
+template <class T>
+class PackedB {};  // never built without the packed GEMM
+}  // namespace internal
+#endif
+
+template <class T>
+MatmulRhs<T>::MatmulRhs(const T* b, std::int64_t k, std::int64_t n, bool transpose_b)
+    : b_(b), k_(k), n_(n), tb_(transpose_b) {
+#if TAPEFLOW_GEMM_AVX2
+  if (k > 0 && !eigen_is_faster(kGemmMinRows, n))
+    packed_ = std::make_unique<internal::PackedB<T>>(k, n, b, transpose_b ? k : n, transpose_b);
+#endif
+}
+template <class T>
+MatmulRhs<T>::~MatmulRhs() = default;
+
+template <class T>
+void MatmulRhs<T>::multiply(const T* a, std::int64_t m, T* c) const {
+#if TAPEFLOW_GEMM_AVX2
+  // The same choice as matmul's, so the bits are the same: tiny and thin products do not pack.
+  if (packed_ && m > 0 && m * n_ * k_ > kTinyWork && !eigen_is_faster(m, n_)) {
+    internal::gemm_avx2(m, a, k_, false, *packed_, c, n_);
+    return;
+  }
+#endif
+  matmul(a, b_, c, 1, m, k_, n_, false, tb_, 0, 0);
+}
+
 template <class T>
 void solve(const T* a, const T* b, T* x, std::int64_t n, std::int64_t nrhs) {
   if (n < 0 || nrhs < 0)
@@ -180,6 +211,8 @@ template void matmul<float>(const float*, const float*, float*, std::int64_t, st
                             std::int64_t, bool, bool, std::int64_t, std::int64_t);
 template void matmul<double>(const double*, const double*, double*, std::int64_t, std::int64_t, std::int64_t,
                              std::int64_t, bool, bool, std::int64_t, std::int64_t);
+template class MatmulRhs<float>;
+template class MatmulRhs<double>;
 template void solve<float>(const float*, const float*, float*, std::int64_t, std::int64_t);
 template void solve<double>(const double*, const double*, double*, std::int64_t, std::int64_t);
 

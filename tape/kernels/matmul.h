@@ -23,8 +23,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 namespace tapeflow::kernels {
+namespace internal {
+template <class T>
+class PackedB;
+}  // namespace internal
 
 // Multiply-adds below which a product runs on the calling thread, and the least work per task.
 inline constexpr std::int64_t kMatmulSerialWork = 128 * 1024;
@@ -32,6 +37,28 @@ inline constexpr std::int64_t kMatmulSerialWork = 128 * 1024;
 template <class T>
 void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
             bool transpose_a, bool transpose_b, std::int64_t a_batch_stride, std::int64_t b_batch_stride);
+
+// op(B) [k, n] prepared once for many products with it: a convolution multiplies its filter with
+// every patch tile. With the packed GEMM, B is packed here once (k x n values, rounded up to 16
+// float / 8 double columns) instead of in every product; the products then run on the calling
+// thread, and callers parallelise over their tiles. b must outlive this object.
+// Results are bit-identical to matmul(a, b, c, 1, m, k, n, false, transpose_b, 0, 0).
+template <class T>
+class MatmulRhs {
+ public:
+  MatmulRhs(const T* b, std::int64_t k, std::int64_t n, bool transpose_b);
+  ~MatmulRhs();
+  MatmulRhs(const MatmulRhs&) = delete;
+  MatmulRhs& operator=(const MatmulRhs&) = delete;
+  // c [m, n] = a [m, k] @ op(B).
+  void multiply(const T* a, std::int64_t m, T* c) const;
+
+ private:
+  const T* b_;
+  std::int64_t k_, n_;
+  bool tb_;
+  std::unique_ptr<internal::PackedB<T>> packed_;  // null: every product goes through matmul
+};
 
 // Sets Eigen's L1/L2/L3 cache sizes from /sys/devices/system/cpu/cpu0/cache (the VM reports a bogus
 // L3 through cpuid). Thread-safe; runs once, later calls do nothing.

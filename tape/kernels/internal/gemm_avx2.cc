@@ -376,29 +376,37 @@ void tiles(std::int64_t mc, std::int64_t nc, std::int64_t kc, PanelAt panel, con
   }
 }
 
-}  // namespace
-
+// K and N block sizes for op(B) [k, n]: a function of k and n alone (PackedB relies on it).
 template <class T>
-void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, const T* b,
-               std::int64_t ldb, bool tb, T* c, std::int64_t ldc, const T* a_next) {
+std::int64_t kc_step_for(std::int64_t k) {
+  return balanced(k, max_blocking<T>().kc, 1);
+}
+template <class T>
+std::int64_t nc_step_for(std::int64_t n) {
+  return balanced(n, max_blocking<T>().nc, kGemmNR<T>);
+}
+
+// The GotoBLAS loops; b_block(jc, nc, pc, kc) gives op(B)[pc:pc+kc, jc:jc+nc] packed (pack_b's layout).
+template <class T, class BBlock>
+void gemm_driver(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, BBlock b_block,
+                 T* c, std::int64_t ldc, const T* a_next) {
   constexpr std::int64_t NR = kGemmNR<T>;
   const Blocking& mx = max_blocking<T>();
-  const std::int64_t kc_step = balanced(k, mx.kc, 1);
+  const std::int64_t kc_step = kc_step_for<T>(k);
   const std::int64_t mc_step = balanced(m, mx.mc, kMR);
-  const std::int64_t nc_step = balanced(n, mx.nc, NR);
+  const std::int64_t nc_step = nc_step_for<T>(n);
   // A is read in place when at most two B panels use each A panel: packing it would cost as
   // much as it saves (65536x32x16: 53 -> 84 GFLOP/s). Transposed A is always packed (in place,
   // each p would touch a new cache line for MR values).
   const bool pack_a_block = ta || n > 2 * NR;
-  thread_local Scratch<T> a_buf, b_buf;
+  thread_local Scratch<T> a_buf;
   T* ap = a_buf.get(mc_step * kc_step + 8);  // + slack for pack_rows
-  T* bp = b_buf.get(kc_step * nc_step);
   for (std::int64_t jc = 0; jc < n; jc += nc_step) {
     const std::int64_t nc = std::min(nc_step, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_step) {
       const std::int64_t kc = std::min(kc_step, k - pc);
       const bool accumulate = pc > 0;
-      pack_b(kc, nc, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, bp);
+      const T* bp = b_block(jc, nc, pc, kc);
       for (std::int64_t ic = 0; ic < m; ic += mc_step) {
         const std::int64_t mc = std::min(mc_step, m - ic);
         const T* ablock = ta ? a + pc * lda + ic : a + ic * lda + pc;
@@ -435,6 +443,64 @@ void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
   }
 }
 
+}  // namespace
+
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, const T* b,
+               std::int64_t ldb, bool tb, T* c, std::int64_t ldc, const T* a_next) {
+  thread_local Scratch<T> b_buf;
+  T* bp = b_buf.get(kc_step_for<T>(k) * nc_step_for<T>(n));
+  gemm_driver<T>(m, n, k, a, lda, ta,
+                 [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc) {
+                   pack_b(kc, nc, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, bp);
+                   return static_cast<const T*>(bp);
+                 },
+                 c, ldc, a_next);
+}
+
+// Layout: N blocks of nc_step columns in order; each holds all of K (its K blocks in order), every
+// K block kc x nc rounded up to NR columns, as pack_b writes it. Block (jc, pc) thus starts at
+// jc * k + pc * round_up(nc, NR), since every N block before jc is a full, NR-aligned nc_step.
+template <class T>
+PackedB<T>::PackedB(std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, bool tb) : k_(k), n_(n) {
+  constexpr std::int64_t NR = kGemmNR<T>;
+  const std::int64_t kc_step = kc_step_for<T>(k), nc_step = nc_step_for<T>(n);
+  const std::int64_t padded = (n + NR - 1) / NR * NR;
+  const std::size_t bytes = (static_cast<std::size_t>(k * padded) * sizeof(T) + 63) / 64 * 64;
+  data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+  if (!data_) throw std::bad_alloc();
+  for (std::int64_t jc = 0; jc < n; jc += nc_step) {
+    const std::int64_t nc = std::min(nc_step, n - jc);
+    for (std::int64_t pc = 0; pc < k; pc += kc_step) {
+      const std::int64_t kc = std::min(kc_step, k - pc);
+      pack_b(kc, nc, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, const_cast<T*>(block(jc, pc, nc)));
+    }
+  }
+}
+template <class T>
+PackedB<T>::~PackedB() {
+  std::free(data_);
+}
+template <class T>
+const T* PackedB<T>::block(std::int64_t jc, std::int64_t pc, std::int64_t nc) const {
+  constexpr std::int64_t NR = kGemmNR<T>;
+  return data_ + jc * k_ + pc * ((nc + NR - 1) / NR * NR);
+}
+
+template <class T>
+void gemm_avx2(std::int64_t m, const T* a, std::int64_t lda, bool ta, const PackedB<T>& b, T* c, std::int64_t ldc,
+               const T* a_next) {
+  gemm_driver<T>(m, b.n(), b.k(), a, lda, ta,
+                 [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t) { return b.block(jc, pc, nc); }, c,
+                 ldc, a_next);
+}
+
+template class PackedB<float>;
+template class PackedB<double>;
+template void gemm_avx2<float>(std::int64_t, const float*, std::int64_t, bool, const PackedB<float>&, float*,
+                               std::int64_t, const float*);
+template void gemm_avx2<double>(std::int64_t, const double*, std::int64_t, bool, const PackedB<double>&, double*,
+                                std::int64_t, const double*);
 template void gemm_avx2<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                                const float*, std::int64_t, bool, float*, std::int64_t, const float*);
 template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,

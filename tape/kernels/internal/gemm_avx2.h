@@ -37,6 +37,33 @@ inline constexpr std::int64_t kGemmNR = 32 / sizeof(T) * 2;
 template <class T>
 void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, const T* b,
                std::int64_t ldb, bool tb, T* c, std::int64_t ldc, const T* a_next = nullptr);
+
+// op(B) [k, n] packed once, in the layout gemm_avx2 packs it into for every call (its K and N
+// blocking depends on k and n only, never on m), for many products with different A: a
+// convolution multiplies its filter with every patch tile, and packing a 3.2 MB filter for each
+// 10-row tile cost as much as the tile's product. Read-only once built: threads share it.
+// Memory: k x n rounded up to kGemmNR columns.
+template <class T>
+class PackedB {
+ public:
+  PackedB(std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, bool tb);
+  ~PackedB();
+  PackedB(const PackedB&) = delete;
+  PackedB& operator=(const PackedB&) = delete;
+  std::int64_t k() const { return k_; }
+  std::int64_t n() const { return n_; }
+  // The packed K block starting at row pc of the N block starting at column jc.
+  const T* block(std::int64_t jc, std::int64_t pc, std::int64_t nc) const;
+
+ private:
+  std::int64_t k_, n_;
+  T* data_ = nullptr;
+};
+
+// gemm_avx2 with B packed beforehand: bit-identical to gemm_avx2(m, b.n(), b.k(), a, ..., B, ...).
+template <class T>
+void gemm_avx2(std::int64_t m, const T* a, std::int64_t lda, bool ta, const PackedB<T>& b, T* c, std::int64_t ldc,
+               const T* a_next = nullptr);
 #endif
 
 }  // namespace tapeflow::kernels::internal
