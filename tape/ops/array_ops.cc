@@ -22,13 +22,6 @@ using Ints = std::vector<std::int64_t>;
 Attrs shape_attr(const Shape& s) { return Attrs().set("shape", s.to_vector()); }
 Shape attr_shape(const Attrs& a) { return Shape(a.get_ints("shape")); }
 
-template <typename V>
-std::string list_str(const V& v) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 std::string describe_all(std::span<const Tensor> ts) {
   std::string s;
   for (std::size_t i = 0; i < ts.size(); ++i) s += (i ? ", " : "") + describe(ts[i]);
@@ -38,7 +31,7 @@ std::string describe_all(std::span<const Tensor> ts) {
 // Resolves tf.slice's size (-1 = to the end) against x's shape and checks the block lies inside x.
 Ints resolve_slice(const Shape& sx, const Ints& begin, const Ints& size) {
   auto fail = [&](const std::string& why) {
-    return std::invalid_argument("slice: " + why + ": begin " + list_str(begin) + ", size " + list_str(size) +
+    return std::invalid_argument("slice: " + why + ": begin " + ints_to_string(begin) + ", size " + ints_to_string(size) +
                                  " for input " + sx.to_string());
   };
   if (begin.size() != static_cast<std::size_t>(sx.rank()) || size.size() != begin.size())
@@ -66,7 +59,7 @@ void check_transpose_attrs(const Attrs& a) {
   std::uint32_t seen = 0;
   for (std::int64_t v : p) {
     if (v >= static_cast<std::int64_t>(p.size()) || (seen & (1u << v)))
-      throw std::invalid_argument("Transpose: attribute 'perm' = " + list_str(p) + ": not a permutation of 0.." +
+      throw std::invalid_argument("Transpose: attribute 'perm' = " + ints_to_string(p) + ": not a permutation of 0.." +
                                   std::to_string(static_cast<std::int64_t>(p.size()) - 1));
     seen |= 1u << v;
   }
@@ -82,7 +75,7 @@ void check_pad_attrs(const Attrs& a) {
   const Ints& p = check_ints_attr("Pad", a, "paddings", 0, 2 * kRank, 0, kInt64Max);
   check_attr_type<double>("Pad", a, "constant");
   auto fail = [&](const std::string& why) {
-    throw std::invalid_argument("Pad: attribute 'paddings' = " + list_str(p) + ": " + why);
+    throw std::invalid_argument("Pad: attribute 'paddings' = " + ints_to_string(p) + ": " + why);
   };
   if (p.size() % 2 != 0) fail("needs one {before, after} pair per axis");
   Shape least;
@@ -280,7 +273,7 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   if (unknown >= 0 && total <= dim) resolved[static_cast<std::size_t>(unknown)] = dim - total;
   else if (total != dim) bad = true;
   if (bad)
-    throw std::invalid_argument("split: sizes " + list_str(sizes) + " do not add up to " + std::to_string(dim) +
+    throw std::invalid_argument("split: sizes " + ints_to_string(sizes) + " do not add up to " + std::to_string(dim) +
                                 " on axis " + std::to_string(axis) + " of " + xs.to_string());
   std::vector<Tensor> out;
   Ints begin(static_cast<std::size_t>(xs.rank()), 0), size = xs.to_vector();
@@ -330,10 +323,10 @@ Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64
 Tensor tile(const Tensor& x, const std::vector<std::int64_t>& multiples) {
   const int rank = logical_rank(x);
   if (multiples.size() != static_cast<std::size_t>(rank))
-    throw std::invalid_argument("tile: multiples " + list_str(multiples) + " need one entry per axis of " +
+    throw std::invalid_argument("tile: multiples " + ints_to_string(multiples) + " need one entry per axis of " +
                                 logical_shape(x).to_string());
   for (std::int64_t m : multiples)
-    if (m < 0) throw std::invalid_argument("tile: negative multiple in " + list_str(multiples));
+    if (m < 0) throw std::invalid_argument("tile: negative multiple in " + ints_to_string(multiples));
   // One axis at a time: [pre, d, post] -> [pre, 1, d*post] -> broadcast [pre, m, d*post].
   Tensor y = x;
   for (int i = 0; i < rank; ++i) {
@@ -418,7 +411,7 @@ TensorList transpose_forward(In in, const Attrs& a) {
     identity = identity && perm[i] == static_cast<int>(i);
   }
   if (p.size() != static_cast<std::size_t>(x.rank()) || seen == ~0u)
-    throw std::invalid_argument("transpose: perm " + list_str(p) + " is not a permutation of the axes of " +
+    throw std::invalid_argument("transpose: perm " + ints_to_string(p) + " is not a permutation of the axes of " +
                                 describe(x));
   if (identity) return TensorList{x.alias()};
   Shape sy;
@@ -521,7 +514,7 @@ TensorList pad_forward(In in, const Attrs& a) {
   const Ints& p = a.get_ints("paddings");
   if (p.size() != 2 * static_cast<std::size_t>(x.rank()) ||
       std::any_of(p.begin(), p.end(), [](std::int64_t v) { return v < 0; }))
-    throw std::invalid_argument("pad: paddings " + list_str(p) +
+    throw std::invalid_argument("pad: paddings " + ints_to_string(p) +
                                 " must be one non-negative {before, after} pair per axis of " + describe(x));
   Shape sy = x.shape();
   Ints before;
@@ -529,7 +522,7 @@ TensorList pad_forward(In in, const Attrs& a) {
     const auto k = 2 * static_cast<std::size_t>(i);
     std::int64_t both = 0;
     if (__builtin_add_overflow(p[k], p[k + 1], &both) || __builtin_add_overflow(sy[i], both, &sy[i]))
-      throw ShapeError("paddings " + list_str(p) + " overflow int64 on axis " + std::to_string(i) + " of " + describe(x));
+      throw ShapeError("paddings " + ints_to_string(p) + " overflow int64 on axis " + std::to_string(i) + " of " + describe(x));
     before.push_back(p[k]);
   }
   Tensor y = Tensor::empty(sy, x.dtype());

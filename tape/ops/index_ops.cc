@@ -246,7 +246,6 @@ Tensor argmin(const Tensor& x, int axis) {
 
 void register_index_ops(OpRegistry& r) {
   using In = std::span<const Tensor>;
-  // Batched params: the axis shifts by one (indices are integers, never batched).
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   // Batched params: the axis shifts by one (indices are integers, never batched). Backward needs the indices.
   r.add({"GatherV2", gather_forward, gather_grad, kSaveInputs, batching::axis_attr("axis", {1}), false,

@@ -37,12 +37,6 @@ Tensor reduce(const char* opname, const Tensor& x, const std::vector<int>& axes,
   return execute1(op_def(opname), {x}, Attrs().set("axes", norm).set("keepdims", keepdims));
 }
 
-std::uint32_t mask_of(const std::vector<std::int64_t>& axes) {
-  std::uint32_t m = 0;
-  for (auto a : axes) m |= 1u << a;
-  return m;
-}
-
 Shape reduced_shape(const Shape& s, std::uint32_t mask, bool keepdims) {
   Shape out;
   for (int i = 0; i < s.rank(); ++i) {
@@ -84,7 +78,7 @@ TensorList reduce_forward(const char* name, std::span<const Tensor> in, const At
 
 // g reshaped so that it broadcasts against the input (reduced axes as size 1).
 Tensor keepdims_grad(const GradContext& c, const Tensor& g) {
-  Shape keep = reduced_shape(c.input_shape(0), mask_of(c.attrs().get_ints("axes")), true);
+  Shape keep = reduced_shape(c.input_shape(0), ops_internal::axes_mask("reduce", c.attrs().get_ints("axes"), c.input_shape(0)), true);
   return reshape(g, keep);
 }
 
@@ -124,7 +118,8 @@ void register_reduction_ops(OpRegistry& r) {
          false, ops_internal::check_axes_attrs_of("Sum")});
   r.add({"Mean", [sum_k](In in, const Attrs& a) { return reduce_forward("reduce_mean", in, a, sum_k, true, true); },
          [](C c, G g) {
-           const Shape kept = reduced_shape(c.input_shape(0), mask_of(c.attrs().get_ints("axes")), true);
+           const Shape kept = reduced_shape(
+               c.input_shape(0), ops_internal::axes_mask("reduce_mean", c.attrs().get_ints("axes"), c.input_shape(0)), true);
            double count = static_cast<double>(c.input_shape(0).num_elements()) /
                           static_cast<double>(std::max<std::int64_t>(kept.num_elements(), 1));
            return TensorList{broadcast_to(keepdims_grad(c, g[0]), c.input_shape(0)) / count};

@@ -376,6 +376,14 @@ void tiles(std::int64_t mc, std::int64_t nc, std::int64_t kc, PanelAt panel, con
   }
 }
 
+// Packs the block op(B)[pc:pc+kc, jc:jc+nc] into dst (pack_b's layout): per call in gemm_avx2, once
+// per block in PackedB.
+template <class T>
+void pack_b_block(const T* b, std::int64_t ldb, bool tb, std::int64_t jc, std::int64_t nc, std::int64_t pc,
+                  std::int64_t kc, T* dst) {
+  pack_b(kc, nc, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, dst);
+}
+
 // K and N block sizes for op(B) [k, n]: a function of k and n alone (PackedB relies on it).
 template <class T>
 std::int64_t kc_step_for(std::int64_t k) {
@@ -452,7 +460,7 @@ void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
   T* bp = b_buf.get(kc_step_for<T>(k) * nc_step_for<T>(n));
   gemm_driver<T>(m, n, k, a, lda, ta,
                  [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc) {
-                   pack_b(kc, nc, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, bp);
+                   pack_b_block(b, ldb, tb, jc, nc, pc, kc, bp);
                    return static_cast<const T*>(bp);
                  },
                  c, ldc, a_next);
@@ -473,7 +481,7 @@ PackedB<T>::PackedB(std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb
     const std::int64_t nc = std::min(nc_step, n - jc);
     for (std::int64_t pc = 0; pc < k; pc += kc_step) {
       const std::int64_t kc = std::min(kc_step, k - pc);
-      pack_b(kc, nc, tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, const_cast<T*>(block(jc, pc, nc)));
+      pack_b_block(b, ldb, tb, jc, nc, pc, kc, const_cast<T*>(block(jc, pc, nc)));
     }
   }
 }
