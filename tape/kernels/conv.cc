@@ -1,6 +1,8 @@
 // Convolution kernels: im2col tiles + kernels::matmul (see conv.h for the scheme).
 #include "tape/kernels/conv.h"
 
+#include <Eigen/Core>
+
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -107,12 +109,174 @@ void col2im(const T* buf, const Conv2DGeometry& g, std::int64_t p0, std::int64_t
   }
 }
 
+// ---- Direct kernels for few input channels (g.c <= kDirectMaxChannels) ----
+// With K = kh*kw*C of 9 or 25, a GEMM tile does 9-25 FMA steps per load/store of its 6x16 output
+// block, and im2col copies C values (one float) per call: W8's conv1 ran at 9-13 GFLOP/s that way.
+// Here each output row reads a zero-padded copy of the kh input rows it needs (the "panel"), and
+// register blocks of kDirectPixels pixels x 2 packets of output channels accumulate over the taps.
+
+namespace ei = Eigen::internal;
+
+constexpr std::int64_t kDirectPixels = 4;  // output pixels per register block
+constexpr std::int64_t kDirectTaps = 6;    // filter taps per register block in the filter gradient
+// Fixed tile count of the filter gradient's output rows (partials added in tile order: results
+// do not depend on the thread count).
+constexpr std::int64_t kDirectFilterTiles = 32;
+
+std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
+
+// panel[i][q][c] = x[n, oh*sh - pad_top + i*dh, q - pad_left, c] for q < width, 0 in the padding.
+template <class T>
+void fill_panel(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t oh, std::int64_t width, T* panel) {
+  const std::int64_t row_len = width * g.c;
+  const std::int64_t cols = std::clamp<std::int64_t>(width - g.pad_left, 0, g.w);  // input columns in the panel
+  std::fill(panel, panel + g.kh * row_len, T(0));
+  for (std::int64_t i = 0; i < g.kh; ++i) {
+    const std::int64_t ih = oh * g.sh - g.pad_top + i * g.dh;
+    if (ih >= 0 && ih < g.h) std::copy_n(x + (n * g.h + ih) * g.w * g.c, cols * g.c, panel + i * row_len + g.pad_left * g.c);
+  }
+}
+
+// Panel offset of tap t = (i, j, c) (the filter's flattening) at output column 0, for t < k; 0 for
+// t in [k, count).
+std::vector<std::int64_t> panel_tap_offsets(const Conv2DGeometry& g, std::int64_t width, std::int64_t count) {
+  std::vector<std::int64_t> off(static_cast<std::size_t>(count), 0);
+  for (std::int64_t t = 0; t < std::min(count, g.patch_size()); ++t)
+    off[static_cast<std::size_t>(t)] = ((t / (g.kw * g.c)) * width + ((t / g.c) % g.kw) * g.dw) * g.c + t % g.c;
+  return off;
+}
+
+// `filter` [k, f] copied to [k, fp] with zero columns f..fp (every block loads whole packets).
+template <class T>
+std::vector<T> pad_columns(const T* filter, std::int64_t k, std::int64_t f, std::int64_t fp) {
+  std::vector<T> out(static_cast<std::size_t>(k * fp), T(0));
+  for (std::int64_t r = 0; r < k; ++r) std::copy_n(filter + r * f, f, out.data() + r * fp);
+  return out;
+}
+
+template <class T>
+void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, PX = kDirectPixels;
+  const std::int64_t k = g.patch_size(), fp = round_up(g.f, FB);
+  const std::int64_t width = (round_up(g.wo, PX) - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  const std::vector<T> fpad = pad_columns(filter, k, g.f, fp);
+  const std::vector<std::int64_t> tap_offset = panel_tap_offsets(g, width, k);
+  const std::int64_t rows = g.n * g.ho, step = g.sw * g.c;  // panel values between neighbouring pixels
+  const std::int64_t grain = std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(g.wo * k * g.f, 1));
+  parallel_for(rows, grain, [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> panel(static_cast<std::size_t>(g.kh * width * g.c));
+    T tail[PX * FB];
+    for (std::int64_t r = b; r < e; ++r) {
+      fill_panel(x, g, r / g.ho, r % g.ho, width, panel.data());
+      T* y_row = y + r * g.wo * g.f;
+      for (std::int64_t ow0 = 0; ow0 < g.wo; ow0 += PX)
+        for (std::int64_t f0 = 0; f0 < fp; f0 += FB) {
+          P acc[PX][2];
+#pragma GCC unroll 4
+          for (std::int64_t p = 0; p < PX; ++p) acc[p][0] = acc[p][1] = ei::pset1<P>(T(0));
+          const T* x0 = panel.data() + ow0 * step;
+          const T* fq = fpad.data() + f0;
+          for (std::int64_t t = 0; t < k; ++t, fq += fp) {
+            const T* xt = x0 + tap_offset[static_cast<std::size_t>(t)];
+            const P w0 = ei::ploadu<P>(fq), w1 = ei::ploadu<P>(fq + L);
+#pragma GCC unroll 4
+            for (std::int64_t p = 0; p < PX; ++p) {
+              const P v = ei::pset1<P>(xt[p * step]);
+              acc[p][0] = ei::pmadd(v, w0, acc[p][0]);
+              acc[p][1] = ei::pmadd(v, w1, acc[p][1]);
+            }
+          }
+          const std::int64_t np = std::min(PX, g.wo - ow0), nf = std::min(FB, g.f - f0);
+          if (np == PX && nf == FB) {
+#pragma GCC unroll 4
+            for (std::int64_t p = 0; p < PX; ++p) {
+              ei::pstoreu(y_row + (ow0 + p) * g.f + f0, acc[p][0]);
+              ei::pstoreu(y_row + (ow0 + p) * g.f + f0 + L, acc[p][1]);
+            }
+          } else {
+            for (std::int64_t p = 0; p < PX; ++p) {
+              ei::pstoreu(tail + p * FB, acc[p][0]);
+              ei::pstoreu(tail + p * FB + L, acc[p][1]);
+            }
+            for (std::int64_t p = 0; p < np; ++p) std::copy_n(tail + p * FB, nf, y_row + (ow0 + p) * g.f + f0);
+          }
+        }
+    }
+  });
+}
+
+// dfilter[i, j, c, :] = sum over output pixels of x at tap (i, j, c) times dy[pixel, :]. Output
+// rows in kDirectFilterTiles fixed tiles; per row, register blocks of kDirectTaps taps x 2
+// packets of channels run along the row, then add into the tile's partial.
+template <class T>
+void conv2d_backprop_filter_direct(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, TB = kDirectTaps;
+  const std::int64_t k = g.patch_size(), fp = round_up(g.f, FB), kfp = k * fp;
+  const std::int64_t width = (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1, step = g.sw * g.c;
+  const std::int64_t rows = g.n * g.ho, per_tile = (rows + kDirectFilterTiles - 1) / kDirectFilterTiles;
+  const std::int64_t tiles = (rows + per_tile - 1) / per_tile;
+  // Taps past k read offset 0 and are dropped.
+  const std::vector<std::int64_t> tap_offset = panel_tap_offsets(g, width, round_up(k, TB));
+  std::vector<T> partial(static_cast<std::size_t>(tiles * kfp), T(0));
+  parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> panel(static_cast<std::size_t>(g.kh * width * g.c));
+    std::vector<T> dy_pad(g.f == fp ? 0 : static_cast<std::size_t>(g.wo * fp), T(0));
+    for (std::int64_t t = b; t < e; ++t) {
+      T* part = partial.data() + t * kfp;
+      for (std::int64_t r = t * per_tile; r < std::min(rows, (t + 1) * per_tile); ++r) {
+        fill_panel(x, g, r / g.ho, r % g.ho, width, panel.data());
+        const T* d_row = dy + r * g.wo * g.f;
+        if (g.f != fp) {  // channels padded with zeros to whole blocks
+          for (std::int64_t ow = 0; ow < g.wo; ++ow) std::copy_n(d_row + ow * g.f, g.f, dy_pad.data() + ow * fp);
+          d_row = dy_pad.data();
+        }
+        for (std::int64_t f0 = 0; f0 < fp; f0 += FB)
+          for (std::int64_t t0 = 0; t0 < k; t0 += TB) {
+            const std::int64_t* off = tap_offset.data() + t0;
+            P acc[TB][2];
+#pragma GCC unroll 6
+            for (std::int64_t q = 0; q < TB; ++q) acc[q][0] = acc[q][1] = ei::pset1<P>(T(0));
+            for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+              const T* xp = panel.data() + ow * step;
+              const P d0 = ei::ploadu<P>(d_row + ow * fp + f0), d1 = ei::ploadu<P>(d_row + ow * fp + f0 + L);
+#pragma GCC unroll 6
+              for (std::int64_t q = 0; q < TB; ++q) {
+                const P v = ei::pset1<P>(xp[off[q]]);
+                acc[q][0] = ei::pmadd(v, d0, acc[q][0]);
+                acc[q][1] = ei::pmadd(v, d1, acc[q][1]);
+              }
+            }
+            for (std::int64_t q = 0; q < std::min(TB, k - t0); ++q) {
+              T* out = part + (t0 + q) * fp + f0;
+              ei::pstoreu(out, ei::padd(ei::ploadu<P>(out), acc[q][0]));
+              ei::pstoreu(out + L, ei::padd(ei::ploadu<P>(out + L), acc[q][1]));
+            }
+          }
+      }
+    }
+  });
+  for (std::int64_t t = 0; t < tiles; ++t)
+    for (std::int64_t r = 0; r < k; ++r) {
+      const T* src = partial.data() + t * kfp + r * fp;
+      T* dst = dfilter + r * g.f;
+      for (std::int64_t o = 0; o < g.f; ++o) dst[o] += src[o];
+    }
+}
+
+bool direct(const Conv2DGeometry& g) { return g.c <= kDirectMaxChannels && !pointwise(g); }
+
 }  // namespace
 
 template <class T>
 void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size();
   if (rows == 0 || g.f == 0) return;
+  if (direct(g)) {
+    conv2d_direct(x, filter, y, g);
+    return;
+  }
   if (pointwise(g)) {
     matmul(x, filter, y, 1, rows, k, g.f, false, false, 0, 0);
     return;
@@ -185,6 +349,10 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
   std::fill(dfilter, dfilter + kf, T(0));
   if (rows == 0 || kf == 0) return;
+  if (direct(g)) {
+    conv2d_backprop_filter_direct(x, dy, dfilter, g);
+    return;
+  }
   const bool pw = pointwise(g);
   if (!pw && g.c >= kFilterPerTapChannels) {
     // Per tap (i, j): dfilter[i, j] [C, F] = x_tapᵀ [C, rows] @ dy [rows, F], the rows in chunks
@@ -257,15 +425,15 @@ std::int64_t image_grain(const Conv2DGeometry& g) {
   return std::max<std::int64_t>(1, (1 << 15) / per_image);
 }
 
-// For every channel of the window, the input offset of its first maximum (row-major window
-// order; strict > keeps the first of ties, as TF's CPU kernel). Channels are the inner loop and
-// the update is a select (no branch), so the window is read contiguously and the loop vectorises;
-// pos[] holds the window position of the running maximum best[].
+// For every channel of the window, its first maximum (row-major window order; strict > keeps the
+// first of ties, as TF's CPU kernel): best[c] its value, pos[c] its window position
+// (i - i0) * (j1 - j0) + (j - j0). Channels are the inner loop and the update is a select (no
+// branch), so the window is read contiguously and the loop vectorises.
 template <class T>
 void window_argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1,
-                   std::int64_t j0, std::int64_t j1, T* best, std::int32_t* pos, std::int64_t* at) {
+                   std::int64_t j0, std::int64_t j1, T* __restrict best, std::int32_t* __restrict pos) {
   const T* first = x + ((n * g.h + i0) * g.w + j0) * g.c;
-  std::copy_n(first, g.c, best);
+  for (std::int64_t c = 0; c < g.c; ++c) best[c] = first[c];
   std::fill_n(pos, g.c, 0);
   const std::int64_t wj = j1 - j0;
   for (std::int64_t i = i0; i < i1; ++i)
@@ -278,8 +446,15 @@ void window_argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int
         pos[c] = gt ? p : pos[c];
       }
     }
-  for (std::int64_t c = 0; c < g.c; ++c)
-    at[c] = ((n * g.h + i0 + pos[c] / wj) * g.w + j0 + pos[c] % wj) * g.c + c;
+}
+
+// Calls f(tap offset in x, window position) for the taps of a window in window order.
+template <class F>
+void for_window_taps(const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1, std::int64_t j0,
+                     std::int64_t j1, F&& f) {
+  std::int32_t p = 0;
+  for (std::int64_t i = i0; i < i1; ++i)
+    for (std::int64_t j = j0; j < j1; ++j, ++p) f(((n * g.h + i) * g.w + j) * g.c, p);
 }
 
 }  // namespace
@@ -299,18 +474,27 @@ void max_pool2d(const T* x, T* y, const Conv2DGeometry& g) {
   });
 }
 
+// Each window adds dy to every tap through a select on the argmax position (vectorised over
+// channels; no per-channel offset arithmetic or scattered writes). An image's dx is zeroed just
+// before its windows run, while it is still in cache.
 template <class T>
 void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
-  std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
+  const std::int64_t image = g.h * g.w * g.c;
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
     std::vector<T> best(static_cast<std::size_t>(g.c));
     std::vector<std::int32_t> pos(static_cast<std::size_t>(g.c));
-    std::vector<std::int64_t> at(static_cast<std::size_t>(g.c));
-    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
-      const T* d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
-      window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data(), at.data());
-      for (std::int64_t c = 0; c < g.c; ++c) dx[at[c]] += d[c];
-    });
+    for (std::int64_t m = b; m < e; ++m) {
+      std::fill(dx + m * image, dx + (m + 1) * image, T(0));
+      for_windows(g, m, m + 1, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+        const T* __restrict d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
+        window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data());
+        const std::int32_t* __restrict at = pos.data();
+        for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int32_t p) {
+          T* __restrict out = dx + off;
+          for (std::int64_t c = 0; c < g.c; ++c) out[c] += at[c] == p ? d[c] : T(0);
+        });
+      });
+    }
   });
 }
 
@@ -319,11 +503,15 @@ void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& 
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
     std::vector<T> best(static_cast<std::size_t>(g.c));
     std::vector<std::int32_t> pos(static_cast<std::size_t>(g.c));
-    std::vector<std::int64_t> at(static_cast<std::size_t>(g.c));
     for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
-      T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
-      window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data(), at.data());
-      for (std::int64_t c = 0; c < g.c; ++c) out[c] = ddx[at[c]];
+      T* __restrict out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data());
+      const std::int32_t* __restrict at = pos.data();
+      std::fill_n(out, g.c, T(0));
+      for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int32_t p) {
+        const T* __restrict in = ddx + off;
+        for (std::int64_t c = 0; c < g.c; ++c) out[c] = at[c] == p ? in[c] : out[c];
+      });
     });
   });
 }

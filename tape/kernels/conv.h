@@ -19,6 +19,11 @@
 //           with fewer channels, per fixed tile a partial patchesᵀ @ g, partials added in tile
 //           order (waves of kFilterWave tiles in parallel), extra memory
 //           kFilterWave x (tile + kh*kw*C*F).
+//           Inputs with C <= kDirectMaxChannels (images: 1 or 3 channels) skip im2col and the
+//           GEMM in conv2d and conv2d_backprop_filter: direct kernels accumulate blocks of 4
+//           output pixels x 2 packets of channels (forward) or 6 taps x 2 packets (filter
+//           gradient, per fixed tile of output rows) in registers over a zero-padded copy of the
+//           kh input rows each output row reads; extra memory per task kh x (padded row) x C.
 //           Deterministic: every partition depends on the shape only, each output element sums in
 //           one fixed order, so results are bitwise identical for any thread count.
 //           Pooling: max pooling ignores padded positions (TF's -inf padding); average pooling
@@ -34,6 +39,9 @@
 
 namespace tapeflow::kernels {
 
+// conv2d and conv2d_backprop_filter use direct kernels (no im2col, no GEMM) when the input has at
+// most this many channels: a patch of kh*kw*C <= 4*kh*kw values is too short for the GEMM.
+inline constexpr std::int64_t kDirectMaxChannels = 4;
 // Patch-tile budget of one task (bytes).
 inline constexpr std::int64_t kConvTileBytes = 256 * 1024;
 // Patch-tile budget of one task in the two gradient kernels: their products are thin in one

@@ -94,6 +94,15 @@ const std::vector<Case> kCases = {
     // filter gradient per tap (C >= kFilterPerTapChannels), 2400 rows: several row chunks
     // (kConvTapChunkBytes) in float and double, taps in the padding
     {6, 20, 20, kFilterPerTapChannels, 3, 3, 3, 1, 1, 1, 1, "SAME"},
+    // direct kernels (C <= kDirectMaxChannels): 20 channels = a full register block and a tail,
+    // 26 output columns (not a multiple of the 4-pixel block), 104 output rows (several tiles)
+    {4, 28, 28, 1, 3, 3, 20, 1, 1, 1, 1, "VALID"},
+    // direct at the channel limit: even kernel, dilation 2 across rows, stride 2 across columns,
+    // explicit paddings on all four sides
+    {2, 11, 9, kDirectMaxChannels, 2, 3, 17, 1, 2, 2, 1, "EXPLICIT", {2, 1, 0, 3}},
+    // just above it (GEMM path), DCGAN's 5x5 stride 2 SAME on one channel (direct)
+    {2, 9, 8, kDirectMaxChannels + 1, 3, 3, 6, 1, 1, 1, 1, "SAME"},
+    {3, 28, 28, 1, 5, 5, 64, 2, 2, 1, 1, "SAME"},
 };
 
 template <class T>
@@ -120,7 +129,7 @@ TEST(ConvKernel, DoubleMatchesNaiveLoops) { check_against_reference<double>(1e-1
 TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5); }
 
 TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
-  for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9]}) {
+  for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9], kCases[10], kCases[11], kCases[13]}) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
     const auto f = random_vector<float>(g.patch_size() * g.f, 5);
