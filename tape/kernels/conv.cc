@@ -427,32 +427,69 @@ std::int64_t image_grain(const Conv2DGeometry& g) {
 
 // For every channel of the window, its first maximum (row-major window order; strict > keeps the
 // first of ties, as TF's CPU kernel): best[c] its value, pos[c] its window position
-// (i - i0) * (j1 - j0) + (j - j0). Channels are the inner loop and the update is a select (no
-// branch), so the window is read contiguously and the loop vectorises.
+// (i - i0) * (j1 - j0) + (j - j0), held as a T (exact: windows are far smaller than 2^24) so that
+// value and position update under one packet select. Explicit packets: GCC turns the scalar
+// select into masked stores, which are microcoded and slow on AMD.
 template <class T>
 void window_argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1,
-                   std::int64_t j0, std::int64_t j1, T* __restrict best, std::int32_t* __restrict pos) {
+                   std::int64_t j0, std::int64_t j1, T* __restrict best, T* __restrict pos) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
   const T* first = x + ((n * g.h + i0) * g.w + j0) * g.c;
-  for (std::int64_t c = 0; c < g.c; ++c) best[c] = first[c];
-  std::fill_n(pos, g.c, 0);
+  std::copy_n(first, g.c, best);
+  std::fill_n(pos, g.c, T(0));
   const std::int64_t wj = j1 - j0;
   for (std::int64_t i = i0; i < i1; ++i)
     for (std::int64_t j = j0; j < j1; ++j) {
       const T* in = x + ((n * g.h + i) * g.w + j) * g.c;
-      const auto p = static_cast<std::int32_t>((i - i0) * wj + (j - j0));
-      for (std::int64_t c = 0; c < g.c; ++c) {
-        const bool gt = in[c] > best[c];
-        best[c] = gt ? in[c] : best[c];
-        pos[c] = gt ? p : pos[c];
+      const T p = static_cast<T>((i - i0) * wj + (j - j0));
+      const P pv = ei::pset1<P>(p);
+      std::int64_t c = 0;
+      for (; c + L <= g.c; c += L) {
+        const P v = ei::ploadu<P>(in + c), b = ei::ploadu<P>(best + c);
+        const P gt = ei::pcmp_lt(b, v);
+        ei::pstoreu(best + c, ei::pselect(gt, v, b));
+        ei::pstoreu(pos + c, ei::pselect(gt, pv, ei::ploadu<P>(pos + c)));
       }
+      for (; c < g.c; ++c)
+        if (in[c] > best[c]) best[c] = in[c], pos[c] = p;
     }
+}
+
+// out[c] = in[c] > out[c] ? in[c] : out[c] (NaN in `in` never replaces; TF's CPU max pool), in packets.
+template <class T>
+void keep_greater(const T* __restrict in, T* __restrict out, std::int64_t count) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  std::int64_t c = 0;
+  for (; c + L <= count; c += L) {
+    const P v = ei::ploadu<P>(in + c), o = ei::ploadu<P>(out + c);
+    ei::pstoreu(out + c, ei::pselect(ei::pcmp_lt(o, v), v, o));
+  }
+  for (; c < count; ++c) out[c] = in[c] > out[c] ? in[c] : out[c];
+}
+
+// out[c] = (at[c] == p ? v[c] : 0) + out[c] (accumulate) or (at[c] == p ? v[c] : out[c]) (pick).
+template <bool kAccumulate, class T>
+void select_at(const T* __restrict at, T p, const T* __restrict v, T* __restrict out, std::int64_t count) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  const P pv = ei::pset1<P>(p), zero = ei::pset1<P>(T(0));
+  std::int64_t c = 0;
+  for (; c + L <= count; c += L) {
+    const P hit = ei::pcmp_eq(ei::ploadu<P>(at + c), pv), o = ei::ploadu<P>(out + c);
+    ei::pstoreu(out + c, kAccumulate ? ei::padd(o, ei::pselect(hit, ei::ploadu<P>(v + c), zero))
+                                     : ei::pselect(hit, ei::ploadu<P>(v + c), o));
+  }
+  for (; c < count; ++c)
+    if (at[c] == p) out[c] = kAccumulate ? out[c] + v[c] : v[c];
 }
 
 // Calls f(tap offset in x, window position) for the taps of a window in window order.
 template <class F>
 void for_window_taps(const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1, std::int64_t j0,
                      std::int64_t j1, F&& f) {
-  std::int32_t p = 0;
+  std::int64_t p = 0;
   for (std::int64_t i = i0; i < i1; ++i)
     for (std::int64_t j = j0; j < j1; ++j, ++p) f(((n * g.h + i) * g.w + j) * g.c, p);
 }
@@ -466,10 +503,7 @@ void max_pool2d(const T* x, T* y, const Conv2DGeometry& g) {
       T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
       std::copy_n(x + ((n * g.h + i0) * g.w + j0) * g.c, g.c, out);
       for (std::int64_t i = i0; i < i1; ++i)
-        for (std::int64_t j = j0; j < j1; ++j) {
-          const T* in = x + ((n * g.h + i) * g.w + j) * g.c;
-          for (std::int64_t c = 0; c < g.c; ++c) out[c] = in[c] > out[c] ? in[c] : out[c];
-        }
+        for (std::int64_t j = j0; j < j1; ++j) keep_greater(x + ((n * g.h + i) * g.w + j) * g.c, out, g.c);
     });
   });
 }
@@ -481,17 +515,14 @@ template <class T>
 void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
   const std::int64_t image = g.h * g.w * g.c;
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
-    std::vector<T> best(static_cast<std::size_t>(g.c));
-    std::vector<std::int32_t> pos(static_cast<std::size_t>(g.c));
+    std::vector<T> best(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c));
     for (std::int64_t m = b; m < e; ++m) {
       std::fill(dx + m * image, dx + (m + 1) * image, T(0));
       for_windows(g, m, m + 1, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
-        const T* __restrict d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
+        const T* d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
         window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data());
-        const std::int32_t* __restrict at = pos.data();
-        for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int32_t p) {
-          T* __restrict out = dx + off;
-          for (std::int64_t c = 0; c < g.c; ++c) out[c] += at[c] == p ? d[c] : T(0);
+        for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int64_t p) {
+          select_at<true>(pos.data(), static_cast<T>(p), d, dx + off, g.c);
         });
       });
     }
@@ -501,16 +532,13 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
 template <class T>
 void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& g) {
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
-    std::vector<T> best(static_cast<std::size_t>(g.c));
-    std::vector<std::int32_t> pos(static_cast<std::size_t>(g.c));
+    std::vector<T> best(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c));
     for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
-      T* __restrict out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
+      T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
       window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data());
-      const std::int32_t* __restrict at = pos.data();
       std::fill_n(out, g.c, T(0));
-      for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int32_t p) {
-        const T* __restrict in = ddx + off;
-        for (std::int64_t c = 0; c < g.c; ++c) out[c] = at[c] == p ? in[c] : out[c];
+      for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int64_t p) {
+        select_at<false>(pos.data(), static_cast<T>(p), ddx + off, out, g.c);
       });
     });
   });

@@ -214,7 +214,10 @@ TEST(PoolKernel, MatchesNaiveLoops) {
   const std::vector<Case> cases = {{2, 6, 6, 3, 2, 2, 3, 2, 2, 1, 1, "VALID"},
                                    {1, 7, 5, 2, 3, 3, 2, 2, 2, 1, 1, "SAME"},
                                    {2, 5, 6, 2, 3, 2, 2, 1, 1, 1, 1, "SAME"},
-                                   {1, 11, 11, 4, 2, 2, 4, 2, 2, 1, 1, "VALID"}};
+                                   {1, 11, 11, 4, 2, 2, 4, 2, 2, 1, 1, "VALID"},
+                                   // channels across whole packets and a tail; overlapping windows
+                                   {2, 7, 7, 11, 2, 2, 11, 2, 2, 1, 1, "VALID"},
+                                   {1, 6, 5, 9, 3, 3, 9, 1, 1, 1, 1, "SAME"}};
   for (const Case& k : cases) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<double>(g.n * g.h * g.w * g.c, 8);
