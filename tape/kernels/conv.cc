@@ -48,11 +48,12 @@ WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in
 
 namespace {
 
-// Output pixels per tile: the patch tile stays under `bytes` (at least 6 rows, a GEMM tile).
+// Output pixels per tile: the patch tile stays under `bytes`, in whole GEMM row tiles (a multiple
+// of 6 rows: a 20-row tile ran its last 2 rows through the 2-row kernel at a fraction of the speed).
 template <class T>
 std::int64_t tile_rows(const Conv2DGeometry& g, std::int64_t bytes) {
-  const std::int64_t k = std::max<std::int64_t>(g.patch_size(), 1);
-  return std::clamp<std::int64_t>(bytes / (k * static_cast<std::int64_t>(sizeof(T))), 6, 1 << 16);
+  const std::int64_t k = std::max<std::int64_t>(g.patch_size(), 1), mr = kConvTileRowMultiple;
+  return std::clamp<std::int64_t>(bytes / (k * static_cast<std::int64_t>(sizeof(T))) / mr * mr, mr, 1 << 16);
 }
 
 bool pointwise(const Conv2DGeometry& g) {
@@ -358,20 +359,22 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
     // Per tap (i, j): dfilter[i, j] [C, F] = x_tapᵀ [C, rows] @ dy [rows, F], the rows in chunks
     // added in order. The products are long in K and reuse one packed dy chunk, where the
     // patch-tile scheme below would run thin K = R products into kh*kw*C*F partials.
+    // The dy chunk is the B operand of every tap's product: packed once per chunk, not per tap.
     const std::int64_t taps = g.kh * g.kw, cf = g.c * g.f, chunk = tap_chunk_rows<T>(g);
-    parallel_for(taps, 1, [&](std::int64_t b, std::int64_t e) {
-      std::vector<T> buf(static_cast<std::size_t>(std::min(chunk, rows) * g.c)), part(static_cast<std::size_t>(cf));
-      for (std::int64_t t = b; t < e; ++t) {
-        T* out = dfilter + t * cf;
-        for (std::int64_t p0 = 0; p0 < rows; p0 += chunk) {
-          const std::int64_t p1 = std::min(rows, p0 + chunk);
+    for (std::int64_t p0 = 0; p0 < rows; p0 += chunk) {
+      const std::int64_t p1 = std::min(rows, p0 + chunk);
+      const MatmulRhs<T> rhs(dy + p0 * g.f, p1 - p0, g.f, false);
+      parallel_for(taps, 1, [&](std::int64_t b, std::int64_t e) {
+        std::vector<T> buf(static_cast<std::size_t>((p1 - p0) * g.c)), part(static_cast<std::size_t>(cf));
+        for (std::int64_t t = b; t < e; ++t) {
+          T* out = dfilter + t * cf;
           gather_tap(x, g, t / g.kw, t % g.kw, p0, p1, buf.data());
-          matmul(buf.data(), dy + p0 * g.f, p0 == 0 ? out : part.data(), 1, g.c, p1 - p0, g.f, true, false, 0, 0);
+          rhs.multiply(buf.data(), g.c, p0 == 0 ? out : part.data(), true);
           if (p0 != 0)
             for (std::int64_t q = 0; q < cf; ++q) out[q] += part[q];
         }
-      }
-    });
+      });
+    }
     return;
   }
   // At least kFilterWave tiles (from the shape alone), so few-channel layers still split across threads.

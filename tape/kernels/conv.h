@@ -15,7 +15,8 @@
 //           conv2d_backprop_input: per image, tiles of dpatch = g [R, F] @ filterᵀ folded back
 //           (col2im) in pixel order; images in parallel. conv2d_backprop_filter:
 //           with C >= kFilterPerTapChannels, per filter tap (taps in parallel) x_tapᵀ @ g over row
-//           chunks of kConvTapChunkBytes added in order, extra memory threads x (chunk + C*F);
+//           chunks of kConvTapChunkBytes added in order, each g chunk packed once for all taps,
+//           extra memory threads x (chunk + C*F) + one packed g chunk;
 //           with fewer channels, per fixed tile a partial patchesᵀ @ g, partials added in tile
 //           order (waves of kFilterWave tiles in parallel), extra memory
 //           kFilterWave x (tile + kh*kw*C*F).
@@ -42,6 +43,8 @@ namespace tapeflow::kernels {
 // conv2d and conv2d_backprop_filter use direct kernels (no im2col, no GEMM) when the input has at
 // most this many channels: a patch of kh*kw*C <= 4*kh*kw values is too short for the GEMM.
 inline constexpr std::int64_t kDirectMaxChannels = 4;
+// Tiles hold a multiple of this many output pixels (the GEMM's register tile rows).
+inline constexpr std::int64_t kConvTileRowMultiple = 6;
 // Patch-tile budget of one task (bytes).
 inline constexpr std::int64_t kConvTileBytes = 256 * 1024;
 // Patch-tile budget of one task in the two gradient kernels: their products are thin in one

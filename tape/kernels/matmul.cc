@@ -175,15 +175,15 @@ template <class T>
 MatmulRhs<T>::~MatmulRhs() = default;
 
 template <class T>
-void MatmulRhs<T>::multiply(const T* a, std::int64_t m, T* c) const {
+void MatmulRhs<T>::multiply(const T* a, std::int64_t m, T* c, bool transpose_a) const {
 #if TAPEFLOW_GEMM_AVX2
   // The same choice as matmul's, so the bits are the same: tiny and thin products do not pack.
   if (packed_ && m > 0 && m * n_ * k_ > kTinyWork && !eigen_is_faster(m, n_)) {
-    internal::gemm_avx2(m, a, k_, false, *packed_, c, n_);
+    internal::gemm_avx2(m, a, transpose_a ? m : k_, transpose_a, *packed_, c, n_);
     return;
   }
 #endif
-  matmul(a, b_, c, 1, m, k_, n_, false, tb_, 0, 0);
+  matmul(a, b_, c, 1, m, k_, n_, transpose_a, tb_, 0, 0);
 }
 
 template <class T>

@@ -42,7 +42,7 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
 // every patch tile. With the packed GEMM, B is packed here once (k x n values, rounded up to 16
 // float / 8 double columns) instead of in every product; the products then run on the calling
 // thread, and callers parallelise over their tiles. b must outlive this object.
-// Results are bit-identical to matmul(a, b, c, 1, m, k, n, false, transpose_b, 0, 0).
+// Results are bit-identical to matmul(a, b, c, 1, m, k, n, transpose_a, transpose_b, 0, 0).
 template <class T>
 class MatmulRhs {
  public:
@@ -50,8 +50,8 @@ class MatmulRhs {
   ~MatmulRhs();
   MatmulRhs(const MatmulRhs&) = delete;
   MatmulRhs& operator=(const MatmulRhs&) = delete;
-  // c [m, n] = a [m, k] @ op(B).
-  void multiply(const T* a, std::int64_t m, T* c) const;
+  // c [m, n] = op(A) @ op(B), op(A) [m, k]: a is [m, k], or [k, m] when transpose_a.
+  void multiply(const T* a, std::int64_t m, T* c, bool transpose_a = false) const;
 
  private:
   const T* b_;

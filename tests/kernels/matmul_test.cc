@@ -303,7 +303,7 @@ namespace tapeflow::kernels {
 namespace {
 
 // MatmulRhs packs B once; every product must carry the same bits as matmul's for the same shapes:
-// several K blocks (k = 1000), an N edge (n = 45, 16-column panels), transposed B, thin m (Eigen),
+// several K blocks (k = 1000), an N edge (n = 45, 16-column panels), transposed A and B, thin m (Eigen),
 // tiny products (plain loops) and both dtypes.
 template <class T>
 void check_matmul_rhs_matches_matmul() {
@@ -312,14 +312,15 @@ void check_matmul_rhs_matches_matmul() {
       for (std::int64_t n : {5, 16, 45}) {
         const auto b = random_vector<T>(k * n, 11, -1, 1);
         const MatmulRhs<T> rhs(b.data(), k, n, tb);
-        for (std::int64_t m : {1, 5, 6, 37}) {
-          const auto a = random_vector<T>(m * k, 12, -1, 1);
-          std::vector<T> want(static_cast<std::size_t>(m * n)), got(want.size(), T(-7));
-          matmul(a.data(), b.data(), want.data(), 1, m, k, n, false, tb, 0, 0);
-          rhs.multiply(a.data(), m, got.data());
-          ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(T)))
-              << "tb " << tb << " m " << m << " k " << k << " n " << n;
-        }
+        for (bool ta : {false, true})
+          for (std::int64_t m : {1, 5, 6, 37}) {
+            const auto a = random_vector<T>(m * k, 12, -1, 1);
+            std::vector<T> want(static_cast<std::size_t>(m * n)), got(want.size(), T(-7));
+            matmul(a.data(), b.data(), want.data(), 1, m, k, n, ta, tb, 0, 0);
+            rhs.multiply(a.data(), m, got.data(), ta);
+            ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(T)))
+                << "ta " << ta << " tb " << tb << " m " << m << " k " << k << " n " << n;
+          }
       }
 }
 
