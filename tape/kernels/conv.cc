@@ -77,8 +77,16 @@ void im2col(const T* x, const Conv2DGeometry& g, std::int64_t p0, std::int64_t p
         continue;
       }
       const T* src_row = x + (n * g.h + ih) * g.w * g.c;
+      const std::int64_t iw0 = ow * g.sw - g.pad_left;
+      if (g.dw == 1) {  // the row's kw taps are contiguous in x: one copy between the padded ends
+        const std::int64_t j0 = std::clamp<std::int64_t>(-iw0, 0, g.kw), j1 = std::clamp<std::int64_t>(g.w - iw0, j0, g.kw);
+        std::fill(dst, dst + j0 * g.c, T(0));
+        if (j1 > j0) std::copy_n(src_row + (iw0 + j0) * g.c, (j1 - j0) * g.c, dst + j0 * g.c);
+        std::fill(dst + j1 * g.c, dst + g.kw * g.c, T(0));
+        continue;
+      }
       for (std::int64_t j = 0; j < g.kw; ++j, dst += g.c) {
-        const std::int64_t iw = ow * g.sw - g.pad_left + j * g.dw;
+        const std::int64_t iw = iw0 + j * g.dw;
         if (iw < 0 || iw >= g.w)
           std::fill(dst, dst + g.c, T(0));
         else

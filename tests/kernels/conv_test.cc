@@ -103,6 +103,11 @@ const std::vector<Case> kCases = {
     // just above it (GEMM path), DCGAN's 5x5 stride 2 SAME on one channel (direct)
     {2, 9, 8, kDirectMaxChannels + 1, 3, 3, 6, 1, 1, 1, 1, "SAME"},
     {3, 28, 28, 1, 5, 5, 64, 2, 2, 1, 1, "SAME"},
+    // im2col (GEMM path) with padding on every side, a window wider than the padded edge, and
+    // dilation across columns
+    {2, 9, 10, 6, 3, 4, 5, 2, 2, 1, 1, "EXPLICIT", {0, 2, 3, 1}},
+    {1, 4, 3, 6, 2, 5, 3, 1, 1, 1, 1, "EXPLICIT", {1, 1, 3, 3}},
+    {1, 9, 9, 8, 3, 3, 4, 1, 1, 2, 2, "SAME"},
 };
 
 template <class T>
