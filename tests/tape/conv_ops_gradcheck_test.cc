@@ -51,6 +51,9 @@ tf::testing::RegisterGradChecks rows({
     {"Conv2D", "1x1 kernel, batch 2", conv({1, 1}, "VALID"), inputs({{2, 3, 3, 3}, {1, 1, 3, 2}})},
     {"Conv2D", "explicit {1,0,2,1}, strides {2,1}", conv({2, 1}, std::array<std::int64_t, 4>{1, 0, 2, 1}),
      inputs({{1, 5, 6, 2}, {3, 3, 2, 2}})},
+    // 5 input channels: the im2col + GEMM kernels (the cases above have <= 4 and run the direct ones)
+    {"Conv2D", "SAME stride 2, 5 -> 2 channels (im2col path)", conv({2, 2}, "SAME"),
+     inputs({{1, 5, 4, 5}, {3, 3, 5, 2}})},
     {"Conv2DBackpropInput", "transpose 7 -> 14 (5x5, stride 2, SAME)", transpose({1, 14, 14, 1}, {2, 2}, "SAME"),
      inputs({{1, 7, 7, 2}, {5, 5, 1, 2}})},
     {"Conv2DBackpropInput", "transpose 14 -> 28 (3x3, stride 2, SAME)", transpose({1, 28, 28, 1}, {2, 2}, "SAME"),
@@ -65,6 +68,8 @@ tf::testing::RegisterGradChecks rows({
      inputs({{1, 5, 5, 2}, {1, 3, 3, 2}})},
     {"Conv2DBackpropFilter", "dilation 2", backprop_filter({2, 2, 1, 2}, {1, 1}, "VALID", {2, 2}),
      inputs({{1, 5, 5, 1}, {1, 3, 3, 2}})},
+    {"Conv2DBackpropFilter", "SAME 3x3, 5 channels (im2col path)", backprop_filter({3, 3, 5, 2}, {1, 1}, "SAME"),
+     inputs({{1, 4, 4, 5}, {1, 4, 4, 2}})},
     {"MaxPool", "2x2 stride 2 VALID (disjoint windows), batch 2", max_pool({2, 2}, {2, 2}, "VALID"),
      inputs({{2, 4, 4, 2}})},
     {"MaxPool", "3x3 stride 2 SAME (overlapping, asymmetric padding)", max_pool({3, 3}, {2, 2}, "SAME"),
