@@ -69,6 +69,7 @@ void ConvBase::build_weights(const Shape& input_shape, bool transpose) {
 
 Tensor ConvBase::call(const Tensor& inputs, bool) {
   compute_output_shape(inputs.shape());  // rank, channels and size errors name the layer
+  if (Tensor fused = convolve_fused(inputs); fused.defined()) return fused;
   Tensor y = convolve(inputs);
   if (options_.use_bias) y = y + bias_.read();
   if (activation_) y = activation_(y);
@@ -115,6 +116,12 @@ Shape Conv2D::compute_output_shape(const Shape& s) const {
 Tensor Conv2D::convolve(const Tensor& x) {
   const auto& o = options_;
   return conv2d(x, kernel_.read(), o.strides, op_padding(o.padding), o.dilation_rate);
+}
+
+Tensor Conv2D::convolve_fused(const Tensor& x) {
+  const auto& o = options_;
+  if (!o.use_bias || !(o.activation.empty() || o.activation == "linear" || o.activation == "relu")) return Tensor();
+  return fused_conv2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate, o.activation);
 }
 
 Conv2DTranspose::Conv2DTranspose(Conv2DTransposeOptions options) : ConvBase("Conv2DTranspose", std::move(options)) {}

@@ -56,6 +56,8 @@ class ConvBase : public Layer {
   void build_weights(const Shape& input_shape, bool transpose);
   // The convolution of checked inputs with the kernel (no bias, no activation).
   virtual Tensor convolve(const Tensor& inputs) = 0;
+  // Convolution, bias and activation as one fused op where the layer has one; else undefined.
+  virtual Tensor convolve_fused(const Tensor&) { return Tensor(); }
   // Index of the input-channel dim in the kernel (2 for Conv2D, 3 for Conv2DTranspose).
   virtual int kernel_in_axis() const = 0;
   std::vector<Tensor> regularization_losses() const override;
@@ -78,6 +80,9 @@ class Conv2D : public ConvBase {
 
  protected:
   Tensor convolve(const Tensor& inputs) override;
+  // With a bias and no activation or relu: fused_conv2d (bit-identical values, one pass fewer or
+  // two over the output).
+  Tensor convolve_fused(const Tensor& inputs) override;
   int kernel_in_axis() const override { return 2; }
 };
 

@@ -163,8 +163,33 @@ std::vector<T> pad_columns(const T* filter, std::int64_t k, std::int64_t f, std:
   return out;
 }
 
+// The epilogue on rows [0, rows) of y [rows, f] (conv.h: ConvEpilogue), in packets.
 template <class T>
-void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
+void apply_epilogue(T* y, std::int64_t rows, std::int64_t f, const ConvEpilogue<T>& e) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  if (!e.bias && !e.relu) return;
+  const P zero = ei::pset1<P>(T(0));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    T* row = y + r * f;
+    std::int64_t c = 0;
+    for (; c + L <= f; c += L) {
+      P v = ei::ploadu<P>(row + c);
+      if (e.bias) v = ei::padd(v, ei::ploadu<P>(e.bias + c));
+      if (e.relu) v = ei::pselect(ei::pcmp_lt(zero, v), v, zero);
+      ei::pstoreu(row + c, v);
+    }
+    for (; c < f; ++c) {
+      T v = row[c];
+      if (e.bias) v = v + e.bias[c];
+      if (e.relu) v = v > T(0) ? v : T(0);
+      row[c] = v;
+    }
+  }
+}
+
+template <class T>
+void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g, const ConvEpilogue<T>& epilogue) {
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, PX = kDirectPixels;
   const std::int64_t k = g.patch_size(), fp = round_up(g.f, FB);
@@ -211,6 +236,7 @@ void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
             for (std::int64_t p = 0; p < np; ++p) std::copy_n(tail + p * FB, nf, y_row + (ow0 + p) * g.f + f0);
           }
         }
+      apply_epilogue(y_row, g.wo, g.f, epilogue);
     }
   });
 }
@@ -279,15 +305,19 @@ bool direct(const Conv2DGeometry& g) { return g.c <= kDirectMaxChannels && !poin
 }  // namespace
 
 template <class T>
-void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
+void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g, ConvEpilogue<T> epilogue) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size();
   if (rows == 0 || g.f == 0) return;
   if (direct(g)) {
-    conv2d_direct(x, filter, y, g);
+    conv2d_direct(x, filter, y, g, epilogue);
     return;
   }
   if (pointwise(g)) {
     matmul(x, filter, y, 1, rows, k, g.f, false, false, 0, 0);
+    if (epilogue.bias || epilogue.relu)
+      parallel_for(rows, std::max<std::int64_t>(1, (1 << 15) / g.f), [&](std::int64_t b, std::int64_t e) {
+        apply_epilogue(y + b * g.f, e - b, g.f, epilogue);
+      });
     return;
   }
   const std::int64_t r = tile_rows<T>(g, kConvTileBytes), tiles = (rows + r - 1) / r;
@@ -298,6 +328,7 @@ void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g) {
       const std::int64_t p0 = t * r, p1 = std::min(rows, p0 + r);
       im2col(x, g, p0, p1, buf.data());
       rhs.multiply(buf.data(), p1 - p0, y + p0 * g.f);
+      apply_epilogue(y + p0 * g.f, p1 - p0, g.f, epilogue);
     }
   });
 }
@@ -589,7 +620,7 @@ void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g) {
 }
 
 #define TAPEFLOW_INSTANTIATE_CONV(T)                                                    \
-  template void conv2d<T>(const T*, const T*, T*, const Conv2DGeometry&);               \
+  template void conv2d<T>(const T*, const T*, T*, const Conv2DGeometry&, ConvEpilogue<T>); \
   template void conv2d_backprop_input<T>(const T*, const T*, T*, const Conv2DGeometry&); \
   template void conv2d_backprop_filter<T>(const T*, const T*, T*, const Conv2DGeometry&); \
   template void max_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \

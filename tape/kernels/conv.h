@@ -85,9 +85,19 @@ struct WindowDim {
 WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
                      std::int64_t d, std::int64_t explicit_before = 0, std::int64_t explicit_after = 0);
 
-// y = conv2d(x, filter).
+// What conv2d applies to each output tile as soon as it is finished (still in cache):
+// y = y + bias[f] (bias: g.f values; null: none), then y = y > 0 ? y : 0 when relu. The same
+// float operations as the separate add and relu kernels, so the values are bit-identical to them
+// (TF's _FusedConv2D with fused_ops [BiasAdd] / [BiasAdd, Relu]).
 template <class T>
-void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g);
+struct ConvEpilogue {
+  const T* bias = nullptr;
+  bool relu = false;
+};
+
+// y = conv2d(x, filter), then the epilogue.
+template <class T>
+void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g, ConvEpilogue<T> epilogue = {});
 // dx = the gradient of conv2d w.r.t. x for output gradient dy (overwrites dx).
 template <class T>
 void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g);

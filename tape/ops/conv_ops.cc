@@ -1,5 +1,6 @@
 // Convolution ops: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter (kernels in tape/kernels/conv.h),
-// gradients written with the same three ops (tensorflow/python/ops/nn_grad.py).
+// gradients written with the same three ops (tensorflow/python/ops/nn_grad.py); FusedConv2D
+// (Conv2D + BiasAdd (+ Relu) in one pass), whose gradient is ReluGrad, the same three and a sum.
 #include "tape/ops/conv_ops.h"
 
 #include <stdexcept>
@@ -10,6 +11,8 @@
 #include "tape/ops/internal/batching_rules.h"
 #include "tape/ops/internal/conv_geometry.h"
 #include "tape/ops/internal/op_helpers.h"
+#include "tape/ops/math_ops.h"
+#include "tape/ops/reduction_ops.h"
 #include "tape/runtime/batching.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/op_registry.h"
@@ -86,6 +89,32 @@ TensorList backprop_filter_forward(std::span<const Tensor> in, const Attrs& at) 
   return {df};
 }
 
+// Inputs {input, filters, bias}, attr activation "linear" / "relu" -> [N, Ho, Wo, F].
+TensorList fused_conv2d_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "fused_conv2d";
+  check_arity(op, in, 3);
+  const Tensor &x = in[0], &f = in[1], &b = in[2];
+  check_floats(op, x, f);
+  ops_internal::check_same_dtype(op, x, b);
+  const kernels::Conv2DGeometry g = conv_geometry(op, x.shape(), f.shape(), at);
+  if (b.shape() != Shape{g.f})
+    throw std::invalid_argument(std::string(op) + ": bias must have shape [" + std::to_string(g.f) +
+                                "] (the filters' output channels, filters " + f.shape().to_string() + "), got " +
+                                b.shape().to_string());
+  const bool relu = at.get_string("activation") == "relu";
+  Tensor y = Tensor::empty(output_shape(g), x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::conv2d(x.data<T>(), f.data<T>(), y.mutable_data<T>(), g, kernels::ConvEpilogue<T>{b.data<T>(), relu});
+  });
+  return {y};
+}
+
+const OpDef& fused_conv2d_def() {
+  static const OpDef& op = op_def("FusedConv2D");
+  return op;
+}
+
 const OpDef& conv2d_def() {
   static const OpDef& op = op_def("Conv2D");
   return op;
@@ -103,7 +132,7 @@ const OpDef& backprop_filter_def() {
 Attrs window_only(const Attrs& at) {
   Attrs out;
   for (const auto& [k, v] : at.items())
-    if (k != "input_sizes" && k != "filter_sizes") out.set(k, v);
+    if (k != "input_sizes" && k != "filter_sizes" && k != "activation") out.set(k, v);
   return out;
 }
 // The window attrs of a call with one shape attr added.
@@ -122,6 +151,17 @@ TensorList conv2d_gradient(const GradContext& c, std::span<const Tensor> g) {
   TensorList out{Tensor(), Tensor()};
   if (c.needs_gradient(0)) out[0] = backprop_input(c.input_shape(0), c.input(1), g[0], c.attrs());
   if (c.needs_gradient(1)) out[1] = backprop_filter(c.input(0), c.input_shape(1), g[0], c.attrs());
+  return out;
+}
+
+// y = act(conv(x, f) + b): g' = ReluGrad(g, y) (or g), then conv's gradients of g' and
+// db = Σ_{n,h,w} g' (BiasAddGrad).
+TensorList fused_conv2d_gradient(const GradContext& c, std::span<const Tensor> g) {
+  const Tensor pre = c.attrs().get_string("activation") == "relu" ? relu_grad(g[0], c.output(0)) : g[0];
+  TensorList out{Tensor(), Tensor(), Tensor()};
+  if (c.needs_gradient(0)) out[0] = backprop_input(c.input_shape(0), c.input(1), pre, c.attrs());
+  if (c.needs_gradient(1)) out[1] = backprop_filter(c.input(0), c.input_shape(1), pre, c.attrs());
+  if (c.needs_gradient(2)) out[2] = reduce_sum(pre, std::vector<int>{0, 1, 2});
   return out;
 }
 
@@ -189,6 +229,13 @@ TensorList conv2d_batch(std::span<const Tensor> in, const BatchContext& ctx) {
   return {unstack_last(conv(in[0], stack_last(in[1]), ctx.attrs()), k)};
 }
 
+// Only the input batched: K folds into N. Otherwise one call per k.
+TensorList fused_conv2d_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  if (ctx.batched(0) && !ctx.batched(1) && !ctx.batched(2))
+    return {unfold(execute1(fused_conv2d_def(), {fold(in[0]), in[1], in[2]}, ctx.attrs()), ctx.size())};
+  return batching::sequential(in, ctx);
+}
+
 TensorList backprop_input_batch(std::span<const Tensor> in, const BatchContext& ctx) {
   const std::int64_t k = ctx.size();
   const Shape sizes(ctx.attrs().get_ints("input_sizes"));
@@ -208,6 +255,16 @@ TensorList backprop_filter_batch(std::span<const Tensor> in, const BatchContext&
 
 Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides, const Padding2D& padding, Size2D dilations) {
   return execute1(conv2d_def(), {input, filters}, ops_internal::window_attrs(strides, padding, dilations));
+}
+
+Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, Size2D strides,
+                    const Padding2D& padding, Size2D dilations, const std::string& activation) {
+  const std::string act = activation.empty() ? "linear" : activation;
+  if (act != "linear" && act != "relu")
+    throw std::invalid_argument("fused_conv2d: activation must be \"linear\" (or empty) or \"relu\", got \"" +
+                                activation + "\"");
+  return execute1(fused_conv2d_def(), {input, filters, bias},
+                  ops_internal::window_attrs(strides, padding, dilations).set("activation", act));
 }
 
 Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
@@ -244,6 +301,11 @@ Tensor conv2d_transpose(const Tensor& input, const Tensor& filters, const Shape&
 void register_conv_ops(OpRegistry& r) {
   r.add({.name = "Conv2D", .forward = conv2d_forward, .gradient = conv2d_gradient, .saves = kSaveInputs,
          .batch = conv2d_batch, .check_attrs = ops_internal::check_window_attrs_of("Conv2D", false)});
+  r.add({.name = "FusedConv2D", .forward = fused_conv2d_forward, .gradient = fused_conv2d_gradient, .saves = kSaveAll,
+         .batch = fused_conv2d_batch, .check_attrs = [](const Attrs& a) {
+           ops_internal::check_window_attrs_of("FusedConv2D", false)(a);
+           check_string_attr("FusedConv2D", a, "activation", {"linear", "relu"});
+         }});
   r.add({.name = "Conv2DBackpropInput", .forward = backprop_input_forward, .gradient = backprop_input_gradient,
          .saves = kSaveInputs, .batch = backprop_input_batch,
          .check_attrs = ops_internal::check_window_attrs_of("Conv2DBackpropInput", false, "input_sizes")});

@@ -52,6 +52,20 @@ class Padding2D {
 Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides = {1, 1}, const Padding2D& padding = "VALID",
               Size2D dilations = {1, 1});
 
+// activation(conv2d(input, filters) + bias) in one pass: the bias and the activation are applied
+// to each output tile as the convolution finishes it, instead of two more passes over the output
+// (TensorFlow's _FusedConv2D, which grappler's remapper substitutes for Conv2D -> BiasAdd (-> Relu)
+// on CPU). Values are bit-identical to conv2d, + bias and relu in sequence. The Conv2D layer uses it
+// when it has a bias and no activation or relu.
+// Shapes:   input [N, H, W, C], filters [kh, kw, C, F], bias [F] -> [N, Ho, Wo, F]; one float dtype.
+// Gradient: g' = relu_grad(g, y) (relu) or g; input and filters as conv2d's with g';
+//           bias: reduce_sum(g', {0, 1, 2}) (TF's BiasAddGrad).
+// Errors:   std::invalid_argument naming fused_conv2d: activation not "", "linear" or "relu"; bias
+//           not [F] (both shapes given); dtypes that differ; as conv2d otherwise.
+// Ref:      tensorflow/core/kernels/conv_ops_fused_impl.h, tf.nn.conv2d + tf.nn.bias_add + tf.nn.relu
+Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, Size2D strides = {1, 1},
+                    const Padding2D& padding = "VALID", Size2D dilations = {1, 1}, const std::string& activation = "");
+
 // The gradient of conv2d w.r.t. its input, as an op of its own (TF's Conv2DBackpropInput).
 // Shapes:   filters [kh, kw, C, F], out_backprop [N, Ho, Wo, F] -> input_sizes [N, H, W, C];
 //           (Ho, Wo) must be what conv2d gives for (H, W).

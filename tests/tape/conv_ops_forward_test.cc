@@ -49,6 +49,36 @@ TEST(Conv2D, Float32MatchesFloat64) {
   EXPECT_TRUE(all_close(tf::cast(y32, tf::DType::kFloat64), y64, 1e-5, 1e-5));
 }
 
+// fused_conv2d must carry exactly the bits of conv2d, + bias and relu in sequence, on each kernel
+// path: direct (<= 4 input channels), im2col + GEMM, and 1x1 (pointwise); float32 and float64;
+// channel counts with a packet tail. Its gradients are those ops' gradients (same bits too).
+TEST(FusedConv2D, BitIdenticalToConvBiasAddRelu) {
+  struct Case {
+    tf::Shape x, f;
+    tf::Size2D s;
+    const char* padding;
+  };
+  for (const Case& k : {Case{{2, 9, 8, 3}, {3, 3, 3, 20}, {1, 1}, "SAME"},
+                        Case{{2, 9, 8, 7}, {3, 2, 7, 13}, {2, 1}, "VALID"},
+                        Case{{2, 5, 5, 6}, {1, 1, 6, 11}, {1, 1}, "VALID"}})
+    for (tf::DType dt : {tf::DType::kFloat32, tf::DType::kFloat64})
+      for (const char* act : {"relu", "linear"}) {
+        SCOPED_TRACE(::testing::Message() << k.x.to_string() << " " << k.f.to_string() << " " << act << " "
+                                          << tf::dtype_name(dt));
+        tf::Variable x(tf::cast(random_f64(k.x, 5), dt)), f(tf::cast(random_f64(k.f, 6), dt)),
+            b(tf::cast(random_f64({k.f[3]}, 7), dt));
+        tf::GradientTape t1, t2;
+        const tf::Tensor fused = tf::fused_conv2d(x.read(), f.read(), b.read(), k.s, k.padding, {1, 1}, act);
+        tf::Tensor plain = tf::conv2d(x.read(), f.read(), k.s, k.padding) + b.read();
+        if (std::string(act) == "relu") plain = tf::relu(plain);
+        ASSERT_TRUE(all_close(fused, plain, 0, 0));
+        const tf::Tensor w = tf::cast(random_f64(fused.shape(), 8), dt);
+        const auto g1 = t1.gradient(tf::reduce_sum(fused * w), {x, f, b});
+        const auto g2 = t2.gradient(tf::reduce_sum(plain * w), {x, f, b});
+        for (int i = 0; i < 3; ++i) EXPECT_TRUE(all_close(*g1[i], *g2[i], 0, 0)) << "gradient " << i;
+      }
+}
+
 TEST(Conv2DTranspose, ShapesAndAdjointIdentity) {
   // 7 -> 14 and 14 -> 28 as in the DCGAN generator; <conv(a), b> == <a, conv_transpose(b)>.
   for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{7, 14}, {14, 28}}) {
@@ -116,6 +146,14 @@ TEST(ConvOpsErrors, NameTheOpAndTheValues) {
                {"conv2d_transpose", "output_shape", "[1, 5, 5, 3]"});
   expect_invalid_argument([&] { tf::conv2d_transpose(random_f64({1, 3, 3, 4}, 1), f, {1, 5, 5}); },
                {"conv2d_transpose", "output_shape", "rank 4"});
+  const tf::Tensor bias = random_f64({4}, 4);
+  expect_invalid_argument([&] { tf::fused_conv2d(x, f, random_f64({3}, 4)); }, {"fused_conv2d", "[4]", "[3]"});
+  expect_invalid_argument([&] { tf::fused_conv2d(x, f, random_f64({1, 4}, 4)); }, {"fused_conv2d", "[1, 4]"});
+  expect_invalid_argument([&] { tf::fused_conv2d(x, f, tf::cast(bias, tf::DType::kFloat32)); },
+                          {"fused_conv2d", "float64", "float32"});
+  expect_invalid_argument([&] { tf::fused_conv2d(x, f, bias, {1, 1}, "VALID", {1, 1}, "tanh"); },
+                          {"fused_conv2d", "activation", "tanh"});
+  expect_invalid_argument([&] { tf::fused_conv2d(x, random_f64({3, 3, 3, 4}, 1), bias); }, {"fused_conv2d", "channels 2", "3"});
 }
 
 TEST(PoolOpsErrors, NameTheOpAndTheValues) {

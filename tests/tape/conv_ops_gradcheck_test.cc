@@ -27,6 +27,10 @@ tf::testing::TestFn conv(tf::Size2D s, tf::Padding2D p, tf::Size2D d = {1, 1}) {
   return [s, p, d](const In& in) { return tf::conv2d(in[0], in[1], s, p, d); };
 }
 
+tf::testing::TestFn fused(tf::Size2D s, tf::Padding2D p, std::string activation) {
+  return [s, p, activation](const In& in) { return tf::fused_conv2d(in[0], in[1], in[2], s, p, {1, 1}, activation); };
+}
+
 // conv2d_transpose of in[0] [N,h,w,Cin] with filters in[1] [k,k,Cout,Cin] to `out`.
 tf::testing::TestFn transpose(tf::Shape out, tf::Size2D s, tf::Padding2D p) {
   return [out, s, p](const In& in) { return tf::conv2d_transpose(in[0], in[1], out, s, p); };
@@ -54,6 +58,10 @@ tf::testing::RegisterGradChecks rows({
     // 5 input channels: the im2col + GEMM kernels (the cases above have <= 4 and run the direct ones)
     {"Conv2D", "SAME stride 2, 5 -> 2 channels (im2col path)", conv({2, 2}, "SAME"),
      inputs({{1, 5, 4, 5}, {3, 3, 5, 2}})},
+    {"FusedConv2D", "relu, SAME stride 2, 2 -> 3 channels (direct kernel)", fused({2, 2}, "SAME", "relu"),
+     inputs({{2, 5, 5, 2}, {3, 3, 2, 3}, {3}})},
+    {"FusedConv2D", "linear, VALID, 5 -> 2 channels (im2col path)", fused({1, 1}, "VALID", "linear"),
+     inputs({{1, 5, 4, 5}, {3, 2, 5, 2}, {2}})},
     {"Conv2DBackpropInput", "transpose 7 -> 14 (5x5, stride 2, SAME)", transpose({1, 14, 14, 1}, {2, 2}, "SAME"),
      inputs({{1, 7, 7, 2}, {5, 5, 1, 2}})},
     {"Conv2DBackpropInput", "transpose 14 -> 28 (3x3, stride 2, SAME)", transpose({1, 28, 28, 1}, {2, 2}, "SAME"),
