@@ -467,121 +467,143 @@ std::int64_t image_grain(const Conv2DGeometry& g) {
   return std::max<std::int64_t>(1, (1 << 15) / per_image);
 }
 
-// For every channel of the window, its first maximum (row-major window order; strict > keeps the
-// first of ties, as TF's CPU kernel): best[c] its value, pos[c] its window position
-// (i - i0) * (j1 - j0) + (j - j0), held as a T (exact: windows are far smaller than 2^24) so that
-// value and position update under one packet select. Explicit packets: GCC turns the scalar
-// select into masked stores, which are microcoded and slow on AMD.
-template <class T>
-void window_argmax(const T* x, const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1,
-                   std::int64_t j0, std::int64_t j1, T* __restrict best, T* __restrict pos) {
-  using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t L = ei::packet_traits<T>::size;
-  const T* first = x + ((n * g.h + i0) * g.w + j0) * g.c;
-  std::copy_n(first, g.c, best);
-  std::fill_n(pos, g.c, T(0));
-  const std::int64_t wj = j1 - j0;
+// Offsets in x of a window's taps, in window order (row-major; a tap's index is its window
+// position). Returns the count.
+std::int64_t window_taps(const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1, std::int64_t j0,
+                         std::int64_t j1, std::int64_t* off) {
+  std::int64_t t = 0;
   for (std::int64_t i = i0; i < i1; ++i)
-    for (std::int64_t j = j0; j < j1; ++j) {
-      const T* in = x + ((n * g.h + i) * g.w + j) * g.c;
-      const T p = static_cast<T>((i - i0) * wj + (j - j0));
-      const P pv = ei::pset1<P>(p);
-      std::int64_t c = 0;
-      for (; c + L <= g.c; c += L) {
-        const P v = ei::ploadu<P>(in + c), b = ei::ploadu<P>(best + c);
-        const P gt = ei::pcmp_lt(b, v);
-        ei::pstoreu(best + c, ei::pselect(gt, v, b));
-        ei::pstoreu(pos + c, ei::pselect(gt, pv, ei::ploadu<P>(pos + c)));
-      }
-      for (; c < g.c; ++c)
-        if (in[c] > best[c]) best[c] = in[c], pos[c] = p;
+    for (std::int64_t j = j0; j < j1; ++j) off[t++] = ((n * g.h + i) * g.w + j) * g.c;
+  return t;
+}
+
+// Max pooling's kernels run per window with channels in packets outermost and the taps inside, so
+// the running maximum, its position and the output stay in registers. Per channel: the first
+// maximum in window order (strict >, so NaN never replaces and ties keep the first, as TF's CPU
+// kernel); its position is held as a T (exact: windows are far smaller than 2^24) so that value and
+// position update under one packet select. Explicit packets: GCC turns scalar selects into masked
+// stores, which are microcoded and slow on AMD.
+template <class T>
+struct WindowMax {
+  using P = typename ei::packet_traits<T>::type;
+  static constexpr std::int64_t L = ei::packet_traits<T>::size;
+  const T* x;
+  const std::int64_t* off;
+  std::int64_t taps;
+  // Maximum and its position for the packet of channels at c.
+  void packet(std::int64_t c, P& best, P& pos) const {
+    best = ei::ploadu<P>(x + off[0] + c);
+    pos = ei::pset1<P>(T(0));
+    for (std::int64_t t = 1; t < taps; ++t) {
+      const P v = ei::ploadu<P>(x + off[t] + c), gt = ei::pcmp_lt(best, v);
+      best = ei::pselect(gt, v, best);
+      pos = ei::pselect(gt, ei::pset1<P>(static_cast<T>(t)), pos);
     }
-}
-
-// out[c] = in[c] > out[c] ? in[c] : out[c] (NaN in `in` never replaces; TF's CPU max pool), in packets.
-template <class T>
-void keep_greater(const T* __restrict in, T* __restrict out, std::int64_t count) {
-  using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t L = ei::packet_traits<T>::size;
-  std::int64_t c = 0;
-  for (; c + L <= count; c += L) {
-    const P v = ei::ploadu<P>(in + c), o = ei::ploadu<P>(out + c);
-    ei::pstoreu(out + c, ei::pselect(ei::pcmp_lt(o, v), v, o));
   }
-  for (; c < count; ++c) out[c] = in[c] > out[c] ? in[c] : out[c];
-}
-
-// out[c] = (at[c] == p ? v[c] : 0) + out[c] (accumulate) or (at[c] == p ? v[c] : out[c]) (pick).
-template <bool kAccumulate, class T>
-void select_at(const T* __restrict at, T p, const T* __restrict v, T* __restrict out, std::int64_t count) {
-  using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t L = ei::packet_traits<T>::size;
-  const P pv = ei::pset1<P>(p), zero = ei::pset1<P>(T(0));
-  std::int64_t c = 0;
-  for (; c + L <= count; c += L) {
-    const P hit = ei::pcmp_eq(ei::ploadu<P>(at + c), pv), o = ei::ploadu<P>(out + c);
-    ei::pstoreu(out + c, kAccumulate ? ei::padd(o, ei::pselect(hit, ei::ploadu<P>(v + c), zero))
-                                     : ei::pselect(hit, ei::ploadu<P>(v + c), o));
+  // The same for one channel.
+  std::int64_t scalar(std::int64_t c, T& best) const {
+    std::int64_t at = 0;
+    best = x[off[0] + c];
+    for (std::int64_t t = 1; t < taps; ++t)
+      if (x[off[t] + c] > best) best = x[off[t] + c], at = t;
+    return at;
   }
-  for (; c < count; ++c)
-    if (at[c] == p) out[c] = kAccumulate ? out[c] + v[c] : v[c];
-}
+};
 
-// Calls f(tap offset in x, window position) for the taps of a window in window order.
-template <class F>
-void for_window_taps(const Conv2DGeometry& g, std::int64_t n, std::int64_t i0, std::int64_t i1, std::int64_t j0,
-                     std::int64_t j1, F&& f) {
-  std::int64_t p = 0;
-  for (std::int64_t i = i0; i < i1; ++i)
-    for (std::int64_t j = j0; j < j1; ++j, ++p) f(((n * g.h + i) * g.w + j) * g.c, p);
+// Whether the windows tile the input exactly (each element in exactly one window).
+bool windows_tile_input(const Conv2DGeometry& g) {
+  return g.sh == g.kh && g.sw == g.kw && g.pad_top == 0 && g.pad_left == 0 && g.ho * g.kh == g.h &&
+         g.wo * g.kw == g.w;
 }
 
 }  // namespace
 
 template <class T>
 void max_pool2d(const T* x, T* y, const Conv2DGeometry& g) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    std::vector<std::int64_t> off(static_cast<std::size_t>(g.kh * g.kw));
     for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
       T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
-      std::copy_n(x + ((n * g.h + i0) * g.w + j0) * g.c, g.c, out);
-      for (std::int64_t i = i0; i < i1; ++i)
-        for (std::int64_t j = j0; j < j1; ++j) keep_greater(x + ((n * g.h + i) * g.w + j) * g.c, out, g.c);
+      const WindowMax<T> w{x, off.data(), window_taps(g, n, i0, i1, j0, j1, off.data())};
+      std::int64_t c = 0;
+      for (; c + L <= g.c; c += L) {
+        P best, pos;
+        w.packet(c, best, pos);
+        ei::pstoreu(out + c, best);
+      }
+      for (; c < g.c; ++c) w.scalar(c, out[c]);
     });
   });
 }
 
-// Each window adds dy to every tap through a select on the argmax position (vectorised over
-// channels; no per-channel offset arithmetic or scattered writes). An image's dx is zeroed just
-// before its windows run, while it is still in cache.
+// dx gets each window's dy at its argmax, through a select per tap (no per-channel offsets or
+// scattered writes). When the windows tile the input (2x2 stride 2 on an even image) every element
+// is written once and dx needs no zeroing; otherwise an image's dx is zeroed just before its
+// windows add into it, while it is in cache.
 template <class T>
 void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
   const std::int64_t image = g.h * g.w * g.c;
+  const bool assign = windows_tile_input(g);
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
-    std::vector<T> best(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c));
+    std::vector<std::int64_t> off(static_cast<std::size_t>(g.kh * g.kw));
+    const P zero = ei::pset1<P>(T(0));
     for (std::int64_t m = b; m < e; ++m) {
-      std::fill(dx + m * image, dx + (m + 1) * image, T(0));
+      if (!assign) std::fill(dx + m * image, dx + (m + 1) * image, T(0));
       for_windows(g, m, m + 1, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
         const T* d = dy + ((n * g.ho + oh) * g.wo + ow) * g.c;
-        window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data());
-        for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int64_t p) {
-          select_at<true>(pos.data(), static_cast<T>(p), d, dx + off, g.c);
-        });
+        const WindowMax<T> w{x, off.data(), window_taps(g, n, i0, i1, j0, j1, off.data())};
+        std::int64_t c = 0;
+        for (; c + L <= g.c; c += L) {
+          P best, pos;
+          w.packet(c, best, pos);
+          const P dv = ei::ploadu<P>(d + c);
+          for (std::int64_t t = 0; t < w.taps; ++t) {
+            T* o = dx + off[static_cast<std::size_t>(t)] + c;
+            const P v = ei::pselect(ei::pcmp_eq(pos, ei::pset1<P>(static_cast<T>(t))), dv, zero);
+            ei::pstoreu(o, assign ? v : ei::padd(ei::ploadu<P>(o), v));
+          }
+        }
+        for (; c < g.c; ++c) {
+          T best;
+          const std::int64_t at = w.scalar(c, best);
+          for (std::int64_t t = 0; t < w.taps; ++t) {
+            T& o = dx[off[static_cast<std::size_t>(t)] + c];
+            const T v = t == at ? d[c] : T(0);
+            o = assign ? v : o + v;
+          }
+        }
       });
     }
   });
 }
 
+// y[window] = ddx at the window's argmax.
 template <class T>
 void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& g) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
-    std::vector<T> best(static_cast<std::size_t>(g.c)), pos(static_cast<std::size_t>(g.c));
+    std::vector<std::int64_t> off(static_cast<std::size_t>(g.kh * g.kw));
     for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
       T* out = y + ((n * g.ho + oh) * g.wo + ow) * g.c;
-      window_argmax(x, g, n, i0, i1, j0, j1, best.data(), pos.data());
-      std::fill_n(out, g.c, T(0));
-      for_window_taps(g, n, i0, i1, j0, j1, [&](std::int64_t off, std::int64_t p) {
-        select_at<false>(pos.data(), static_cast<T>(p), ddx + off, out, g.c);
-      });
+      const WindowMax<T> w{x, off.data(), window_taps(g, n, i0, i1, j0, j1, off.data())};
+      std::int64_t c = 0;
+      for (; c + L <= g.c; c += L) {
+        P best, pos, r = ei::pset1<P>(T(0));
+        w.packet(c, best, pos);
+        for (std::int64_t t = 0; t < w.taps; ++t)
+          r = ei::pselect(ei::pcmp_eq(pos, ei::pset1<P>(static_cast<T>(t))),
+                          ei::ploadu<P>(ddx + off[static_cast<std::size_t>(t)] + c), r);
+        ei::pstoreu(out + c, r);
+      }
+      for (; c < g.c; ++c) {
+        T best;
+        out[c] = ddx[off[static_cast<std::size_t>(w.scalar(c, best))] + c];
+      }
     });
   });
 }

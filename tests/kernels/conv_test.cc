@@ -215,22 +215,30 @@ void for_pool_windows(const Conv2DGeometry& g, F&& f) {
         }
 }
 
-TEST(PoolKernel, MatchesNaiveLoops) {
+// Against the naive loops in double; float runs the 8-lane packets (the max-pool values and
+// routing are exact in float too; averages to float rounding).
+template <class T>
+void check_pool_against_reference(double tol) {
   const std::vector<Case> cases = {{2, 6, 6, 3, 2, 2, 3, 2, 2, 1, 1, "VALID"},
                                    {1, 7, 5, 2, 3, 3, 2, 2, 2, 1, 1, "SAME"},
                                    {2, 5, 6, 2, 3, 2, 2, 1, 1, 1, 1, "SAME"},
                                    {1, 11, 11, 4, 2, 2, 4, 2, 2, 1, 1, "VALID"},
                                    // channels across whole packets and a tail; overlapping windows
                                    {2, 7, 7, 11, 2, 2, 11, 2, 2, 1, 1, "VALID"},
-                                   {1, 6, 5, 9, 3, 3, 9, 1, 1, 1, 1, "SAME"}};
+                                   {1, 6, 5, 9, 3, 3, 9, 1, 1, 1, 1, "SAME"},
+                                   // windows that tile the input (the gradient assigns, no zeroing)
+                                   {2, 8, 6, 19, 2, 2, 19, 2, 2, 1, 1, "VALID"}};
   for (const Case& k : cases) {
+    SCOPED_TRACE(::testing::Message() << "case " << k.n << "x" << k.h << "x" << k.w << "x" << k.c << " k" << k.kh
+                                      << "x" << k.kw << " s" << k.sh << " " << k.padding);
     const Conv2DGeometry g = geometry(k);
-    const auto x = random_vector<double>(g.n * g.h * g.w * g.c, 8);
-    const auto dy = random_vector<double>(g.out_pixels() * g.c, 9);
-    const auto ddx = random_vector<double>(x.size(), 10);
-    std::vector<double> max_y(dy.size()), avg_y(dy.size()), gg(dy.size());
+    const auto x = random_vector<T>(g.n * g.h * g.w * g.c, 8);
+    const auto dy = random_vector<T>(g.out_pixels() * g.c, 9);
+    const auto ddx = random_vector<T>(x.size(), 10);
+    std::vector<T> max_y(dy.size()), avg_y(dy.size()), gg(dy.size());
     std::vector<double> want_max(dy.size()), want_avg(dy.size()), want_gg(dy.size());
-    std::vector<double> max_dx(x.size()), avg_dx(x.size()), want_max_dx(x.size(), 0.0), want_avg_dx(x.size(), 0.0);
+    std::vector<T> max_dx(x.size(), T(7)), avg_dx(x.size());
+    std::vector<double> want_max_dx(x.size(), 0.0), want_avg_dx(x.size(), 0.0);
     for_pool_windows(g, [&](std::int64_t o, const std::vector<std::int64_t>& taps) {
       std::int64_t best = taps[0];
       double sum = 0;
@@ -249,12 +257,17 @@ TEST(PoolKernel, MatchesNaiveLoops) {
     max_pool2d_grad(x.data(), dy.data(), max_dx.data(), g);
     max_pool2d_grad_grad(x.data(), ddx.data(), gg.data(), g);
     avg_pool2d_grad(dy.data(), avg_dx.data(), g);
-    expect_near(max_y, want_max, 1e-14);
-    expect_near(avg_y, want_avg, 1e-14);
-    expect_near(max_dx, want_max_dx, 1e-14);
-    expect_near(gg, want_gg, 1e-14);
-    expect_near(avg_dx, want_avg_dx, 1e-14);
+    expect_near(max_y, want_max, tol);
+    expect_near(avg_y, want_avg, tol);
+    expect_near(max_dx, want_max_dx, tol);
+    expect_near(gg, want_gg, tol);
+    expect_near(avg_dx, want_avg_dx, tol);
   }
+}
+
+TEST(PoolKernel, MatchesNaiveLoops) {
+  check_pool_against_reference<double>(1e-14);
+  check_pool_against_reference<float>(1e-6);
 }
 
 TEST(PoolKernel, TiesGoToTheFirstMaximumAndSameAverageCountsUnpaddedOnly) {
@@ -265,6 +278,21 @@ TEST(PoolKernel, TiesGoToTheFirstMaximumAndSameAverageCountsUnpaddedOnly) {
   EXPECT_EQ(dx, (std::vector<double>{1, 0, 2, 0, 0, 0, 3, 0, 4}));
   avg_pool2d(x.data(), y.data(), g);
   EXPECT_EQ(y, (std::vector<double>{1, 1, 1, 1}));  // not 0.5 / 0.25 at the padded edges
+  // The same in float with 9 channels (one 8-lane packet and a tail), windows that tile the input:
+  // every channel's gradient goes to its window's first tap, and the second derivative reads it.
+  const Conv2DGeometry t = geometry({1, 4, 4, 9, 2, 2, 9, 2, 2, 1, 1, "VALID"});
+  const std::vector<float> ones(16 * 9, 1.0f), d(4 * 9, 2.0f);
+  std::vector<float> grad(16 * 9, 7.0f), picked(4 * 9);
+  max_pool2d_grad(ones.data(), d.data(), grad.data(), t);
+  for (std::int64_t i = 0; i < 4; ++i)
+    for (std::int64_t j = 0; j < 4; ++j)
+      for (std::int64_t c = 0; c < 9; ++c)
+        ASSERT_EQ(grad[static_cast<std::size_t>((i * 4 + j) * 9 + c)], i % 2 == 0 && j % 2 == 0 ? 2.0f : 0.0f)
+            << i << " " << j << " " << c;
+  std::vector<float> ddx(16 * 9);
+  for (std::size_t q = 0; q < ddx.size(); ++q) ddx[q] = static_cast<float>(q);
+  max_pool2d_grad_grad(ones.data(), ddx.data(), picked.data(), t);
+  EXPECT_EQ(picked[9 + 4], ddx[(0 * 4 + 2) * 9 + 4]);  // window (0, 1), channel 4: tap (0, 2)
 }
 
 }  // namespace
