@@ -1,4 +1,5 @@
-// Convolution kernels: im2col tiles + kernels::matmul (see conv.h for the scheme).
+// Convolution and pooling kernels: im2col tiles + kernels::matmul, direct kernels for <= 4 input
+// channels, max pooling in packets (see conv.h for the schemes).
 #include "tape/kernels/conv.h"
 
 #include <Eigen/Core>
