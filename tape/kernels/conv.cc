@@ -156,11 +156,16 @@ std::vector<std::int64_t> panel_tap_offsets(const Conv2DGeometry& g, std::int64_
   return off;
 }
 
-// `filter` [k, f] copied to [k, fp] with zero columns f..fp (every block loads whole packets).
+// Rows [rows, f] copied into dst [rows, fp] (row stride fp; columns f..fp are left as they are:
+// zero-initialised by the callers, so every block loads whole packets).
+template <class T>
+void copy_padded_rows(const T* src, std::int64_t rows, std::int64_t f, std::int64_t fp, T* dst) {
+  for (std::int64_t r = 0; r < rows; ++r) std::copy_n(src + r * f, f, dst + r * fp);
+}
 template <class T>
 std::vector<T> pad_columns(const T* filter, std::int64_t k, std::int64_t f, std::int64_t fp) {
   std::vector<T> out(static_cast<std::size_t>(k * fp), T(0));
-  for (std::int64_t r = 0; r < k; ++r) std::copy_n(filter + r * f, f, out.data() + r * fp);
+  copy_padded_rows(filter, k, f, fp, out.data());
   return out;
 }
 
@@ -265,7 +270,7 @@ void conv2d_backprop_filter_direct(const T* x, const T* dy, T* dfilter, const Co
         fill_panel(x, g, r / g.ho, r % g.ho, width, panel.data());
         const T* d_row = dy + r * g.wo * g.f;
         if (g.f != fp) {  // channels padded with zeros to whole blocks
-          for (std::int64_t ow = 0; ow < g.wo; ++ow) std::copy_n(d_row + ow * g.f, g.f, dy_pad.data() + ow * fp);
+          copy_padded_rows(d_row, g.wo, g.f, fp, dy_pad.data());
           d_row = dy_pad.data();
         }
         for (std::int64_t f0 = 0; f0 < fp; f0 += FB)
