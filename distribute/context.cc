@@ -61,6 +61,13 @@ void Context::set_fusion(std::int64_t threshold_bytes, bool overlap_backward) {
   options_.overlap_backward = overlap_backward;
 }
 
+void Context::set_shared_memory(bool on) {
+  options_.shared_memory = on;
+  reducer_->set_shared_memory(on);
+}
+
+bool Context::uses_shared_memory() const { return reducer_->uses_shared_memory(); }
+
 void Context::set_timeout(double seconds) {
   if (!(seconds > 0))
     throw std::invalid_argument("distribute::Context::set_timeout: seconds must be > 0, got " + std::to_string(seconds));
@@ -99,7 +106,8 @@ Context::Context(int* argc, char*** argv, ContextOptions options) : options_(opt
   MPI_Comm_free(&local);
   comm_ = std::make_unique<Communicator>(options_.timeout_seconds, rank_, size_);
   // Serialized: the reducer's progress thread may call MPI while this thread computes.
-  reducer_ = std::make_unique<internal::GradientReducer>(*comm_, provided >= MPI_THREAD_SERIALIZED && size_ > 1);
+  reducer_ = std::make_unique<internal::GradientReducer>(*comm_, provided >= MPI_THREAD_SERIALIZED && size_ > 1,
+                                                         options_.shared_memory);
 }
 
 Context::~Context() {

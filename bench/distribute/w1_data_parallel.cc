@@ -10,6 +10,9 @@
 //   comm-only    only the reductions of precomputed gradients (the communication's own cost)
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
+// When every rank is on one machine, the modes with communication run twice, interleaved: through
+// the shared-memory window (the default) and through MPI_Iallreduce (ContextOptions::shared_memory
+// off), so the two transports are compared in one run.
 // Uses the Fashion-MNIST training set if installed, else random data of the same shape.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -108,8 +111,9 @@ int main(int argc, char** argv) {
   enum Mode { kOverlap, kNoOverlap, kLocal, kCommOnly };
   std::vector<tf::Variable> vars = model->trainable_variables();
   std::vector<std::optional<tf::Tensor>> fixed;
-  auto run_block = [&](Mode mode) {
+  auto run_block = [&](Mode mode, bool shared_memory) {
     ctx.set_fusion(fusion, mode == kOverlap);
+    ctx.set_shared_memory(shared_memory);
     if (vars.empty()) vars = model->trainable_variables();
     if (fixed.empty())
       for (const auto& v : vars) fixed.emplace_back(tf::ones(v.shape()));
@@ -135,32 +139,42 @@ int main(int argc, char** argv) {
                  static_cast<double>(t.started_in_backward) / steps};
   };
   for (int i = 0; i < 5; ++i) train_step();  // warm-up (builds the model and the optimizer's slots)
-  // Modes interleaved block by block, so that a change of machine load hits them alike.
-  std::vector<std::vector<Phase>> runs(4);
+  ctx.set_shared_memory(true);
+  const bool have_shared = ctx.uses_shared_memory();
+  // Modes interleaved block by block, so that a change of machine load hits them alike; runs[t][m]
+  // for transport t (0 shared memory, 1 MPI_Iallreduce).
+  std::vector<std::vector<std::vector<Phase>>> runs(2, std::vector<std::vector<Phase>>(4));
   for (int block = 0; block < 7; ++block)
-    for (Mode m : {kOverlap, kNoOverlap, kLocal, kCommOnly}) runs[m].push_back(run_block(m));
-  auto med = [&](Mode m, double Phase::*field) {
+    for (Mode m : {kOverlap, kNoOverlap, kLocal, kCommOnly})
+      for (int t = have_shared ? 0 : 1; t < 2; ++t)
+        if (t == 1 || m != kLocal) runs[static_cast<std::size_t>(t)][m].push_back(run_block(m, t == 0));
+  auto med = [&](int t, Mode m, double Phase::*field) {
     std::vector<double> v;
-    for (const Phase& p : runs[m]) v.push_back(p.*field);
+    for (const Phase& p : runs[static_cast<std::size_t>(t)][m]) v.push_back(p.*field);
     return median(v);
   };
-  const Phase ov{med(kOverlap, &Phase::step_ms), med(kOverlap, &Phase::wait_ms), med(kOverlap, &Phase::backward_ms),
-                 med(kOverlap, &Phase::early_buffers)};
-  const Phase no{med(kNoOverlap, &Phase::step_ms), med(kNoOverlap, &Phase::wait_ms),
-                 med(kNoOverlap, &Phase::backward_ms), 0};
-  const double local_ms = med(kLocal, &Phase::step_ms), comm_ms = med(kCommOnly, &Phase::step_ms);
+  const double local_ms = med(1, kLocal, &Phase::step_ms);
   if (ctx.rank() == 0) {
     std::printf("W1 data-parallel: %d rank(s) x %d thread(s), batch %lld per rank (global %lld), %s data, "
                 "fusion %lld bytes\n",
                 ctx.size(), threads, static_cast<long long>(local), static_cast<long long>(global),
                 real ? "Fashion-MNIST" : "random", static_cast<long long>(fusion));
+    std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)\n",
+                1e3 * static_cast<double>(global) / local_ms, local_ms);
+  }
+  for (int t = have_shared ? 0 : 1; t < 2; ++t) {
+    const Phase ov{med(t, kOverlap, &Phase::step_ms), med(t, kOverlap, &Phase::wait_ms),
+                   med(t, kOverlap, &Phase::backward_ms), med(t, kOverlap, &Phase::early_buffers)};
+    const Phase no{med(t, kNoOverlap, &Phase::step_ms), med(t, kNoOverlap, &Phase::wait_ms),
+                   med(t, kNoOverlap, &Phase::backward_ms), 0};
+    const double comm_ms = med(t, kCommOnly, &Phase::step_ms);
+    if (ctx.rank() != 0) continue;
+    std::printf(" %s:\n", t == 0 ? "shared-memory window" : "MPI_Iallreduce");
     std::printf("  overlap:    %8.0f examples/s  %7.3f ms/step  backward %7.3f ms  wait %6.3f ms  buffers started in "
                 "backward %.1f\n",
                 1e3 * static_cast<double>(global) / ov.step_ms, ov.step_ms, ov.backward_ms, ov.wait_ms, ov.early_buffers);
     std::printf("  no-overlap: %8.0f examples/s  %7.3f ms/step  backward %7.3f ms  wait %6.3f ms\n",
                 1e3 * static_cast<double>(global) / no.step_ms, no.step_ms, no.backward_ms, no.wait_ms);
-    std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)\n",
-                1e3 * static_cast<double>(global) / local_ms, local_ms);
     std::printf("  comm-only:  %7.3f ms per reduction of all gradients (%lld bytes)\n", comm_ms,
                 static_cast<long long>(4 * 270346));
     if (ctx.size() > 1)

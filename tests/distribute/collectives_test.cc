@@ -81,10 +81,15 @@ TEST(ContextTest, BroadcastAndBroadcastVariables) {
 
 // Gradients: rank r sees d loss / d w = (r + 1) * ones; `odd` has a gradient on odd ranks only;
 // `unused` has none anywhere. Small fusion buffers force several buffers.
+// Both transports: the shared-memory window (every rank is on this machine) and MPI_Iallreduce.
 TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
   Context& c = context();
   const int n = c.size();
-  for (std::int64_t threshold : {std::int64_t{1} << 20, std::int64_t{16}}) {
+  for (int config = 0; config < 4; ++config) {
+    const bool shared = config < 2;
+    const std::int64_t threshold = config % 2 == 0 ? std::int64_t{1} << 20 : std::int64_t{16};
+    SCOPED_TRACE(shared ? "shared memory" : "MPI_Iallreduce");
+    c.set_shared_memory(shared);
     c.set_fusion(threshold, true);
     Variable w(zeros(Shape{3, 2}), {.name = "w"});
     Variable odd(zeros(Shape{4}), {.name = "odd"});
@@ -109,7 +114,61 @@ TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
     EXPECT_TRUE(same_on_every_rank(hash_bytes({*g[0], *g[3]})));
   }
   c.set_fusion(ContextOptions{}.fusion_threshold_bytes, true);
+  c.set_shared_memory(true);
   EXPECT_THROW(c.set_fusion(0, true), std::invalid_argument);
+}
+
+// mpirun here starts every rank on this machine: the shared-memory window is what the other tests use.
+TEST(GradientTest, OneMachineReducesThroughSharedMemory) {
+  Context& c = context();
+  EXPECT_EQ(c.uses_shared_memory(), c.size() > 1 && c.local_size() == c.size());
+  c.set_shared_memory(false);
+  EXPECT_FALSE(c.uses_shared_memory());
+  c.set_shared_memory(true);
+}
+
+// Rank r's gradient of element i is (r + 1)·i, so the average is i·(n + 1)/2, exact in float and
+// double. The big variable spans every rank's slice of its buffer (each rank sums 1/n of it), and
+// two variable lists of different sizes alternate (as a GAN's two networks do), so the window grows
+// and the steps' halves alternate between layouts. Results must be exact for both transports.
+TEST(GradientTest, SlicesAcrossRanksAndAlternatingVariableListsAreExact) {
+  Context& c = context();
+  const int n = c.size();
+  auto ramp = [](std::int64_t count, DType dtype) {
+    std::vector<double> v(static_cast<std::size_t>(count));
+    std::iota(v.begin(), v.end(), 0.0);
+    return cast(constant(v, Shape{count}), dtype);
+  };
+  Variable small(zeros(Shape{5}), {.name = "small"});
+  Variable big(zeros(Shape{3001}), {.name = "big"});
+  Variable big64(zeros(Shape{777}, DType::kFloat64), {.name = "big64"});
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared memory" : "MPI_Iallreduce");
+    c.set_shared_memory(shared);
+    for (int step = 0; step < 5; ++step) {
+      const bool both = step % 2 == 1;
+      const std::vector<Variable> vars = both ? std::vector<Variable>{small, big, big64} : std::vector<Variable>{small};
+      DistributedGradientTape tape(c);
+      const double scale = c.rank() + 1;
+      Tensor loss = reduce_sum(small.read() * ramp(5, DType::kFloat32) * static_cast<float>(scale));
+      if (both)
+        loss = loss + reduce_sum(big.read() * ramp(3001, DType::kFloat32) * static_cast<float>(scale)) +
+               cast(reduce_sum(big64.read() * ramp(777, DType::kFloat64) * scale), DType::kFloat32);
+      const auto g = tape.gradient(loss, vars);
+      ASSERT_EQ(g.size(), vars.size());
+      std::vector<Tensor> got;
+      for (std::size_t k = 0; k < g.size(); ++k) {
+        ASSERT_TRUE(g[k].has_value()) << vars[k].name();
+        const auto v = g[k]->dtype() == DType::kFloat64 ? g[k]->to_vector<double>()
+                                                        : cast(*g[k], DType::kFloat64).to_vector<double>();
+        for (std::size_t i = 0; i < v.size(); ++i)
+          ASSERT_EQ(v[i], static_cast<double>(i) * (n + 1) / 2.0) << vars[k].name() << " element " << i << " step " << step;
+        got.push_back(*g[k]);
+      }
+      EXPECT_TRUE(same_on_every_rank(hash_bytes(got)));
+    }
+  }
+  c.set_shared_memory(true);
 }
 
 TEST(GradientTest, DistributedOptimizerAppliesTheAverage) {
