@@ -1,6 +1,8 @@
 // GAN training step and classifier score; see gan.h.
 #include "models/gan.h"
 
+#include <Eigen/Dense>
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -124,6 +126,75 @@ ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images
     s.class_entropy -= p * std::log(p);
   }
   return s;
+}
+
+Tensor classifier_features(const Sequential& classifier, const Tensor& images, std::int64_t batch_size) {
+  const auto& stack = classifier.layers();
+  if (stack.size() < 2)
+    throw std::invalid_argument("classifier_features: '" + classifier.name() + "' has " +
+                                std::to_string(stack.size()) + " layer(s); it needs at least 2 (features, then logits)");
+  if (batch_size < 1)
+    throw std::invalid_argument("classifier_features: batch_size must be >= 1, got " + std::to_string(batch_size));
+  if (images.shape().rank() != 2 || images.shape()[0] == 0)
+    throw std::invalid_argument("classifier_features: images must be a non-empty [n, features] tensor, got " +
+                                images.shape().to_string());
+  const std::int64_t n = images.shape()[0], features = images.shape()[1];
+  std::vector<Tensor> parts;
+  for (std::int64_t b = 0; b < n; b += batch_size) {
+    Tensor h = slice(images, {b, 0}, {std::min(batch_size, n - b), features});
+    for (std::size_t l = 0; l + 1 < stack.size(); ++l) h = (*stack[l])(h, false);
+    parts.push_back(cast(h, DType::kFloat64));
+  }
+  return parts.size() == 1 ? parts[0] : concat(parts, 0);
+}
+
+namespace {
+
+using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+// Rows of a [n, d] tensor as a float64 matrix, checked.
+Matrix feature_matrix(const Tensor& t, const char* which) {
+  if (t.shape().rank() != 2 || t.shape()[0] < 2)
+    throw std::invalid_argument(std::string("frechet_distance: ") + which +
+                                " must be [n, d] with n >= 2 (a covariance needs two rows), got " +
+                                t.shape().to_string());
+  const auto v = cast(t, DType::kFloat64).to_vector<double>();
+  for (double x : v)
+    if (!std::isfinite(x))
+      throw std::invalid_argument(std::string("frechet_distance: ") + which + " holds a non-finite value (" +
+                                  std::to_string(x) + ")");
+  return Eigen::Map<const Matrix>(v.data(), t.shape()[0], t.shape()[1]);
+}
+
+// The symmetric square root of a symmetric positive semi-definite matrix (negative round-off
+// eigenvalues clamped to 0).
+Eigen::MatrixXd sqrt_psd(const Eigen::MatrixXd& m) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(m);
+  const Eigen::VectorXd root = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt();
+  return eig.eigenvectors() * root.asDiagonal() * eig.eigenvectors().transpose();
+}
+
+}  // namespace
+
+double frechet_distance(const Tensor& a, const Tensor& b) {
+  const Matrix xa = feature_matrix(a, "a"), xb = feature_matrix(b, "b");
+  if (xa.cols() != xb.cols())
+    throw std::invalid_argument("frechet_distance: a " + a.shape().to_string() + " and b " + b.shape().to_string() +
+                                " have different feature sizes");
+  auto moments = [](const Matrix& x, Eigen::VectorXd& mean, Eigen::MatrixXd& cov) {
+    mean = x.colwise().mean().transpose();
+    const Matrix centered = x.rowwise() - mean.transpose();
+    cov = (centered.transpose() * centered) / static_cast<double>(x.rows() - 1);
+  };
+  Eigen::VectorXd ma, mb;
+  Eigen::MatrixXd ca, cb;
+  moments(xa, ma, ca);
+  moments(xb, mb, cb);
+  const Eigen::MatrixXd ra = sqrt_psd(ca);
+  const Eigen::MatrixXd inner = ra * cb * ra;
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(0.5 * (inner + inner.transpose()), Eigen::EigenvaluesOnly);
+  const double trace_sqrt = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().sum();
+  return (ma - mb).squaredNorm() + ca.trace() + cb.trace() - 2.0 * trace_sqrt;
 }
 
 }  // namespace tapeflow::models

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "models/sequential.h"
 #include "optimizers/optimizer.h"
 #include "tape/core/tensor.h"
 
@@ -55,5 +56,21 @@ struct ClassifierScore {
 // Shapes:   images [n, features] in the classifier's input range.
 // Errors:   std::invalid_argument for an empty images tensor or batch_size < 1.
 ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images, std::int64_t batch_size = 1000);
+
+// A classifier's penultimate activations: every layer of the stack but the last (the logits), in
+// inference mode, batch by batch — the feature space of frechet_distance (FID's Inception pool3
+// features, with this classifier instead of Inception v3).
+// Shapes:   images [n, features] -> [n, d], float64.
+// Errors:   std::invalid_argument for fewer than two layers, an empty images tensor or batch_size < 1.
+Tensor classifier_features(const Sequential& classifier, const Tensor& images, std::int64_t batch_size = 1000);
+
+// Fréchet distance between Gaussians fitted to two feature sets (sample mean and covariance, n - 1
+// in the denominator as numpy.cov): ‖μa − μb‖² + Tr(Σa + Σb − 2 (Σa Σb)^½), with Tr (Σa Σb)^½ taken
+// as Σ √λ of the symmetric Σa^½ Σb Σa^½ (round-off's negative eigenvalues clamped to 0). 0 for the
+// same distribution; lower is closer. Computed in float64.
+// Shapes:   a [n, d], b [m, d] (n, m >= 2; any floating dtype).
+// Errors:   std::invalid_argument for non-matrices, different d, fewer than 2 rows or non-finite values.
+// Ref:      Heusel et al. 2017 (FID); github.com/mseitzer/pytorch-fid (calculate_frechet_distance).
+double frechet_distance(const Tensor& a, const Tensor& b);
 
 }  // namespace tapeflow::models

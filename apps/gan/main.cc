@@ -1,7 +1,8 @@
 // gan: trains a Fashion-MNIST GAN — the MLP pair (default; Adam(2e-4, β1 0.5)) or TF's DCGAN tutorial
 // networks (--arch dcgan; same optimizer, 5 epochs) — with BCE from logits and two tapes per step, writes a
 // PNG grid of samples from a fixed noise batch every epoch, and scores samples with a classifier it
-// trains itself. See --help.
+// trains itself: the Inception Score formula and the Fréchet distance (FID's formula) on its
+// penultimate features, both with that classifier in place of Inception v3. See --help.
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
@@ -60,20 +61,30 @@ struct Flags : tf::apps::CommonFlags {
   int score_every = 5;
 };
 
+// A set of images scored by the classifier: its Inception-Score terms, and the Fréchet distance
+// between the classifier's penultimate features of these images and of the real test images.
+struct SampleScore {
+  tf::models::ClassifierScore classes;
+  double fid = 0;
+};
+
 struct EpochLog {
   int epoch = 0;
   double d_loss = 0, g_loss = 0, r1 = 0, d_real = 0, d_fake = 0, seconds = 0;
   std::string grid_path;
-  std::optional<tf::models::ClassifierScore> score;  // every --score-every epochs
+  std::optional<SampleScore> score;  // every --score-every epochs
 };
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
 
-std::string json_score(const tf::models::ClassifierScore& s) {
+std::string json_score(const SampleScore& score) {
+  const tf::models::ClassifierScore& s = score.classes;
   std::string hist;
   for (auto c : s.histogram) hist += (hist.empty() ? "" : ", ") + std::to_string(c);
-  return fmt::format("{{\"mean_confidence\": {}, \"class_entropy\": {}, \"inception_score\": {}, \"histogram\": [{}]}}",
-                     json_number(s.mean_confidence), json_number(s.class_entropy), json_number(s.inception_score), hist);
+  return fmt::format("{{\"mean_confidence\": {}, \"class_entropy\": {}, \"inception_score\": {}, "
+                     "\"frechet_distance\": {}, \"histogram\": [{}]}}",
+                     json_number(s.mean_confidence), json_number(s.class_entropy), json_number(s.inception_score),
+                     json_number(score.fid), hist);
 }
 
 // The Fashion-MNIST classifier used for the score: the default MLP trained for f.classifier_epochs.
@@ -102,9 +113,17 @@ tf::Tensor sample_images(tf::layers::Layer& generator, std::int64_t n, tf::Gener
   return (all + 1.0) * 0.5;
 }
 
-void log_score(const char* what, const tf::models::ClassifierScore& s) {
+// Scores images [n, 784] in [0, 1]; real_features: the scorer's features of the real test images.
+SampleScore score_images(tf::models::Sequential& scorer, const tf::Tensor& images, const tf::Tensor& real_features) {
+  return {tf::models::classifier_score(scorer, images),
+          tf::models::frechet_distance(tf::models::classifier_features(scorer, images), real_features)};
+}
+
+void log_score(const char* what, const SampleScore& score) {
+  const tf::models::ClassifierScore& s = score.classes;
   spdlog::info("{:<18} mean max-softmax {:.4f}   class-histogram entropy {:.4f} nats (uniform: {:.4f})   "
-               "inception score {:.3f}", what, s.mean_confidence, s.class_entropy, std::log(10.0), s.inception_score);
+               "inception score {:.3f}   Fréchet distance to test images {:.2f}",
+               what, s.mean_confidence, s.class_entropy, std::log(10.0), s.inception_score, score.fid);
 }
 
 // The flags that shape the trained networks, as stored in the checkpoints. --epochs (the run may
@@ -181,6 +200,7 @@ int run(const Flags& f) {
 
   double scorer_accuracy = 0;
   auto scorer = train_scorer(f, ds, &scorer_accuracy);
+  const tf::Tensor real_features = tf::models::classifier_features(*scorer, ds.x_test);
   std::vector<EpochLog> epochs;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, n / f.batch_size);  // full batches only
@@ -217,7 +237,7 @@ int run(const Flags& f) {
                  f.r1_gamma > 0 ? fmt::format(" - R1 {:.4f}", log.r1) : "", log.d_real, log.d_fake, log.grid_path);
     if (f.score_every > 0 && (epoch + 1) % f.score_every == 0) {
       tf::Generator gen(f.seed + 5);
-      log.score = tf::models::classifier_score(*scorer, sample_images(*generator, f.score_samples, gen));
+      log.score = score_images(*scorer, sample_images(*generator, f.score_samples, gen), real_features);
       log_score(fmt::format("after epoch {}", epoch + 1).c_str(), *log.score);
     }
     epochs.push_back(log);
@@ -230,16 +250,22 @@ int run(const Flags& f) {
 
   tf::Generator score_gen(f.seed + 4);
   const std::int64_t m = f.score_samples;
-  const auto gan_score = tf::models::classifier_score(*scorer, sample_images(*generator, m, score_gen));
-  const auto noise_score = tf::models::classifier_score(*scorer, tf::random_uniform(tf::Shape{m, 784}, score_gen));
-  const auto real_score = tf::models::classifier_score(*scorer, ds.x_test);
+  const auto gan_score = score_images(*scorer, sample_images(*generator, m, score_gen), real_features);
+  const auto noise_score = score_images(*scorer, tf::random_uniform(tf::Shape{m, 784}, score_gen), real_features);
+  const auto real_score = score_images(*scorer, ds.x_test, real_features);
+  // The distance's floor at this sample size: real training images against the test images.
+  const std::int64_t train_rows = std::min<std::int64_t>(m, ds.x_train.shape()[0]);
+  const auto train_score = score_images(*scorer, tf::slice(ds.x_train, {0, 0}, {train_rows, 784}), real_features);
   log_score("GAN samples", gan_score);
   log_score("uniform noise", noise_score);
   log_score("real test images", real_score);
-  std::printf("%-18s %16s %16s %16s\n", "images", "mean max-softmax", "class entropy", "inception score");
+  log_score("real train images", train_score);
+  std::printf("%-18s %16s %16s %16s %16s\n", "images", "mean max-softmax", "class entropy", "inception score",
+              "FID (scorer)");
   for (const auto& [what, sc] : {std::pair{"GAN samples", &gan_score}, std::pair{"uniform noise", &noise_score},
-                                 std::pair{"real test", &real_score}})
-    std::printf("%-18s %16.4f %16.4f %16.3f\n", what, sc->mean_confidence, sc->class_entropy, sc->inception_score);
+                                 std::pair{"real test", &real_score}, std::pair{"real train", &train_score}})
+    std::printf("%-18s %16.4f %16.4f %16.3f %16.2f\n", what, sc->classes.mean_confidence, sc->classes.class_entropy,
+                sc->classes.inception_score, sc->fid);
   std::fflush(stdout);
 
   if (!f.metrics_out.empty()) {
@@ -255,10 +281,11 @@ int run(const Flags& f) {
     std::ofstream out(f.metrics_out);
     out << fmt::format(
         "{{\n  \"epochs\": [\n{}\n  ],\n  \"score_samples\": {},\n  \"scorer_test_accuracy\": {},\n"
-        "  \"score_gan\": {},\n  \"score_noise\": {},\n  \"score_real\": {},\n  \"r1_gamma\": {},\n  \"batch_size\": {},\n"
+        "  \"score_gan\": {},\n  \"score_noise\": {},\n  \"score_real\": {},\n  \"score_real_train\": {},\n"
+        "  \"r1_gamma\": {},\n  \"batch_size\": {},\n"
         "  \"seed\": {},\n  \"threads\": {},\n  \"train_examples\": {},\n  \"total_seconds\": {}\n}}\n",
         rows, m, json_number(scorer_accuracy), json_score(gan_score), json_score(noise_score), json_score(real_score),
-        json_number(f.r1_gamma), f.batch_size, f.seed, tf::kernels::num_threads(), n, json_number(total));
+        json_score(train_score), json_number(f.r1_gamma), f.batch_size, f.seed, tf::kernels::num_threads(), n, json_number(total));
     if (!out.flush()) throw std::runtime_error("--metrics-out: cannot write '" + f.metrics_out + "'");
   }
   return 0;
@@ -271,7 +298,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a GAN on Fashion-MNIST (MLP generator/discriminator with Adam(2e-4, beta_1 0.5), or with "
                "--arch dcgan TF's DCGAN tutorial networks; BCE from logits, "
                "two tapes per step), write a PNG grid of fixed-noise samples every epoch and score the samples "
-               "with a Fashion-MNIST classifier against uniform noise and real test images.",
+               "with a Fashion-MNIST classifier (Inception Score formula, and Fréchet distance of its penultimate features "
+               "to the test images') against uniform noise and real test and train images.",
                "gan"};
   app.add_option("--arch", f.arch,
                  "mlp: Dense generator/discriminator (default; fast); dcgan: Dense -> Conv2DTranspose x3 generator and "

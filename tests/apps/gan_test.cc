@@ -98,6 +98,15 @@ TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
     EXPECT_GE(is, 1.0 - 1e-9) << score;  // exp of a non-negative KL
     EXPECT_LE(is, 10.0 + 1e-9) << score;
   }
+  // Fréchet distances to the test images' features: 0 for the test images themselves (the same
+  // set), small for training images, larger for uniform noise than for training images.
+  auto fid = [&](const char* score) {
+    return std::stod(json_field(ja, "frechet_distance", ja.find(std::string("\"") + score + "\"")));
+  };
+  EXPECT_NEAR(fid("score_real"), 0.0, 1e-6);
+  EXPECT_GT(fid("score_real_train"), 0.0);
+  EXPECT_GT(fid("score_noise"), fid("score_real_train"));
+  EXPECT_GT(fid("score_gan"), 0.0);
   const auto [code_b, out_b] = run_app(kBinary, args + b);
   ASSERT_EQ(code_b, 0) << out_b;
   const std::string jb = slurp(b);

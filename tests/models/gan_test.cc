@@ -174,5 +174,89 @@ TEST(ClassifierScoreTest, ConfidenceAndHistogramEntropy) {
   }
 }
 
+// 1-D: a = {-1, 1} (mean 0, variance 2), b = {2, 6} (mean 4, variance 8): 16 + (√2 − √8)² = 18.
+TEST(FrechetDistanceTest, OneDimensionalGaussians) {
+  EXPECT_NEAR(frechet_distance(constant<double>({-1, 1}, Shape{2, 1}), constant<double>({2, 6}, Shape{2, 1})), 18.0,
+              1e-12);
+  EXPECT_NEAR(frechet_distance(constant<double>({2, 6}, Shape{2, 1}), constant<double>({-1, 1}, Shape{2, 1})), 18.0,
+              1e-12);
+}
+
+// Identical sets: 0; a shifted copy: only ‖shift‖² (the covariances are equal).
+TEST(FrechetDistanceTest, SameSetIsZeroAndAShiftCostsItsSquaredLength) {
+  Generator g(3);
+  const Tensor a = random_normal(Shape{200, 5}, g, 0.0, 1.0, DType::kFloat64);
+  EXPECT_NEAR(frechet_distance(a, a), 0.0, 1e-9);
+  const Tensor shift = constant<double>({0.5, -1, 0, 2, 0.25}, Shape{1, 5});
+  EXPECT_NEAR(frechet_distance(a, a + shift), 0.25 + 1 + 4 + 0.0625, 1e-9);
+}
+
+// Non-commuting 2 × 2 covariances, against the closed form of a 2 × 2 matrix with real
+// non-negative eigenvalues: Tr √M = √(Tr M + 2 √det M), with M = Σa Σb.
+TEST(FrechetDistanceTest, NonCommutingCovariancesMatchTheTwoByTwoClosedForm) {
+  const std::vector<double> va{0, 0, 2, 1, -1, 3, 4, -2, 1, 1, 3, 0};  // 6 rows of 2
+  const std::vector<double> vb{1, 2, -2, 0, 3, 3, 0, 1, 2, -1, 5, 4};
+  auto moments = [](const std::vector<double>& v, double mean[2], double cov[3]) {
+    const double n = static_cast<double>(v.size() / 2);
+    mean[0] = mean[1] = 0;
+    for (std::size_t i = 0; i < v.size(); i += 2) mean[0] += v[i] / n, mean[1] += v[i + 1] / n;
+    cov[0] = cov[1] = cov[2] = 0;  // xx, xy, yy
+    for (std::size_t i = 0; i < v.size(); i += 2) {
+      const double x = v[i] - mean[0], y = v[i + 1] - mean[1];
+      cov[0] += x * x / (n - 1), cov[1] += x * y / (n - 1), cov[2] += y * y / (n - 1);
+    }
+  };
+  double ma[2], mb[2], a[3], b[3];
+  moments(va, ma, a);
+  moments(vb, mb, b);
+  const double trace_m = a[0] * b[0] + 2 * a[1] * b[1] + a[2] * b[2];
+  const double det_m = (a[0] * a[2] - a[1] * a[1]) * (b[0] * b[2] - b[1] * b[1]);
+  const double want = (ma[0] - mb[0]) * (ma[0] - mb[0]) + (ma[1] - mb[1]) * (ma[1] - mb[1]) + a[0] + a[2] + b[0] +
+                      b[2] - 2 * std::sqrt(trace_m + 2 * std::sqrt(det_m));
+  EXPECT_NEAR(frechet_distance(constant(va, Shape{6, 2}), constant(vb, Shape{6, 2})), want, 1e-10);
+  // float32 inputs are widened: the same value to float rounding.
+  std::vector<float> fa(va.begin(), va.end()), fb(vb.begin(), vb.end());
+  EXPECT_NEAR(frechet_distance(constant(fa, Shape{6, 2}), constant(fb, Shape{6, 2})), want, 1e-5);
+}
+
+TEST(FrechetDistanceTest, Errors) {
+  const Tensor ok = zeros(Shape{3, 2});
+  auto message = [](const Tensor& a, const Tensor& b) {
+    try {
+      frechet_distance(a, b);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no throw");
+  };
+  EXPECT_THAT(message(ok, zeros(Shape{3, 4})), HasSubstr("a [3, 2] and b [3, 4] have different feature sizes"));
+  EXPECT_THAT(message(zeros(Shape{1, 2}), ok), HasSubstr("a must be [n, d] with n >= 2"));
+  EXPECT_THAT(message(ok, zeros(Shape{6})), HasSubstr("b must be [n, d] with n >= 2 (a covariance needs two rows), got [6]"));
+  EXPECT_THAT(message(ok, constant<float>({0, 1, NAN, 0}, Shape{2, 2})), HasSubstr("b holds a non-finite value"));
+}
+
+// The features are the stack's output without its last layer, in inference mode, batch by batch.
+TEST(ClassifierFeaturesTest, PenultimateActivationsInInferenceMode) {
+  auto clf = make_classifier_mlp({.inputs = 4, .hidden = {3}, .classes = 2, .seed = 5});  // Dense BN ReLU Dense
+  Generator g(2);
+  const Tensor x = random_normal(Shape{7, 4}, g);
+  const auto& stack = clf->layers();
+  Tensor want = x;
+  for (std::size_t l = 0; l + 1 < stack.size(); ++l) want = (*stack[l])(want, false);
+  const Tensor got = classifier_features(*clf, x, 3);  // batches of 3, 3, 1
+  EXPECT_EQ(got.shape(), (Shape{7, 3}));
+  EXPECT_EQ(got.dtype(), DType::kFloat64);
+  EXPECT_EQ(got.to_vector<double>(), cast(want, DType::kFloat64).to_vector<double>());
+  EXPECT_THROW(classifier_features(*clf, x, 0), std::invalid_argument);
+  EXPECT_THROW(classifier_features(*clf, zeros(Shape{0, 4})), std::invalid_argument);
+  Sequential one({std::make_shared<layers::Dense>(layers::DenseOptions{.units = 2})}, "one");
+  try {
+    classifier_features(one, x);
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("classifier_features: 'one' has 1 layer(s); it needs at least 2"));
+  }
+}
+
 }  // namespace
 }  // namespace tapeflow::models
