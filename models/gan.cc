@@ -86,12 +86,21 @@ GanStepResult gan_train_step(layers::Layer& generator, layers::Layer& discrimina
   return r;
 }
 
-ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images, std::int64_t batch_size) {
+namespace {
+
+// The arguments every batch-by-batch pass over images checks (`who` names the function).
+void check_image_batches(const char* who, const Tensor& images, std::int64_t batch_size) {
   if (batch_size < 1)
-    throw std::invalid_argument("classifier_score: batch_size must be >= 1, got " + std::to_string(batch_size));
+    throw std::invalid_argument(std::string(who) + ": batch_size must be >= 1, got " + std::to_string(batch_size));
   if (images.shape().rank() != 2 || images.shape()[0] == 0)
-    throw std::invalid_argument("classifier_score: images must be a non-empty [n, features] tensor, got " +
+    throw std::invalid_argument(std::string(who) + ": images must be a non-empty [n, features] tensor, got " +
                                 images.shape().to_string());
+}
+
+}  // namespace
+
+ClassifierScore classifier_score(layers::Layer& classifier, const Tensor& images, std::int64_t batch_size) {
+  check_image_batches("classifier_score", images, batch_size);
   const std::int64_t n = images.shape()[0], features = images.shape()[1];
   ClassifierScore s;
   double confidence_sum = 0, entropy_sum = 0;
@@ -133,11 +142,7 @@ Tensor classifier_features(const Sequential& classifier, const Tensor& images, s
   if (stack.size() < 2)
     throw std::invalid_argument("classifier_features: '" + classifier.name() + "' has " +
                                 std::to_string(stack.size()) + " layer(s); it needs at least 2 (features, then logits)");
-  if (batch_size < 1)
-    throw std::invalid_argument("classifier_features: batch_size must be >= 1, got " + std::to_string(batch_size));
-  if (images.shape().rank() != 2 || images.shape()[0] == 0)
-    throw std::invalid_argument("classifier_features: images must be a non-empty [n, features] tensor, got " +
-                                images.shape().to_string());
+  check_image_batches("classifier_features", images, batch_size);
   const std::int64_t n = images.shape()[0], features = images.shape()[1];
   std::vector<Tensor> parts;
   for (std::int64_t b = 0; b < n; b += batch_size) {
