@@ -56,6 +56,7 @@ struct Flags : tf::apps::CommonFlags {
   std::string samples_dir = "gan_samples";
   std::string checkpoint_dir;
   bool resume = false;
+  bool score_only = false;
   std::int64_t score_samples = 10000;
   int classifier_epochs = 2;
   int score_every = 5;
@@ -180,10 +181,12 @@ int run(const Flags& f) {
         tf::apps::check_config(*path, ckpt->loaded_config(), training_config(f));
         spdlog::info("resumed from {} after epoch {}", *path, epochs_done);
         last_saved = *path;
+      } else if (f.score_only) {
+        throw tf::apps::UsageError("--score-only: no checkpoint in '" + f.checkpoint_dir + "' to score");
       } else {
         spdlog::info("--resume: no checkpoint in {} yet; starting from scratch", f.checkpoint_dir);
       }
-      if (epochs_done >= f.epochs)
+      if (!f.score_only && epochs_done >= f.epochs)
         throw tf::apps::UsageError("--epochs " + std::to_string(f.epochs) + ": the checkpoint already has " +
                                    std::to_string(epochs_done) + " of " + std::to_string(f.epochs) + " epochs");
     } else if (auto latest = manager->latest_checkpoint()) {
@@ -204,7 +207,8 @@ int run(const Flags& f) {
   std::vector<EpochLog> epochs;
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, n / f.batch_size);  // full batches only
-  for (int epoch = static_cast<int>(epochs_done); epoch < f.epochs; ++epoch) {
+  const int last_epoch = f.score_only ? static_cast<int>(epochs_done) : f.epochs;
+  for (int epoch = static_cast<int>(epochs_done); epoch < last_epoch; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
     for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[shuffle_gen.uniform_int(i)]);
@@ -322,6 +326,9 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", f.resume,
                "Continue from the newest readable checkpoint in --checkpoint-dir (same flags; --epochs may grow)")
       ->needs(ckpt_opt);
+  app.add_flag("--score-only", f.score_only,
+               "With --resume: score the newest checkpoint's generator without training (--epochs is not used)")
+      ->needs("--resume");
   app.add_option("--score-samples", f.score_samples, "Generated and noise images scored by the classifier")
       ->capture_default_str()->check(tf::apps::at_least(1));
   app.add_option("--score-every", f.score_every, "Also score fixed-seed samples every N epochs (0: only at the end)")

@@ -138,6 +138,25 @@ TEST_F(GanAppTest, ResumeFromACheckpointRepeatsTheUninterruptedRun) {
   for (const char* key : {"d_loss", "g_loss", "d_real", "d_fake"})
     EXPECT_EQ(json_field(jf, key, at_f), json_field(jr, key, at_r)) << key;
   EXPECT_NE(run_app(kBinary, "--resume").first, 0);  // --resume needs --checkpoint-dir
+  // --score-only scores the newest checkpoint (after epoch 2) without training: the resumed run's
+  // final scores again, and no epoch rows.
+  const std::string scored = temp_path("gan_scored.json");
+  const auto [code_s, out_s] = run_app(kBinary, args + " --log-level warn --resume --score-only --checkpoint-dir " +
+                                                    ckpt + " --metrics-out " + scored);
+  ASSERT_EQ(code_s, 0) << out_s;
+  const std::string js = slurp(scored);
+  EXPECT_EQ(js.find("\"epoch\":"), std::string::npos) << "--score-only must not train";
+  for (const char* key : {"score_gan", "score_noise", "score_real"})
+    EXPECT_EQ(json_field(js, key, 0), json_field(jr, key, 0)) << key;
+  EXPECT_EQ(json_field(js, "frechet_distance", js.find("\"score_gan\"")),
+            json_field(jr, "frechet_distance", jr.find("\"score_gan\"")));
+  const std::string empty = temp_path("gan_no_ckpt");
+  const auto [code_e, out_e] = run_app(kBinary, "--resume --score-only --checkpoint-dir " + empty);
+  EXPECT_EQ(code_e, 2) << out_e;
+  EXPECT_THAT(out_e, HasSubstr("--score-only: no checkpoint in '" + empty + "' to score"));
+  EXPECT_NE(run_app(kBinary, "--score-only").first, 0);  // --score-only needs --resume
+  fs::remove_all(empty);
+  fs::remove(scored);
   fs::remove_all(samples);
   fs::remove_all(ckpt);
   fs::remove(full);
