@@ -79,6 +79,9 @@ Context::Context(int* argc, char*** argv, ContextOptions options) : options_(opt
   if (!(options_.timeout_seconds > 0))
     throw std::invalid_argument("distribute::Context: timeout_seconds must be > 0, got " +
                                 std::to_string(options_.timeout_seconds));
+  if (options_.shared_memory_group < 0)
+    throw std::invalid_argument("distribute::Context: shared_memory_group must be >= 0, got " +
+                                std::to_string(options_.shared_memory_group));
   if (options_.fusion_threshold_bytes < 1)
     throw std::invalid_argument("distribute::Context: fusion_threshold_bytes must be >= 1, got " +
                                 std::to_string(options_.fusion_threshold_bytes));
@@ -107,7 +110,7 @@ Context::Context(int* argc, char*** argv, ContextOptions options) : options_(opt
   comm_ = std::make_unique<Communicator>(options_.timeout_seconds, rank_, size_);
   // Serialized: the reducer's progress thread may call MPI while this thread computes.
   reducer_ = std::make_unique<internal::GradientReducer>(*comm_, provided >= MPI_THREAD_SERIALIZED && size_ > 1,
-                                                         options_.shared_memory);
+                                                         options_.shared_memory, options_.shared_memory_group);
 }
 
 Context::~Context() {

@@ -24,12 +24,15 @@
 //           fusion buffers of about fusion_threshold_bytes in reverse variable order (the order the
 //           backward pass finishes them), one buffer per dtype run; a buffer's reduction starts as
 //           soon as every gradient in it is final — during the backward pass when the tape reports
-//           final gradients (GradientOptions::on_gradient_final), else right after it. When every
-//           rank runs on one machine (and ContextOptions::shared_memory), buffers are reduced
-//           through an MPI-3 shared-memory window: each rank sums a 1/N slice of every buffer over
-//           all ranks' copies (in rank order, each element once, so every rank gets the same bits)
-//           between two MPI_Ibarriers; otherwise with MPI_Iallreduce. The window costs 2 × the
-//           gradients' bytes per rank.
+//           final gradients (GradientOptions::on_gradient_final), else right after it. With
+//           ContextOptions::shared_memory (the default), when every machine runs the same number
+//           (> 1) of ranks, buffers are reduced through an MPI-3 shared-memory window per machine:
+//           each of a machine's M ranks sums a 1/M slice of every buffer over the machine's copies
+//           (in rank order, each element once) between two MPI_Ibarriers; with several machines
+//           each slice's sum is then reduced with MPI_Iallreduce among the ranks holding that slice
+//           on every machine (Horovod's hierarchical allreduce). Every rank gets the same bits.
+//           Otherwise (uneven machines, one rank per machine) buffers go through MPI_Iallreduce.
+//           The window costs 2 × the gradients' bytes per rank.
 //           The first gradient reduction checks that every rank holds the same variables (count,
 //           names, shapes, dtypes) and broadcasts rank 0's values of them (Horovod's
 //           broadcast_global_variables at the first step), so ranks that started differently agree.
@@ -75,6 +78,10 @@ struct ContextOptions {
   // MPI_Iallreduce always). On 2 ranks of one machine a 1.08 MB reduction costs about a third of
   // Open MPI's through its shared-memory transport (issue 16's notes).
   bool shared_memory = true;
+  // Ranks per shared-memory group (0: all of a machine's ranks). A smaller value splits each
+  // machine's ranks into groups of at most this many, reduced between each other as machines are:
+  // the multi-machine path on one machine (tests), or smaller windows on machines with many ranks.
+  int shared_memory_group = 0;
 };
 
 // Where the time of gradient reductions went (totals since construction or reset_timings()).

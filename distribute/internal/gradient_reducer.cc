@@ -51,24 +51,40 @@ std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m *
 
 }  // namespace
 
-GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_memory)
+GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_memory, int group_limit)
     : comm_(comm), threaded_(threaded), shared_memory_(shared_memory) {
   if (comm_.size() > 1) {
-    // A node holding every rank: then each rank's node communicator has all of them (the same
-    // decision on every rank).
+    // Groups: the ranks of one machine (MPI_COMM_TYPE_SHARED), split further into groups of at
+    // most group_limit (> 0). Every group must have the same size, so that the slices of a buffer
+    // line up across groups; otherwise (or with groups of one) reductions stay with MPI_Iallreduce.
     MPI_Comm node = MPI_COMM_NULL;
     Communicator::check(MPI_Comm_split_type(comm_.comm(), MPI_COMM_TYPE_SHARED, comm_.rank(), MPI_INFO_NULL, &node),
                         "MPI_Comm_split_type");
+    if (group_limit > 0) {
+      int node_rank = 0;
+      MPI_Comm_rank(node, &node_rank);
+      MPI_Comm group = MPI_COMM_NULL;
+      Communicator::check(MPI_Comm_split(node, node_rank / group_limit, node_rank, &group), "MPI_Comm_split");
+      MPI_Comm_free(&node);
+      node = group;
+    }
     MPI_Comm_size(node, &node_size_);
-    if (node_size_ == comm_.size()) {
+    MPI_Comm_rank(node, &node_rank_);
+    int sizes[2] = {-node_size_, node_size_};  // -min, max
+    Communicator::check(MPI_Allreduce(MPI_IN_PLACE, sizes, 2, MPI_INT, MPI_MAX, comm_.comm()), "MPI_Allreduce");
+    if (-sizes[0] == sizes[1] && node_size_ > 1) {
       node_all_ = node;
-      MPI_Comm_rank(node_all_, &node_rank_);
       Communicator::check(MPI_Comm_dup(node_all_, &node_first_), "MPI_Comm_dup");
       Communicator::check(MPI_Comm_dup(node_all_, &node_second_), "MPI_Comm_dup");
       for (MPI_Comm c : {node_all_, node_first_, node_second_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+      if (node_size_ < comm_.size()) {  // several groups: slice r of every group reduced among them
+        Communicator::check(MPI_Comm_split(comm_.comm(), node_rank_, comm_.rank(), &across_), "MPI_Comm_split");
+        MPI_Comm_set_errhandler(across_, MPI_ERRORS_RETURN);
+      }
     } else {
       MPI_Comm_free(&node);
       node_size_ = 1;
+      node_rank_ = 0;
     }
   }
   if (threaded_) progress_ = std::thread([this] { progress_loop(); });
@@ -87,7 +103,7 @@ GradientReducer::~GradientReducer() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   free_window();
-  for (MPI_Comm* c : {&node_all_, &node_first_, &node_second_})
+  for (MPI_Comm* c : {&node_all_, &node_first_, &node_second_, &across_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
@@ -156,15 +172,25 @@ void GradientReducer::sum_slice(Buffer& b) {
 }
 
 void GradientReducer::progress_shared() {
-  // In buffer order: second barriers must be issued in the same order on every rank.
+  // In buffer order: each communicator must see its collectives in the same order on every rank.
   while (summed_ < buffers_.size()) {
     Buffer& b = buffers_[summed_];
     if (!b.started || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) return;
-    MPI_Win_sync(window_);  // every rank's gradients of b are in (first barrier)
-    sum_slice(b);
-    MPI_Win_sync(window_);
+    if (b.phase == 1) {  // every rank of the group has written b (first barrier)
+      MPI_Win_sync(window_);
+      sum_slice(b);
+      if (across_ != MPI_COMM_NULL) {  // this slice's sum over the groups, in place
+        const auto [lo, hi] = slice(b, node_rank_);
+        Communicator::check(MPI_Iallreduce(MPI_IN_PLACE, segment(node_rank_, b) + static_cast<std::size_t>(lo) * dtype_size(b.dtype),
+                                           static_cast<int>(hi - lo), mpi_type(b.dtype), MPI_SUM, across_, &b.request),
+                            "MPI_Iallreduce (gradients, across groups)");
+        b.phase = 2;
+        continue;
+      }
+    }
+    MPI_Win_sync(window_);  // the slice's sum is written before the second barrier
     Communicator::check(MPI_Ibarrier(node_second_, &b.request), "MPI_Ibarrier (gradients, shared memory)");
-    b.phase = 2;
+    b.phase = 3;
     ++summed_;
   }
 }
@@ -328,7 +354,7 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
   for (std::size_t i = 0; i < set_.size(); ++i)
     if (!set_[i]) set(i, Tensor());
   if (shared_step_) {
-    while (summed_ < buffers_.size()) {  // first barriers, in order, each buffer's slice summed
+    while (summed_ < buffers_.size()) {  // in order: first barrier, slice sum (and across groups), second barrier
       comm_.wait(buffers_[summed_].request);
       progress_shared();
     }

@@ -44,10 +44,16 @@ namespace tapeflow::distribute::internal {
 // slower rank still reads from the previous one: every rank has passed that step's barriers first.
 // First and second barriers run on two duplicates of the node communicator, so each sees its
 // barriers in buffer order on every rank (MPI matches collectives by order of issue).
+// Several machines (Horovod's hierarchical allreduce): the ranks form groups, one per machine (or
+// ContextOptions::shared_memory_group), all of the same size. Between the slice sum and the second
+// barrier, slice r's sum is reduced in place with MPI_Iallreduce among the ranks that own slice r
+// in every group, so each rank sends 1/N of the buffer over the network instead of all of it.
+// Groups of different sizes (or of one rank) use MPI_Iallreduce for everything.
 class GradientReducer {
  public:
-  // `shared_memory`: use the window when every rank of `comm` is on one node (collective).
-  GradientReducer(Communicator& comm, bool threaded, bool shared_memory);
+  // `shared_memory`: use the window when the ranks form shared-memory groups of one size > 1: the
+  // ranks of each machine, or groups of at most `group_limit` of them when > 0 (collective).
+  GradientReducer(Communicator& comm, bool threaded, bool shared_memory, int group_limit = 0);
   ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
@@ -71,6 +77,8 @@ class GradientReducer {
   // Switches between the shared-memory window and MPI_Iallreduce (collective; takes effect at the
   // next begin()). The window is used only when every rank is on one node.
   void set_shared_memory(bool on) { shared_memory_ = on; }
+  // Ranks per shared-memory group (1 when the window is not available).
+  int group_size() const { return node_size_; }
   // True when the next reductions go through the shared-memory window.
   bool uses_shared_memory() const { return shared_memory_ && node_all_ != MPI_COMM_NULL; }
 
@@ -85,7 +93,7 @@ class GradientReducer {
     std::size_t missing = 0;             // gradients not yet set in this step
     MPI_Request request = MPI_REQUEST_NULL;
     bool started = false;
-    int phase = 0;                       // shared memory: 1 first barrier issued, 2 summed, second issued
+    int phase = 0;  // shared memory: 1 first barrier issued, 2 reduction across groups issued, 3 second barrier issued
   };
   void start(Buffer& b);
   void progress();
@@ -124,12 +132,13 @@ class GradientReducer {
   bool shared_memory_ = false;
   bool shared_step_ = false;  // this step (since begin) uses the window
   MPI_Comm node_all_ = MPI_COMM_NULL, node_first_ = MPI_COMM_NULL, node_second_ = MPI_COMM_NULL;
+  MPI_Comm across_ = MPI_COMM_NULL;  // the ranks of this one's position in every group (several groups)
   int node_rank_ = 0, node_size_ = 1;
   MPI_Win window_ = MPI_WIN_NULL;
   std::vector<unsigned char*> segments_;
   std::int64_t half_bytes_ = 0;
   int half_ = 0;
-  std::size_t summed_ = 0;  // buffers whose slice is summed and second barrier issued (in order)
+  std::size_t summed_ = 0;  // buffers whose second barrier is issued (in order)
 };
 
 }  // namespace tapeflow::distribute::internal

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <numeric>
 
@@ -32,6 +33,21 @@ TEST(ContextTest, RankSizeAndLocalRank) {
   EXPECT_TRUE(launched_by_mpirun());
   // One Context per process.
   EXPECT_THROW(Context second, std::logic_error);
+}
+
+// Bad options are refused before MPI is touched (so even with a Context alive).
+TEST(ContextTest, BadOptionsNameTheOption) {
+  auto message = [](ContextOptions o) {
+    try {
+      Context bad(o);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no invalid_argument");
+  };
+  EXPECT_THAT(message({.timeout_seconds = 0}), HasSubstr("timeout_seconds must be > 0, got 0"));
+  EXPECT_THAT(message({.fusion_threshold_bytes = 0}), HasSubstr("fusion_threshold_bytes must be >= 1, got 0"));
+  EXPECT_THAT(message({.shared_memory_group = -2}), HasSubstr("shared_memory_group must be >= 0, got -2"));
 }
 
 TEST(ContextTest, AllreduceAverageSumMinMax) {
@@ -118,10 +134,14 @@ TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
   EXPECT_THROW(c.set_fusion(0, true), std::invalid_argument);
 }
 
-// mpirun here starts every rank on this machine: the shared-memory window is what the other tests use.
+// mpirun here starts every rank on this machine, so the window is what the other tests use: for all
+// ranks, or (--shared-memory-group G, see mpi_main.cc) for groups of G reduced across each other
+// as machines are — when the groups come out of one size > 1; otherwise MPI_Iallreduce.
 TEST(GradientTest, OneMachineReducesThroughSharedMemory) {
   Context& c = context();
-  EXPECT_EQ(c.uses_shared_memory(), c.size() > 1 && c.local_size() == c.size());
+  const int limit = c.options().shared_memory_group;
+  const int group = limit > 0 ? std::min(limit, c.size()) : c.size();
+  EXPECT_EQ(c.uses_shared_memory(), group > 1 && c.size() % group == 0);
   c.set_shared_memory(false);
   EXPECT_FALSE(c.uses_shared_memory());
   c.set_shared_memory(true);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <string>
 
 #include "tests/distribute/mpi_test_util.h"
 
@@ -31,8 +32,16 @@ Context& context() { return *g_context; }
 }  // namespace tapeflow::distribute::testing
 
 int main(int argc, char** argv) {
+  // --shared-memory-group G (first argument): ContextOptions::shared_memory_group, so one machine
+  // runs the reductions across groups that several machines would.
+  int group = 0;
+  if (argc >= 3 && std::string(argv[1]) == "--shared-memory-group") {
+    group = std::stoi(argv[2]);
+    for (int i = 3; i <= argc; ++i) argv[i - 2] = argv[i];  // argv[argc] is the null terminator
+    argc -= 2;
+  }
   // A short timeout: a test that desynchronises the ranks aborts the job instead of hanging CTest.
-  tapeflow::distribute::Context context(&argc, &argv, {.timeout_seconds = 60});
+  tapeflow::distribute::Context context(&argc, &argv, {.timeout_seconds = 60, .shared_memory_group = group});
   tapeflow::distribute::testing::g_context = &context;
   ::testing::InitGoogleTest(&argc, argv);
   if (context.rank() != 0) {
