@@ -199,7 +199,8 @@ double frechet_distance(const Tensor& a, const Tensor& b) {
   const Eigen::MatrixXd inner = ra * cb * ra;
   Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(0.5 * (inner + inner.transpose()), Eigen::EigenvaluesOnly);
   const double trace_sqrt = eig.eigenvalues().cwiseMax(0.0).cwiseSqrt().sum();
-  return (ma - mb).squaredNorm() + ca.trace() + cb.trace() - 2.0 * trace_sqrt;
+  // A distance: round-off can take the same set's value a little below 0.
+  return std::max(0.0, (ma - mb).squaredNorm() + ca.trace() + cb.trace() - 2.0 * trace_sqrt);
 }
 
 }  // namespace tapeflow::models

@@ -66,8 +66,8 @@ Tensor classifier_features(const Sequential& classifier, const Tensor& images, s
 
 // Fréchet distance between Gaussians fitted to two feature sets (sample mean and covariance, n - 1
 // in the denominator as numpy.cov): ‖μa − μb‖² + Tr(Σa + Σb − 2 (Σa Σb)^½), with Tr (Σa Σb)^½ taken
-// as Σ √λ of the symmetric Σa^½ Σb Σa^½ (round-off's negative eigenvalues clamped to 0). 0 for the
-// same distribution; lower is closer. Computed in float64.
+// as Σ √λ of the symmetric Σa^½ Σb Σa^½ (round-off's negative eigenvalues, and a result below 0,
+// clamped to 0). 0 for the same distribution; lower is closer. Computed in float64.
 // Shapes:   a [n, d], b [m, d] (n, m >= 2; any floating dtype).
 // Errors:   std::invalid_argument for non-matrices, different d, fewer than 2 rows or non-finite values.
 // Ref:      Heusel et al. 2017 (FID); github.com/mseitzer/pytorch-fid (calculate_frechet_distance).
