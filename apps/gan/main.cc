@@ -10,6 +10,7 @@
 #include "apps/common/app_common.h"
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -86,10 +87,11 @@ std::string json_score(const SampleScore& score) {
   const tf::models::ClassifierScore& s = score.classes;
   std::string hist;
   for (auto c : s.histogram) hist += (hist.empty() ? "" : ", ") + std::to_string(c);
-  return fmt::format("{{\"mean_confidence\": {}, \"class_entropy\": {}, \"inception_score\": {}, "
-                     "\"frechet_distance\": {}, \"histogram\": [{}]}}",
-                     json_number(s.mean_confidence), json_number(s.class_entropy), json_number(s.inception_score),
-                     json_number(score.fid), hist);
+  // No distance (fewer than two images): the key is left out.
+  const std::string fid = std::isfinite(score.fid) ? fmt::format("\"frechet_distance\": {}, ", json_number(score.fid)) : "";
+  return fmt::format("{{\"mean_confidence\": {}, \"class_entropy\": {}, \"inception_score\": {}, {}\"histogram\": [{}]}}",
+                     json_number(s.mean_confidence), json_number(s.class_entropy), json_number(s.inception_score), fid,
+                     hist);
 }
 
 // The Fashion-MNIST classifier used for the score: the default MLP trained for f.classifier_epochs.
@@ -119,9 +121,13 @@ tf::Tensor sample_images(tf::layers::Layer& generator, std::int64_t n, tf::Gener
 }
 
 // Scores images [n, 784] in [0, 1]; real_features: the scorer's features of the real test images.
+// The distance needs two images on each side (a covariance); with fewer (--score-samples 1,
+// --limit 1) it is NaN: "nan" in the log, no frechet_distance key in --metrics-out.
 SampleScore score_images(tf::models::Sequential& scorer, const tf::Tensor& images, const tf::Tensor& real_features) {
-  return {tf::models::classifier_score(scorer, images),
-          tf::models::frechet_distance(tf::models::classifier_features(scorer, images), real_features)};
+  SampleScore s{tf::models::classifier_score(scorer, images), std::numeric_limits<double>::quiet_NaN()};
+  if (images.shape()[0] >= 2 && real_features.shape()[0] >= 2)
+    s.fid = tf::models::frechet_distance(tf::models::classifier_features(scorer, images), real_features);
+  return s;
 }
 
 void log_score(const char* what, const SampleScore& score) {

@@ -117,6 +117,24 @@ TEST_F(GanAppTest, ShortRunWritesAGridAndScoresAndRepeatsForASeed) {
   fs::remove(b);
 }
 
+// One sample cannot have a covariance: the distance is left out, the run still succeeds.
+TEST_F(GanAppTest, OneScoreSampleGivesNoFrechetDistance) {
+  if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string dir = temp_path("gan_one_sample"), json = temp_path("gan_one_sample.json");
+  const auto [code, out] = run_app(kBinary, "--limit 128 --epochs 1 --batch-size 64 --grid 2 --score-samples 1 "
+                                            "--classifier-epochs 1 --threads 1 --log-level warn --samples-dir " +
+                                                dir + " --metrics-out " + json);
+  ASSERT_EQ(code, 0) << out;
+  const std::string j = slurp(json);
+  expect_well_formed(j);
+  const std::size_t gan = j.find("\"score_gan\""), noise = j.find("\"score_noise\"");
+  ASSERT_NE(gan, std::string::npos);
+  EXPECT_EQ(j.substr(gan, noise - gan).find("frechet_distance"), std::string::npos) << j;
+  EXPECT_NEAR(std::stod(json_field(j, "frechet_distance", j.find("\"score_real\""))), 0.0, 1e-6);  // 128 test images
+  fs::remove_all(dir);
+  fs::remove(json);
+}
+
 TEST_F(GanAppTest, ResumeFromACheckpointRepeatsTheUninterruptedRun) {
   if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
   const std::string samples = temp_path("gan_resume_samples"), ckpt = temp_path("gan_ckpt");
