@@ -363,6 +363,7 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
   for (Buffer& b : buffers_) requests.push_back(b.request);
   comm_.wait_all(requests);
   if (shared_step_) MPI_Win_sync(window_);  // every slice is summed (second barrier)
+  if (copy_out_delay_.count() > 0) std::this_thread::sleep_for(copy_out_delay_);
   const int divisor = op_ == models::ReduceOp::kAverage ? comm_.size() : 1;
   std::vector<std::optional<Tensor>> out(set_.size());
   for (Buffer& b : buffers_) {

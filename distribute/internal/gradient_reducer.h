@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -79,6 +80,9 @@ class GradientReducer {
   void set_shared_memory(bool on) { shared_memory_ = on; }
   // Ranks per shared-memory group (1 when the window is not available).
   int group_size() const { return node_size_; }
+  // Tests only: this rank sleeps `delay` between the second barrier and its copy-out, as a slow
+  // rank would (checks that faster ranks' next step cannot overwrite what it still reads).
+  void set_copy_out_delay_for_testing(std::chrono::microseconds delay) { copy_out_delay_ = delay; }
   // True when the next reductions go through the shared-memory window.
   bool uses_shared_memory() const { return shared_memory_ && node_all_ != MPI_COMM_NULL; }
 
@@ -139,6 +143,7 @@ class GradientReducer {
   std::int64_t half_bytes_ = 0;
   int half_ = 0;
   std::size_t summed_ = 0;  // buffers whose second barrier is issued (in order)
+  std::chrono::microseconds copy_out_delay_{0};
 };
 
 }  // namespace tapeflow::distribute::internal
