@@ -78,8 +78,6 @@ class GradientReducer {
   // Switches between the shared-memory window and MPI_Iallreduce (collective; takes effect at the
   // next begin()). The window is used only when every rank is on one node.
   void set_shared_memory(bool on) { shared_memory_ = on; }
-  // Ranks per shared-memory group (1 when the window is not available).
-  int group_size() const { return node_size_; }
   // Tests only: this rank sleeps `delay` between the second barrier and its copy-out, as a slow
   // rank would (checks that faster ranks' next step cannot overwrite what it still reads).
   void set_copy_out_delay_for_testing(std::chrono::microseconds delay) { copy_out_delay_ = delay; }
