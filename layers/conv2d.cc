@@ -67,12 +67,17 @@ void ConvBase::build_weights(const Shape& input_shape, bool transpose) {
   Layer::build(input_shape);
 }
 
-Tensor ConvBase::call(const Tensor& inputs, bool) {
+Tensor ConvBase::call(const Tensor& inputs, bool) { return forward(inputs, true); }
+
+Tensor ConvBase::call_without_activation(const Tensor& inputs) { return forward(begin_call(inputs), false); }
+
+Tensor ConvBase::forward(const Tensor& inputs, bool with_activation) {
   compute_output_shape(inputs.shape());  // rank, channels and size errors name the layer
-  if (Tensor fused = convolve_fused(inputs); fused.defined()) return fused;
+  if (Tensor fused = convolve_fused(inputs, with_activation ? options_.activation : ""); fused.defined())
+    return fused;
   Tensor y = convolve(inputs);
   if (options_.use_bias) y = y + bias_.read();
-  if (activation_) y = activation_(y);
+  if (with_activation && activation_) y = activation_(y);
   return y;
 }
 
@@ -118,10 +123,10 @@ Tensor Conv2D::convolve(const Tensor& x) {
   return conv2d(x, kernel_.read(), o.strides, op_padding(o.padding), o.dilation_rate);
 }
 
-Tensor Conv2D::convolve_fused(const Tensor& x) {
+Tensor Conv2D::convolve_fused(const Tensor& x, const std::string& activation) {
   const auto& o = options_;
-  if (!o.use_bias || !(o.activation.empty() || o.activation == "linear" || o.activation == "relu")) return Tensor();
-  return fused_conv2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate, o.activation);
+  if (!o.use_bias || !(activation.empty() || activation == "linear" || activation == "relu")) return Tensor();
+  return fused_conv2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate, activation);
 }
 
 Conv2DTranspose::Conv2DTranspose(Conv2DTransposeOptions options) : ConvBase("Conv2DTranspose", std::move(options)) {}

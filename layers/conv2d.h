@@ -46,6 +46,12 @@ class ConvBase : public Layer {
  public:
   Tensor call(const Tensor& inputs, bool training) override;
   const Conv2DOptions& options() const { return options_; }
+  // For Sequential's Conv2D(relu) -> MaxPooling2D rewrite (models/sequential.h): whether the
+  // activation is relu, which commutes with max pooling; the layer's output before its activation
+  // (operator() otherwise: casts, builds on the first call); the activation alone.
+  bool activation_commutes_with_max_pooling() const { return options_.activation == "relu"; }
+  Tensor call_without_activation(const Tensor& inputs);
+  Tensor activate(const Tensor& y) const { return activation_ ? activation_(y) : y; }
   // Errors: std::logic_error before build (kernel) / without bias (bias).
   const Variable& kernel() const;
   const Variable& bias() const;
@@ -56,12 +62,15 @@ class ConvBase : public Layer {
   void build_weights(const Shape& input_shape, bool transpose);
   // The convolution of checked inputs with the kernel (no bias, no activation).
   virtual Tensor convolve(const Tensor& inputs) = 0;
-  // Convolution, bias and activation as one fused op where the layer has one; else undefined.
-  virtual Tensor convolve_fused(const Tensor&) { return Tensor(); }
+  // Convolution, bias and `activation` (a name, "" for none) as one fused op where the layer has
+  // one; else undefined.
+  virtual Tensor convolve_fused(const Tensor&, const std::string& /*activation*/) { return Tensor(); }
   // Index of the input-channel dim in the kernel (2 for Conv2D, 3 for Conv2DTranspose).
   virtual int kernel_in_axis() const = 0;
   std::vector<Tensor> regularization_losses() const override;
   void check_input(const Shape& s) const;
+  // call() with or without the activation.
+  Tensor forward(const Tensor& inputs, bool with_activation);
 
   Conv2DOptions options_;
   activations::ActivationFn activation_;
@@ -82,7 +91,7 @@ class Conv2D : public ConvBase {
   Tensor convolve(const Tensor& inputs) override;
   // With a bias and no activation or relu: fused_conv2d (bit-identical values, one pass fewer or
   // two over the output).
-  Tensor convolve_fused(const Tensor& inputs) override;
+  Tensor convolve_fused(const Tensor& inputs, const std::string& activation) override;
   int kernel_in_axis() const override { return 2; }
 };
 

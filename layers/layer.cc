@@ -60,7 +60,9 @@ Layer::~Layer() = default;
 
 std::string Layer::describe() const { return class_name() + " '" + name_ + "'"; }
 
-Tensor Layer::operator()(const Tensor& inputs, bool training) {
+Tensor Layer::operator()(const Tensor& inputs, bool training) { return call(begin_call(inputs), training); }
+
+Tensor Layer::begin_call(const Tensor& inputs) {
   Tensor x = inputs;
   if (autocast_ && is_floating(x.dtype()) && x.dtype() != dtype_) x = cast(x, dtype_);
   if (!built_) {
@@ -68,7 +70,7 @@ Tensor Layer::operator()(const Tensor& inputs, bool training) {
     built_ = true;
   }
   call_losses_.clear();
-  return call(x, training);
+  return x;
 }
 
 void Layer::build(const Shape&) { built_ = true; }

@@ -114,6 +114,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // Creates a weight "<layer>/<name>:0" (dtype defaults to the layer's) from the layer's generator.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& init, bool trainable = true,
                       std::optional<DType> dtype = std::nullopt);
+  // What operator() does before call(): casts floating inputs to dtype() (if autocast), builds on
+  // the first call, clears the call's losses. For entry points other than call() (ConvBase).
+  Tensor begin_call(const Tensor& inputs);
   // Records an activity loss for this call (cleared at the start of each call).
   void add_loss(const Tensor& loss);
   // Regularization losses of this layer's own weights, computed from their current values.

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "layers/conv2d.h"
+#include "layers/pooling2d.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::models {
@@ -23,8 +25,18 @@ void Sequential::add(std::shared_ptr<layers::Layer> layer) {
 
 Tensor Sequential::call(const Tensor& inputs, bool training) {
   if (layers().empty()) throw std::logic_error(describe() + ": call() on a Sequential model with no layers");
+  const auto& ls = layers();
   Tensor x = inputs;
-  for (const auto& l : layers()) x = (*l)(x, training);
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    auto* conv = dynamic_cast<layers::ConvBase*>(ls[i].get());
+    if (conv && conv->activation_commutes_with_max_pooling() && i + 1 < ls.size() &&
+        dynamic_cast<layers::MaxPooling2D*>(ls[i + 1].get()) && ls[i + 1]->dtype() == conv->dtype()) {
+      x = conv->activate((*ls[i + 1])(conv->call_without_activation(x), training));  // see the header
+      ++i;
+    } else {
+      x = (*ls[i])(x, training);
+    }
+  }
   return x;
 }
 

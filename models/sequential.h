@@ -9,6 +9,12 @@
 //           build(shape) or the
 //           first call builds every layer by running a zero batch of one example through them in
 //           inference mode (nothing is recorded, no state changes), so summary() can show shapes.
+//           call() runs a Conv2D/Conv2DTranspose with activation relu that feeds a MaxPooling2D of
+//           the same dtype as conv -> pool -> relu: max and relu commute (relu is non-decreasing),
+//           so values and gradients of every order are those of conv -> relu -> pool, bit for bit
+//           (a window whose maximum is <= 0 gets a zero gradient either way), while the relu and
+//           its gradient touch the pooled tensor, a quarter of the size for 2x2 pools. This is
+//           the one rewrite the model makes; other layer pairs run as written.
 // Errors:   std::invalid_argument for a null layer; std::logic_error for call() with no layers.
 // Ref:      keras/src/models/sequential.py
 #pragma once

@@ -1,0 +1,116 @@
+// Sequential's one rewrite (models/sequential.h): a Conv2D with activation relu that feeds a
+// MaxPooling2D runs as conv -> pool -> relu. Values and gradients to second order must be those of
+// the layers called one by one as written, bit for bit, including windows whose maximum is <= 0 and
+// windows with tied maxima; the recorded ops show where the relu went.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "layers/layers.h"
+#include "models/sequential.h"
+#include "tape/tapeflow.h"
+
+namespace tapeflow::models {
+namespace {
+
+// Conv2D(3, 3x3, relu) -> pool -> Flatten -> Dense(2), float64. Small integer weights and inputs
+// make many tied maxima; biases of -4 and -2 make many windows entirely <= 0.
+std::shared_ptr<Sequential> make_net(std::shared_ptr<layers::Layer> pool, const std::string& padding = "same") {
+  auto m = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, "", DType::kFloat64);
+  m->add(std::make_shared<layers::Conv2D>(layers::Conv2DOptions{
+      .filters = 3, .kernel_size = {3, 3}, .padding = padding, .activation = "relu", .seed = 1}));
+  m->add(std::move(pool));
+  m->add(std::make_shared<layers::Flatten>());
+  m->add(std::make_shared<layers::Dense>(layers::DenseOptions{.units = 2, .seed = 2}));
+  m->build(Shape{2, 6, 6, 2});
+  Generator gen(7);
+  auto& conv = dynamic_cast<layers::Conv2D&>(*m->layers()[0]);
+  conv.set_weights({round(random_uniform(Shape{3, 3, 2, 3}, gen, -1.5, 1.5, DType::kFloat64)),
+                    constant(std::vector<double>{-4.0, -2.0, 0.0}, Shape{3})});
+  return m;
+}
+
+Tensor input() {
+  Generator gen(11);
+  return round(random_uniform(Shape{2, 6, 6, 2}, gen, -1.5, 1.5, DType::kFloat64));
+}
+
+// Output, first-order gradients (input, kernel, bias) and the second-order gradient of the
+// input-gradient penalty w.r.t. the kernel and bias, with `forward` as the model's call.
+std::vector<std::vector<double>> derivatives(Sequential& m, const std::function<Tensor(const Tensor&)>& forward) {
+  const Tensor x = input();
+  const auto& conv = dynamic_cast<const layers::Conv2D&>(*m.layers()[0]);
+  const std::vector<Variable> w = {conv.kernel(), conv.bias()};
+  GradientTape outer;
+  GradientTape inner;
+  inner.watch(x);
+  const Tensor y = forward(x);
+  const Tensor loss = reduce_sum(square(y));
+  const auto g = inner.gradient(loss, std::vector<Source>{x, w[0], w[1]});
+  const Tensor penalty = reduce_sum(square(*g[0]));
+  const auto gg = outer.gradient(penalty, w);
+  return {y.to_vector<double>(), g[0]->to_vector<double>(), g[1]->to_vector<double>(), g[2]->to_vector<double>(),
+          gg[0]->to_vector<double>(), gg[1]->to_vector<double>()};
+}
+
+Tensor as_written(Sequential& m, const Tensor& x) {
+  Tensor y = x;
+  for (const auto& l : m.layers()) y = (*l)(y, true);
+  return y;
+}
+
+TEST(SequentialRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder) {
+  for (const char* padding : {"same", "valid"}) {
+    for (auto pool_opts : {layers::Pooling2DOptions{}, layers::Pooling2DOptions{.pool_size = {3, 3}, .strides = {{1, 2}}}}) {
+      SCOPED_TRACE(std::string(padding) + " pool " + std::to_string(pool_opts.pool_size[0]));
+      auto m = make_net(std::make_shared<layers::MaxPooling2D>(pool_opts), padding);
+      // The cases the rewrite must get right are present: windows that are all <= 0 before the
+      // relu, and windows whose maximum is tied.
+      const auto& conv = dynamic_cast<const layers::Conv2D&>(*m->layers()[0]);
+      const Tensor z = conv2d(input(), conv.kernel().read(), {1, 1}, padding == std::string("same") ? "SAME" : "VALID") +
+                       conv.bias().read();
+      const Tensor p = max_pool2d(z, {pool_opts.pool_size[0], pool_opts.pool_size[1]},
+                                  pool_opts.strides.value_or(pool_opts.pool_size), "VALID");
+      const auto pv = p.to_vector<double>();
+      EXPECT_GT(std::count_if(pv.begin(), pv.end(), [](double v) { return v <= 0.0; }), 2);
+      EXPECT_GT(std::count_if(pv.begin(), pv.end(), [](double v) { return v > 0.0; }), 2);
+
+      const auto rewritten = derivatives(*m, [&](const Tensor& x) { return (*m)(x, true); });
+      const auto written = derivatives(*m, [&](const Tensor& x) { return as_written(*m, x); });
+      ASSERT_EQ(rewritten.size(), written.size());
+      for (std::size_t i = 0; i < written.size(); ++i) EXPECT_EQ(rewritten[i], written[i]) << "derivative " << i;
+    }
+  }
+}
+
+// The ops the model records: which op applies the relu, and to what.
+std::vector<FunctionNode> recorded(Sequential& m) {
+  const FunctionGraph g = trace("net", [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{m(in[0], true)}; },
+                                {input()});
+  return g.nodes;
+}
+
+TEST(SequentialRewrite, ReluRunsOnThePooledTensorOnlyAfterMaxPooling) {
+  {
+    auto m = make_net(std::make_shared<layers::MaxPooling2D>());
+    const auto nodes = recorded(*m);
+    const auto conv = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "FusedConv2D"; });
+    ASSERT_NE(conv, nodes.end());
+    EXPECT_NE(conv->attrs.get_string("activation"), "relu");
+    const auto relu = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; });
+    ASSERT_NE(relu, nodes.end());
+    EXPECT_EQ(nodes[static_cast<std::size_t>(relu->inputs[0].node)].op, "MaxPool");
+  }
+  // Relu does not commute with averaging: the conv keeps its relu and no Relu op follows the pool.
+  {
+    auto m = make_net(std::make_shared<layers::AveragePooling2D>());
+    const auto nodes = recorded(*m);
+    const auto conv = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "FusedConv2D"; });
+    ASSERT_NE(conv, nodes.end());
+    EXPECT_EQ(conv->attrs.get_string("activation"), "relu");
+    EXPECT_TRUE(std::none_of(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; }));
+  }
+}
+
+}  // namespace
+}  // namespace tapeflow::models
