@@ -108,6 +108,10 @@ const std::vector<Case> kCases = {
     {2, 9, 10, 6, 3, 4, 5, 2, 2, 1, 1, "EXPLICIT", {0, 2, 3, 1}},
     {1, 4, 3, 6, 2, 5, 3, 1, 1, 1, 1, "EXPLICIT", {1, 1, 3, 3}},
     {1, 9, 9, 8, 3, 3, 4, 1, 1, 2, 2, "SAME"},
+    // 7x7 outputs (49 pixels: not a multiple of the GEMM's 6-row tile) over 7 images, with a
+    // short (72) and a long (1600) patch
+    {7, 7, 7, 8, 3, 3, 5, 1, 1, 1, 1, "SAME"},
+    {7, 14, 14, 64, 5, 5, 3, 2, 2, 1, 1, "SAME"},
 };
 
 template <class T>
@@ -134,7 +138,8 @@ TEST(ConvKernel, DoubleMatchesNaiveLoops) { check_against_reference<double>(1e-1
 TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5); }
 
 TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
-  for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9], kCases[10], kCases[11], kCases[13]}) {
+  for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9], kCases[10], kCases[11], kCases[13], kCases[17],
+                        kCases[18]}) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
     const auto f = random_vector<float>(g.patch_size() * g.f, 5);
