@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/internal/nhwc.h"
+#include "layers/pooling2d.h"
 
 #include "tape/ops/conv_ops.h"
 #include "tape/ops/math_ops.h"
@@ -79,6 +80,14 @@ Tensor ConvBase::forward(const Tensor& inputs, bool with_activation) {
   if (options_.use_bias) y = y + bias_.read();
   if (with_activation && activation_) y = activation_(y);
   return y;
+}
+
+ConvBase* relu_commutes_with(Layer& layer, const Layer& next) {
+  auto* conv = dynamic_cast<ConvBase*>(&layer);
+  if (!conv || conv->options().activation != "relu" || !dynamic_cast<const MaxPooling2D*>(&next) ||
+      next.dtype() != conv->dtype())
+    return nullptr;
+  return conv;
 }
 
 const Variable& ConvBase::kernel() const {

@@ -46,10 +46,9 @@ class ConvBase : public Layer {
  public:
   Tensor call(const Tensor& inputs, bool training) override;
   const Conv2DOptions& options() const { return options_; }
-  // For Sequential's Conv2D(relu) -> MaxPooling2D rewrite (models/sequential.h): whether the
-  // activation is relu, which commutes with max pooling; the layer's output before its activation
-  // (operator() otherwise: casts, builds on the first call); the activation alone.
-  bool activation_commutes_with_max_pooling() const { return options_.activation == "relu"; }
+  // For the models' Conv2D(relu) -> MaxPooling2D rewrite (models/sequential.h): the layer's output
+  // before its activation (as operator() otherwise: casts, builds on the first call), and the
+  // activation alone.
   Tensor call_without_activation(const Tensor& inputs);
   Tensor activate(const Tensor& y) const { return activation_ ? activation_(y) : y; }
   // Errors: std::logic_error before build (kernel) / without bias (bias).
@@ -77,6 +76,11 @@ class ConvBase : public Layer {
   Variable kernel_;
   Variable bias_;
 };
+
+// `layer` as a ConvBase when it is a Conv2D or Conv2DTranspose with activation relu and `next` a
+// MaxPooling2D of the same dtype: relu commutes with max pooling, so a model may run the pair as
+// conv -> pool -> relu (models/sequential.h). Null otherwise.
+ConvBase* relu_commutes_with(Layer& layer, const Layer& next);
 
 class Conv2D : public ConvBase {
  public:

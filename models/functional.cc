@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "layers/conv2d.h"
 #include "layers/input_layer.h"
 #include "layers/serialization.h"
 #include "tape/runtime/recorder.h"
@@ -100,6 +101,23 @@ Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor>
     track_layer(l);
   }
   for (const KerasTensor& t : outputs_) output_slots_.push_back(slot_.at(t.node().get()));
+  // Conv2D(relu) -> MaxPooling2D pairs to run as conv -> pool -> relu (sequential.h): the conv's
+  // output must have no other use.
+  std::vector<int> uses(next, 0);
+  for (const Step& s : steps_)
+    for (std::size_t k : s.inputs) ++uses[k];
+  for (std::size_t k : output_slots_) ++uses[k];
+  std::map<std::size_t, Step*> producer;
+  for (Step& s : steps_) producer[s.output] = &s;
+  for (Step& s : steps_) {
+    if (s.inputs.size() != 1 || uses[s.inputs[0]] != 1 || !producer.contains(s.inputs[0])) continue;
+    Step& p = *producer[s.inputs[0]];
+    if (p.inputs.size() != 1) continue;
+    if (auto* conv = layers::relu_commutes_with(*p.node->layer, *s.node->layer)) {
+      p.without_activation = conv;
+      s.then_activate = conv;
+    }
+  }
   if (inputs_.size() == 1) {
     std::vector<std::int64_t> dims = inputs_[0].shape();
     dims[0] = 1;
@@ -125,8 +143,11 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
     values[i] = xs[i];
   }
   for (const Step& s : steps_) {
-    if (s.inputs.size() == 1) {
+    if (s.without_activation) {
+      values[s.output] = s.without_activation->call_without_activation(values[s.inputs[0]]);
+    } else if (s.inputs.size() == 1) {
       values[s.output] = (*s.node->layer)(values[s.inputs[0]], training);
+      if (s.then_activate) values[s.output] = s.then_activate->activate(values[s.output]);
     } else {
       std::vector<Tensor> in;
       for (std::size_t k : s.inputs) in.push_back(values[k]);

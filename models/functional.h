@@ -17,6 +17,9 @@
 //           "input_layers": [[name, 0, 0], ...], "output_layers": [[name, node_index, 0], ...]};
 //           node indices count the layer's calls inside this model, in order.
 //           summary() adds Keras's "Connected to" column ("dense[0][0]").
+//           A Conv2D/Conv2DTranspose with activation relu whose output feeds only a MaxPooling2D
+//           (and is not a model output) runs as conv -> pool -> relu, as in Sequential (see
+//           sequential.h: the same values and gradients, bit for bit).
 // Errors:   std::invalid_argument (naming the model and the layers) for no inputs or outputs, an
 //           input that is not an Input, a repeated input, an output that depends on an Input
 //           not among the inputs ("graph disconnected"), two layers with one name, and for calls
@@ -32,6 +35,10 @@
 
 #include "layers/keras_tensor.h"
 #include "models/model.h"
+
+namespace tapeflow::layers {
+class ConvBase;
+}  // namespace tapeflow::layers
 
 namespace tapeflow::models {
 
@@ -73,6 +80,10 @@ class Functional : public Model {
     std::shared_ptr<const layers::Node> node;
     std::vector<std::size_t> inputs;
     std::size_t output;
+    // The Conv2D(relu) -> MaxPooling2D rewrite (sequential.h): on the conv's step, the conv run
+    // without its activation; on the pool's step, the conv whose activation follows the pool.
+    layers::ConvBase* without_activation = nullptr;
+    layers::ConvBase* then_activate = nullptr;
   };
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training);
   std::string inbound_string(const layers::KerasTensor& t) const;

@@ -3,7 +3,6 @@
 #include <stdexcept>
 
 #include "layers/conv2d.h"
-#include "layers/pooling2d.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::models {
@@ -28,9 +27,7 @@ Tensor Sequential::call(const Tensor& inputs, bool training) {
   const auto& ls = layers();
   Tensor x = inputs;
   for (std::size_t i = 0; i < ls.size(); ++i) {
-    auto* conv = dynamic_cast<layers::ConvBase*>(ls[i].get());
-    if (conv && conv->activation_commutes_with_max_pooling() && i + 1 < ls.size() &&
-        dynamic_cast<layers::MaxPooling2D*>(ls[i + 1].get()) && ls[i + 1]->dtype() == conv->dtype()) {
+    if (auto* conv = i + 1 < ls.size() ? layers::relu_commutes_with(*ls[i], *ls[i + 1]) : nullptr) {
       x = conv->activate((*ls[i + 1])(conv->call_without_activation(x), training));  // see the header
       ++i;
     } else {

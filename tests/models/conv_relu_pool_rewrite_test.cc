@@ -1,5 +1,5 @@
-// Sequential's one rewrite (models/sequential.h): a Conv2D with activation relu that feeds a
-// MaxPooling2D runs as conv -> pool -> relu. Values and gradients to second order must be those of
+// The models' one rewrite (models/sequential.h, functional.h): a Conv2D with activation relu that
+// feeds a MaxPooling2D runs as conv -> pool -> relu. Values and gradients to second order must be those of
 // the layers called one by one as written, bit for bit, including windows whose maximum is <= 0 and
 // windows with tied maxima; the recorded ops show where the relu went.
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "layers/layers.h"
+#include "models/functional.h"
 #include "models/sequential.h"
 #include "tape/tapeflow.h"
 
@@ -37,9 +38,9 @@ Tensor input() {
 
 // Output, first-order gradients (input, kernel, bias) and the second-order gradient of the
 // input-gradient penalty w.r.t. the kernel and bias, with `forward` as the model's call.
-std::vector<std::vector<double>> derivatives(Sequential& m, const std::function<Tensor(const Tensor&)>& forward) {
+std::vector<std::vector<double>> derivatives(const layers::Conv2D& conv,
+                                             const std::function<Tensor(const Tensor&)>& forward) {
   const Tensor x = input();
-  const auto& conv = dynamic_cast<const layers::Conv2D&>(*m.layers()[0]);
   const std::vector<Variable> w = {conv.kernel(), conv.bias()};
   GradientTape outer;
   GradientTape inner;
@@ -59,7 +60,7 @@ Tensor as_written(Sequential& m, const Tensor& x) {
   return y;
 }
 
-TEST(SequentialRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder) {
+TEST(ConvReluPoolRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder) {
   for (const char* padding : {"same", "valid"}) {
     for (auto pool_opts : {layers::Pooling2DOptions{}, layers::Pooling2DOptions{.pool_size = {3, 3}, .strides = {{1, 2}}}}) {
       SCOPED_TRACE(std::string(padding) + " pool " + std::to_string(pool_opts.pool_size[0]));
@@ -75,8 +76,8 @@ TEST(SequentialRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder) {
       EXPECT_GT(std::count_if(pv.begin(), pv.end(), [](double v) { return v <= 0.0; }), 2);
       EXPECT_GT(std::count_if(pv.begin(), pv.end(), [](double v) { return v > 0.0; }), 2);
 
-      const auto rewritten = derivatives(*m, [&](const Tensor& x) { return (*m)(x, true); });
-      const auto written = derivatives(*m, [&](const Tensor& x) { return as_written(*m, x); });
+      const auto rewritten = derivatives(conv, [&](const Tensor& x) { return (*m)(x, true); });
+      const auto written = derivatives(conv, [&](const Tensor& x) { return as_written(*m, x); });
       ASSERT_EQ(rewritten.size(), written.size());
       for (std::size_t i = 0; i < written.size(); ++i) EXPECT_EQ(rewritten[i], written[i]) << "derivative " << i;
     }
@@ -84,13 +85,13 @@ TEST(SequentialRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder) {
 }
 
 // The ops the model records: which op applies the relu, and to what.
-std::vector<FunctionNode> recorded(Sequential& m) {
+std::vector<FunctionNode> recorded(Model& m) {
   const FunctionGraph g = trace("net", [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{m(in[0], true)}; },
                                 {input()});
   return g.nodes;
 }
 
-TEST(SequentialRewrite, ReluRunsOnThePooledTensorOnlyAfterMaxPooling) {
+TEST(ConvReluPoolRewrite, ReluRunsOnThePooledTensorOnlyAfterMaxPooling) {
   {
     auto m = make_net(std::make_shared<layers::MaxPooling2D>());
     const auto nodes = recorded(*m);
@@ -110,6 +111,38 @@ TEST(SequentialRewrite, ReluRunsOnThePooledTensorOnlyAfterMaxPooling) {
     EXPECT_EQ(conv->attrs.get_string("activation"), "relu");
     EXPECT_TRUE(std::none_of(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; }));
   }
+}
+
+// The same layers as a Functional model: Input -> conv -> pool -> Flatten -> Dense, plus (with
+// `conv_is_output`) the conv's output as a second model output, which keeps its relu.
+std::shared_ptr<Functional> make_functional(const Sequential& net, bool conv_is_output) {
+  const auto& ls = net.layers();
+  auto in = layers::Input({.shape = {6, 6, 2}, .dtype = DType::kFloat64});
+  const layers::KerasTensor c = (*ls[0])(in);
+  const layers::KerasTensor out = (*ls[3])((*ls[2])((*ls[1])(c)));
+  if (conv_is_output) return std::make_shared<Functional>(std::vector<layers::KerasTensor>{in}, std::vector{out, c});
+  return std::make_shared<Functional>(in, out);
+}
+
+TEST(ConvReluPoolRewrite, FunctionalModelsRewriteWhenTheConvFeedsOnlyThePool) {
+  auto net = make_net(std::make_shared<layers::MaxPooling2D>());
+  auto f = make_functional(*net, false);
+  const auto& conv = dynamic_cast<const layers::Conv2D&>(*net->layers()[0]);
+  EXPECT_EQ(derivatives(conv, [&](const Tensor& x) { return (*f)(x, true); }),
+            derivatives(conv, [&](const Tensor& x) { return as_written(*net, x); }));
+  auto nodes = recorded(*f);
+  auto relu = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; });
+  ASSERT_NE(relu, nodes.end());
+  EXPECT_EQ(nodes[static_cast<std::size_t>(relu->inputs[0].node)].op, "MaxPool");
+
+  // The conv's output is also a model output: it must be the relu'd value, so no rewrite.
+  auto both = make_functional(*net, true);
+  const std::vector<Tensor> outs = both->call_all({input()}, true);
+  EXPECT_EQ(outs[1].to_vector<double>(), (*net->layers()[0])(input(), true).to_vector<double>());
+  EXPECT_EQ(outs[0].to_vector<double>(), as_written(*net, input()).to_vector<double>());
+  const FunctionGraph g = trace("both", [&](const std::vector<Tensor>& in) { return both->call_all(in, true); },
+                                {input()});
+  EXPECT_TRUE(std::none_of(g.nodes.begin(), g.nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; }));
 }
 
 }  // namespace
