@@ -13,8 +13,9 @@
 //           the same dtype as conv -> pool -> relu: max and relu commute (relu is non-decreasing),
 //           so values and gradients of every order are those of conv -> relu -> pool, bit for bit
 //           (a window whose maximum is <= 0 gets a zero gradient either way), while the relu and
-//           its gradient touch the pooled tensor, a quarter of the size for 2x2 pools. This is
-//           the one rewrite the model makes; other layer pairs run as written.
+//           its gradient touch the pooled tensor, a quarter of the size for 2x2 pools. Only a NaN
+//           in a window can tell the orders apart (it may hide the window's maximum from the
+//           pool). This is the one rewrite the model makes; other layer pairs run as written.
 // Errors:   std::invalid_argument for a null layer; std::logic_error for call() with no layers.
 // Ref:      keras/src/models/sequential.py
 #pragma once
