@@ -62,8 +62,9 @@ Tensor as_written(Sequential& m, const Tensor& x) {
 
 TEST(ConvReluPoolRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder) {
   for (const char* padding : {"same", "valid"}) {
-    for (auto pool_opts : {layers::Pooling2DOptions{}, layers::Pooling2DOptions{.pool_size = {3, 3}, .strides = {{1, 2}}}}) {
-      SCOPED_TRACE(std::string(padding) + " pool " + std::to_string(pool_opts.pool_size[0]));
+    for (auto pool_opts : {layers::Pooling2DOptions{}, layers::Pooling2DOptions{.pool_size = {3, 3}, .strides = {{1, 2}}},
+                           layers::Pooling2DOptions{.pool_size = {3, 3}, .strides = {{2, 2}}, .padding = "same"}}) {
+      SCOPED_TRACE(std::string(padding) + " pool " + std::to_string(pool_opts.pool_size[0]) + " " + pool_opts.padding);
       auto m = make_net(std::make_shared<layers::MaxPooling2D>(pool_opts), padding);
       // The cases the rewrite must get right are present: windows that are all <= 0 before the
       // relu, and windows whose maximum is tied.
@@ -71,7 +72,8 @@ TEST(ConvReluPoolRewrite, ConvReluMaxPoolMatchesTheLayersAsWrittenToSecondOrder)
       const Tensor z = conv2d(input(), conv.kernel().read(), {1, 1}, padding == std::string("same") ? "SAME" : "VALID") +
                        conv.bias().read();
       const Tensor p = max_pool2d(z, {pool_opts.pool_size[0], pool_opts.pool_size[1]},
-                                  pool_opts.strides.value_or(pool_opts.pool_size), "VALID");
+                                  pool_opts.strides.value_or(pool_opts.pool_size),
+                                  pool_opts.padding == "same" ? "SAME" : "VALID");
       const auto pv = p.to_vector<double>();
       EXPECT_GT(std::count_if(pv.begin(), pv.end(), [](double v) { return v <= 0.0; }), 2);
       EXPECT_GT(std::count_if(pv.begin(), pv.end(), [](double v) { return v > 0.0; }), 2);
