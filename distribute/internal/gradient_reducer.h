@@ -33,11 +33,12 @@ namespace tapeflow::distribute::internal {
 // mutex; it sleeps on a condition variable when nothing is in flight); otherwise they progress
 // only when a gradient is reported final.
 //
-// Shared memory (every rank on one node, set_shared_memory(true)): the buffers live in this rank's
-// segment of an MPI_Win_allocate_shared window. A complete buffer enters an MPI_Ibarrier; once every
-// rank is in, each rank sums its 1/N slice of the buffer over all segments (rank 0's + rank 1's +
-// ..., a fixed order) in place into its own segment, then enters a second barrier; after it every
-// rank copies each slice from its owner's segment. Each element is summed once, so every rank gets
+// Shared memory (set_shared_memory(true), and the ranks form groups of one size > 1: see below):
+// the buffers live in this rank's segment of an MPI_Win_allocate_shared window shared by its group.
+// A complete buffer enters an MPI_Ibarrier; once every rank of the group is in, each rank sums
+// its 1/N slice of the buffer over all segments (rank 0's + rank 1's + ..., a fixed order) in
+// place into its own segment, then enters a second barrier; after it every rank copies each slice
+// from its owner's segment. Each element is summed once, so every rank gets
 // the same bits. The reduction is on this thread (set() and finish() progress it), not on a progress
 // thread: on a node every rank's core is busy computing, and the sum is cheaper than MPI's copies
 // through its shared-memory transport (a 1.08 MB reduction of 2 ranks: see the issue-16 notes).
@@ -76,7 +77,7 @@ class GradientReducer {
   // Buffers started so far in this reduction.
   std::size_t started() const { return started_; }
   // Switches between the shared-memory window and MPI_Iallreduce (collective; takes effect at the
-  // next begin()). The window is used only when every rank is on one node.
+  // next begin()). The window is used only when the ranks form groups of one size > 1.
   void set_shared_memory(bool on) { shared_memory_ = on; }
   // Tests only: this rank sleeps `delay` between the second barrier and its copy-out, as a slow
   // rank would (checks that faster ranks' next step cannot overwrite what it still reads).
@@ -129,7 +130,7 @@ class GradientReducer {
   std::condition_variable cv_;
   bool active_ = false, stop_ = false;
   std::thread progress_;
-  // Shared memory: node communicators (all null unless every rank is on one node), the window,
+  // Shared memory: group communicators (all null unless the groups have one size > 1), the window,
   // every rank's segment, the bytes of one half-segment, the half of this step.
   bool shared_memory_ = false;
   bool shared_step_ = false;  // this step (since begin) uses the window
