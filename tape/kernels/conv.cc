@@ -313,6 +313,257 @@ void conv2d_backprop_filter_direct(const T* x, const T* dy, T* dfilter, const Co
 
 bool direct(const Conv2DGeometry& g) { return g.c <= kDirectMaxChannels && !pointwise(g); }
 
+// ---- Indirect GEMM (XNNPACK's indirection-buffer scheme) for more than kDirectMaxChannels channels ----
+// A convolution is a GEMM whose A rows are gathered: row p, step s (a filter tap) is C contiguous
+// values at a pointer (x at the tap of pixel p, or a zero row in the padding). Tiles of kIgemmMR
+// rows x 2 packets keep 12 accumulators in registers over all the taps, read A straight from x
+// through a table of pointers built per task (no im2col copy, no A packing) and B from panels
+// packed once per call.
+
+constexpr std::int64_t kIgemmMR = 6;
+// Bytes of one B micro-panel (K rows x 2 packets) that should stay in L1 while the row tiles of a
+// task stream past it: taps are grouped so that a group's K rows fit.
+constexpr std::int64_t kIgemmPanelBytes = 24 * 1024;
+
+// B [k, n] (b(r, j)) packed into panels of 2 packets of columns: panel jp holds rows 0..k-1 of
+// columns [jp*NB, jp*NB + NB), zeros past n, at jp * k * NB.
+template <class T, class B>
+std::vector<T> pack_panels(std::int64_t k, std::int64_t n, B b) {
+  constexpr std::int64_t NB = 2 * ei::packet_traits<T>::size;
+  const std::int64_t panels = (n + NB - 1) / NB;
+  std::vector<T> out(static_cast<std::size_t>(panels * k * NB), T(0));
+  for (std::int64_t jp = 0; jp < panels; ++jp)
+    for (std::int64_t r = 0; r < k; ++r)
+      for (std::int64_t j = jp * NB; j < std::min(n, jp * NB + NB); ++j)
+        out[static_cast<std::size_t>((jp * k + r) * NB + j - jp * NB)] = b(r, j);
+  return out;
+}
+
+// Tile [MR, NB] whose row q starts at c[q] = (accumulate ? tile : 0) + sum over steps s and
+// p < klen of a[s*MR + q][p] * bp[boff[s] + p*NB + :]: one FMA chain per element, steps and p
+// ascending.
+template <class T>
+void igemm_tile(std::int64_t steps, const T* const* a, const std::int64_t* boff, std::int64_t klen, const T* bp,
+                T* const* c, bool accumulate) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size, MR = kIgemmMR;
+  P acc[MR][2];
+  if (accumulate) {
+#pragma GCC unroll 6
+    for (std::int64_t q = 0; q < MR; ++q) {
+      acc[q][0] = ei::ploadu<P>(c[q]);
+      acc[q][1] = ei::ploadu<P>(c[q] + L);
+    }
+  } else {
+#pragma GCC unroll 6
+    for (std::int64_t q = 0; q < MR; ++q) acc[q][0] = acc[q][1] = ei::pset1<P>(T(0));
+  }
+  for (std::int64_t s = 0; s < steps; ++s, a += MR) {
+    const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    const T* b = bp + boff[s];
+#pragma GCC unroll 4
+    for (std::int64_t p = 0; p < klen; ++p, b += 2 * L) {
+      const P b0 = ei::ploadu<P>(b), b1 = ei::ploadu<P>(b + L);
+      P v;
+      v = ei::pset1<P>(a0[p]); acc[0][0] = ei::pmadd(v, b0, acc[0][0]); acc[0][1] = ei::pmadd(v, b1, acc[0][1]);
+      v = ei::pset1<P>(a1[p]); acc[1][0] = ei::pmadd(v, b0, acc[1][0]); acc[1][1] = ei::pmadd(v, b1, acc[1][1]);
+      v = ei::pset1<P>(a2[p]); acc[2][0] = ei::pmadd(v, b0, acc[2][0]); acc[2][1] = ei::pmadd(v, b1, acc[2][1]);
+      v = ei::pset1<P>(a3[p]); acc[3][0] = ei::pmadd(v, b0, acc[3][0]); acc[3][1] = ei::pmadd(v, b1, acc[3][1]);
+      v = ei::pset1<P>(a4[p]); acc[4][0] = ei::pmadd(v, b0, acc[4][0]); acc[4][1] = ei::pmadd(v, b1, acc[4][1]);
+      v = ei::pset1<P>(a5[p]); acc[5][0] = ei::pmadd(v, b0, acc[5][0]); acc[5][1] = ei::pmadd(v, b1, acc[5][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (std::int64_t q = 0; q < MR; ++q) {
+    ei::pstoreu(c[q], acc[q][0]);
+    ei::pstoreu(c[q] + L, acc[q][1]);
+  }
+}
+
+// Output rows [0, rows) of n values, row i at out[i], of an indirect GEMM whose row tile r (MR
+// rows) reads `steps` steps: MR row pointers per step at ind + (r * steps + s) * MR, the step's B
+// rows at offset boff[s] of a panel. Tiles of MR rows x NB columns over groups of `group` steps
+// (accumulating through the output between groups, so a group's K rows of a B panel stay in L1
+// while the row tiles pass); edge tiles go through a tile on the stack.
+template <class T>
+void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const T* const* ind,
+                const std::int64_t* boff, std::int64_t klen, const T* packed, std::int64_t k_panel, std::int64_t n,
+                T* const* out) {
+  constexpr std::int64_t NB = 2 * ei::packet_traits<T>::size, MR = kIgemmMR;
+  const std::int64_t panels = (n + NB - 1) / NB;
+  alignas(64) T tmp[MR * NB];
+  T* crow[MR];
+  for (std::int64_t s0 = 0; s0 < steps; s0 += group) {
+    const std::int64_t ns = std::min(group, steps - s0);
+    const bool acc = s0 > 0;
+    for (std::int64_t jp = 0; jp < panels; ++jp) {
+      const T* bp = packed + jp * k_panel * NB;
+      const std::int64_t j0 = jp * NB, nc = std::min(NB, n - j0);
+      for (std::int64_t r0 = 0; r0 < rows; r0 += MR) {
+        const T* const* a = ind + (r0 / MR * steps + s0) * MR;
+        const std::int64_t nr = std::min(MR, rows - r0);
+        if (nr == MR && nc == NB) {
+          for (std::int64_t q = 0; q < MR; ++q) crow[q] = out[r0 + q] + j0;
+          igemm_tile(ns, a, boff + s0, klen, bp, crow, acc);
+          continue;
+        }
+        for (std::int64_t q = 0; q < MR; ++q) crow[q] = tmp + q * NB;
+        if (acc)
+          for (std::int64_t q = 0; q < nr; ++q) std::copy_n(out[r0 + q] + j0, nc, tmp + q * NB);
+        igemm_tile(ns, a, boff + s0, klen, bp, crow, acc);
+        for (std::int64_t q = 0; q < nr; ++q) std::copy_n(tmp + q * NB, nc, out[r0 + q] + j0);
+      }
+    }
+  }
+}
+
+// Taps per group: the group's K rows of a B panel stay under kIgemmPanelBytes.
+// Steps per group: the group's K rows of a B panel stay under kIgemmPanelBytes, and the groups of
+// a tile's `steps` steps are as even as can be (8 + 1 taps cost a second pass through the output
+// for one tap).
+template <class T>
+std::int64_t igemm_group(std::int64_t klen, std::int64_t steps) {
+  constexpr std::int64_t NB = 2 * ei::packet_traits<T>::size;
+  const std::int64_t most = std::max<std::int64_t>(1, kIgemmPanelBytes / (klen * NB * static_cast<std::int64_t>(sizeof(T))));
+  const std::int64_t groups = (steps + most - 1) / most;
+  return (steps + groups - 1) / groups;
+}
+
+// Which filter rows (or columns) reach one output row (or column) of an indirect convolution, and
+// the source row each reads: pairs (i, source index), i ascending.
+using TapLine = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// Output lines with the same filter rows, in order of first appearance: the classes whose pixels
+// share one tap list (so a tile never multiplies padding or, with strides, a structural zero).
+struct LineClasses {
+  std::vector<std::vector<std::int64_t>> lines;  // per class: its output lines, ascending
+  std::vector<std::vector<std::int64_t>> taps;   // per class: its filter rows
+};
+inline LineClasses line_classes(const std::vector<TapLine>& per_line) {
+  LineClasses c;
+  for (std::int64_t l = 0; l < static_cast<std::int64_t>(per_line.size()); ++l) {
+    std::vector<std::int64_t> rows;
+    for (const auto& [i, src] : per_line[static_cast<std::size_t>(l)]) rows.push_back(i);
+    const auto it = std::find(c.taps.begin(), c.taps.end(), rows);
+    if (it == c.taps.end()) {
+      c.taps.push_back(std::move(rows));
+      c.lines.push_back({l});
+    } else {
+      c.lines[static_cast<std::size_t>(it - c.taps.begin())].push_back(l);
+    }
+  }
+  return c;
+}
+
+// The indirect-GEMM convolution shared by conv2d and conv2d_backprop_input. Output grid
+// [n, rows_h.size(), cols_w.size()] of `nout` channels at dst; output pixel (m, a, b) reads, for
+// each (i, sh) in rows_h[a] and (j, sw) in cols_w[b] (tap order: i, then j), the `klen` values at
+// src[((m * src_h + sh) * src_w + sw) * klen] times the B rows of tap (i, j): packed panels of
+// [kh * kw * klen, nout]. Pixels with the same row and column classes run together, images in
+// tasks of a fixed size (any partition gives the same bits: each output element is one sum).
+// Pixels no tap reaches are set to zero. finish(row) runs on each output row once it is complete
+// (still in cache).
+template <class T, class Finish>
+void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::vector<TapLine>& cols_w,
+                std::int64_t kw, const T* src, std::int64_t src_h, std::int64_t src_w, std::int64_t klen,
+                const std::vector<T>& packed, T* dst, std::int64_t nout, Finish finish) {
+  constexpr std::int64_t NB = 2 * ei::packet_traits<T>::size, MR = kIgemmMR;
+  const std::int64_t oh = static_cast<std::int64_t>(rows_h.size()), ow = static_cast<std::int64_t>(cols_w.size());
+  const LineClasses rc = line_classes(rows_h), cc = line_classes(cols_w);
+  const std::int64_t classes = static_cast<std::int64_t>(rc.taps.size() * cc.taps.size());
+  const std::int64_t k_panel = static_cast<std::int64_t>(packed.size()) / (((nout + NB - 1) / NB) * NB);
+  // Images per task: about 24 pixels per class, so small (border) classes still fill most of a tile.
+  const std::int64_t images = std::clamp<std::int64_t>((24 * classes + oh * ow - 1) / (oh * ow), 1, n);
+  const std::int64_t tasks = (n + images - 1) / images;
+  parallel_for(tasks, 1, [&](std::int64_t b, std::int64_t e) {
+    std::vector<const T*> ind;
+    std::vector<T*> out;
+    std::vector<std::int64_t> boff;
+    for (std::int64_t task = b; task < e; ++task) {
+      const std::int64_t n0 = task * images, n1 = std::min(n, n0 + images);
+      for (std::size_t r = 0; r < rc.taps.size(); ++r)
+        for (std::size_t c = 0; c < cc.taps.size(); ++c) {
+          const std::int64_t ni = static_cast<std::int64_t>(rc.taps[r].size()), nj = static_cast<std::int64_t>(cc.taps[c].size());
+          const std::int64_t steps = ni * nj, group = igemm_group<T>(klen, steps);
+          out.clear();
+          for (std::int64_t m = n0; m < n1; ++m)
+            for (std::int64_t a : rc.lines[r])
+              for (std::int64_t bb : cc.lines[c]) out.push_back(dst + ((m * oh + a) * ow + bb) * nout);
+          const std::int64_t rows = static_cast<std::int64_t>(out.size());
+          if (steps == 0) {
+            for (T* o : out) std::fill(o, o + nout, T(0));
+            for (T* o : out) finish(o);
+            continue;
+          }
+          boff.resize(static_cast<std::size_t>(steps));
+          for (std::int64_t u = 0; u < ni; ++u)
+            for (std::int64_t v = 0; v < nj; ++v)
+              boff[static_cast<std::size_t>(u * nj + v)] = (rc.taps[r][static_cast<std::size_t>(u)] * kw + cc.taps[c][static_cast<std::size_t>(v)]) * klen * NB;
+          // Padding rows of the last tile read the first pixel's rows (their results are dropped).
+          ind.resize(static_cast<std::size_t>(round_up(rows, MR) * steps));
+          std::int64_t row = 0;
+          for (std::int64_t m = n0; m < n1; ++m)
+            for (std::int64_t a : rc.lines[r]) {
+              const TapLine& hl = rows_h[static_cast<std::size_t>(a)];
+              for (std::int64_t bb : cc.lines[c]) {
+                const TapLine& wl = cols_w[static_cast<std::size_t>(bb)];
+                const T** slot = ind.data() + (row / MR) * steps * MR + row % MR;
+                for (std::int64_t u = 0; u < ni; ++u)
+                  for (std::int64_t v = 0; v < nj; ++v)
+                    slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
+                                                     wl[static_cast<std::size_t>(v)].second) * klen;
+                ++row;
+              }
+            }
+          for (; row < round_up(rows, MR); ++row) {
+            const T** slot = ind.data() + (row / MR) * steps * MR + row % MR;
+            for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
+          }
+          igemm_rows(rows, steps, group, ind.data(), boff.data(), klen, packed.data(), k_panel, nout, out.data());
+          for (T* o : out) finish(o);
+        }
+    }
+  });
+}
+
+// y [N, Ho, Wo, F] = conv2d(x, filter): A row = an output pixel, step = a filter tap inside the
+// image (C values of x), B = the filter as [taps * C, F].
+template <class T>
+void conv2d_igemm(const T* x, const T* filter, T* y, const Conv2DGeometry& g, const ConvEpilogue<T>& epilogue) {
+  const std::int64_t k = g.kh * g.kw * g.c;
+  const std::vector<T> packed = pack_panels<T>(k, g.f, [&](std::int64_t r, std::int64_t j) { return filter[r * g.f + j]; });
+  auto lines = [](std::int64_t out, std::int64_t in, std::int64_t kk, std::int64_t st, std::int64_t pad, std::int64_t d) {
+    std::vector<TapLine> l(static_cast<std::size_t>(out));
+    for (std::int64_t o = 0; o < out; ++o)
+      for (std::int64_t i = 0; i < kk; ++i)
+        if (const std::int64_t src = o * st - pad + i * d; src >= 0 && src < in) l[static_cast<std::size_t>(o)].push_back({i, src});
+    return l;
+  };
+  igemm_conv(g.n, lines(g.ho, g.h, g.kh, g.sh, g.pad_top, g.dh), lines(g.wo, g.w, g.kw, g.sw, g.pad_left, g.dw), g.kw, x,
+             g.h, g.w, g.c, packed, y, g.f, [&](T* row) { apply_epilogue(row, 1, g.f, epilogue); });
+}
+
+// dx [N, H, W, C] = the gradient of conv2d w.r.t. x: A row = a dx pixel, step = a filter tap that
+// reaches it (with strides: only the taps of its phase), reading dy at the output pixel the tap
+// connects it to (F values); B = the filter as [taps * F, C] (row (s, f) = filter[s, :, f]). Every dx
+// element is one sum: no col2im and no zeroing.
+template <class T>
+void conv2d_backprop_input_igemm(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g) {
+  const std::int64_t k = g.kh * g.kw * g.f;
+  const std::vector<T> packed = pack_panels<T>(
+      k, g.c, [&](std::int64_t r, std::int64_t j) { return filter[((r / g.f) * g.c + j) * g.f + r % g.f]; });
+  auto lines = [](std::int64_t in, std::int64_t out, std::int64_t kk, std::int64_t st, std::int64_t pad, std::int64_t d) {
+    std::vector<TapLine> l(static_cast<std::size_t>(in));
+    for (std::int64_t x = 0; x < in; ++x)
+      for (std::int64_t i = 0; i < kk; ++i)
+        if (const std::int64_t v = x + pad - i * d; v >= 0 && v % st == 0 && v / st < out)
+          l[static_cast<std::size_t>(x)].push_back({i, v / st});
+    return l;
+  };
+  igemm_conv(g.n, lines(g.h, g.ho, g.kh, g.sh, g.pad_top, g.dh), lines(g.w, g.wo, g.kw, g.sw, g.pad_left, g.dw), g.kw,
+             dy, g.ho, g.wo, g.f, packed, dx, g.c, [](T*) {});
+}
+
 }  // namespace
 
 template <class T>
@@ -331,29 +582,29 @@ void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g, ConvEpil
       });
     return;
   }
-  const std::int64_t r = tile_rows<T>(g, kConvTileBytes), tiles = (rows + r - 1) / r;
-  const MatmulRhs<T> rhs(filter, k, g.f, false);  // packed once, not per tile
-  parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
-    std::vector<T> buf(static_cast<std::size_t>(std::min(r, rows) * k));
-    for (std::int64_t t = b; t < e; ++t) {
-      const std::int64_t p0 = t * r, p1 = std::min(rows, p0 + r);
-      im2col(x, g, p0, p1, buf.data());
-      rhs.multiply(buf.data(), p1 - p0, y + p0 * g.f);
-      apply_epilogue(y + p0 * g.f, p1 - p0, g.f, epilogue);
-    }
-  });
+  conv2d_igemm(x, filter, y, g, epilogue);
 }
 
 template <class T>
 void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size();
-  std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
-  if (rows == 0 || g.f == 0) return;
+  if (rows == 0 || g.f == 0) {
+    std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
+    return;
+  }
   if (pointwise(g)) {
     matmul(dy, filter, dx, 1, rows, g.f, k, false, true, 0, 0);
     return;
   }
-  // Tiles never straddle images, so images (which own disjoint parts of dx) run in parallel.
+  if (g.c >= kIgemmMinOutChannels) {
+    conv2d_backprop_input_igemm(filter, dy, dx, g);
+    return;
+  }
+  // Few input channels (an image): the indirect GEMM would fill a 2-packet tile with g.c columns.
+  // Here dpatch = dy @ filterᵀ ([R, F] x [F, kh*kw*C], wide enough for the GEMM), folded back
+  // (col2im). Tiles never straddle images, so images (which own disjoint parts of dx) run in
+  // parallel.
+  std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
   const std::int64_t hw = g.ho * g.wo, r = std::min(tile_rows<T>(g, kConvGradTileBytes), hw), per_image = (hw + r - 1) / r;
   const MatmulRhs<T> rhs(filter, g.f, k, true);  // filterᵀ, packed once
   parallel_for(g.n, 1, [&](std::int64_t b, std::int64_t e) {

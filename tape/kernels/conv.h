@@ -2,24 +2,25 @@
 // Shapes:   x [N, H, W, C], filter [kh, kw, C, F], y [N, Ho, Wo, F] (see Conv2DGeometry).
 //           Pooling: x [N, H, W, C] -> y [N, Ho, Wo, C] with F == C and the window kh x kw.
 // DTypes:   float, double.
-// Facts:    Convolutions are im2col tiles feeding kernels::matmul (the packed AVX2 GEMM):
-//           a tile of R output pixels (R fixed by the shape alone: R * kh * kw * C elements stay
-//           under kConvTileBytes) is unfolded into an [R, kh*kw*C] patch matrix and multiplied by
-//           the filter viewed as [kh*kw*C, F]. 1x1 kernels with stride 1 and no padding skip the
-//           unfolding. Tiles run in parallel (oneTBB), each with its own patch buffer, so peak extra
-//           memory is (tiles in flight, <= threads) x kConvTileBytes (kConvGradTileBytes in the
-//           gradient kernels), not a whole-batch patch matrix. conv2d and conv2d_backprop_input
-//           pack the filter once per call (kernels::MatmulRhs: kh*kw*C x F values, F rounded up
-//           to 16 / 8 columns) and every tile multiplies by it: packing a 3.2 MB filter for each
-//           10-row tile cost about as much as the tile's product (W9's convT1).
-//           conv2d_backprop_input: per image, tiles of dpatch = g [R, F] @ filterᵀ folded back
-//           (col2im) in pixel order; images in parallel. conv2d_backprop_filter:
+// Facts:    conv2d and conv2d_backprop_input are indirect GEMMs (XNNPACK's indirection-buffer
+//           scheme): an output pixel's row of the product reads, per filter tap, the C (or F)
+//           contiguous input values of that tap straight from x (or dy) through a table of
+//           pointers, so nothing is unfolded (no im2col) and the A side is never packed; the
+//           filter is packed once per call into panels of 2 packets of columns. Register tiles of
+//           6 pixels x 2 packets accumulate over all taps. Pixels are grouped by the filter taps
+//           that reach them (border pixels under padding, and with strides the phase of a dx pixel),
+//           so no tile multiplies padding or a structural zero of the transposed convolution.
+//           Extra memory per task: its pointer table (pixels x taps pointers) and the packed
+//           filter (kh*kw*C x F rounded up to 16 / 8 columns), shared. conv2d_backprop_input with
+//           fewer than kIgemmMinOutChannels input channels instead multiplies per image tiles
+//           dpatch = dy [R, F] @ filterᵀ and folds them back (col2im); images in parallel.
+//           conv2d_backprop_filter:
 //           with C >= kFilterPerTapChannels, per filter tap (taps in parallel) x_tapᵀ @ g over row
 //           chunks of kConvTapChunkBytes added in order, each g chunk packed once for all taps,
 //           extra memory threads x (chunk + C*F) + one packed g chunk;
-//           with fewer channels, per fixed tile a partial patchesᵀ @ g, partials added in tile
-//           order (waves of kFilterWave tiles in parallel), extra memory
-//           kFilterWave x (tile + kh*kw*C*F).
+//           with fewer channels, per fixed tile an im2col patch tile (R * kh*kw*C values under
+//           kConvGradTileBytes) and a partial patchesᵀ @ g, partials added in tile order (waves of
+//           kFilterWave tiles in parallel), extra memory kFilterWave x (tile + kh*kw*C*F).
 //           Inputs with C <= kDirectMaxChannels (images: 1 or 3 channels) skip im2col and the
 //           GEMM in conv2d and conv2d_backprop_filter: direct kernels accumulate blocks of 4
 //           output pixels x 2 packets of channels (forward) or 6 taps x 2 packets (filter
@@ -43,14 +44,14 @@ namespace tapeflow::kernels {
 // conv2d and conv2d_backprop_filter use direct kernels (no im2col, no GEMM) when the input has at
 // most this many channels: a patch of kh*kw*C <= 4*kh*kw values is too short for the GEMM.
 inline constexpr std::int64_t kDirectMaxChannels = 4;
+// conv2d_backprop_input runs as an indirect GEMM when x has at least this many channels (the
+// columns of its product): below, most of a 2-packet register tile would be padding.
+inline constexpr std::int64_t kIgemmMinOutChannels = 8;
 // Tiles hold a multiple of this many output pixels (the GEMM's register tile rows).
 inline constexpr std::int64_t kConvTileRowMultiple = 6;
-// Patch-tile budget of one task (bytes).
-inline constexpr std::int64_t kConvTileBytes = 256 * 1024;
-// Patch-tile budget of one task in the two gradient kernels: their products are thin in one
-// dimension (R rows of dpatch, or K = R for the filter partials), so larger tiles pay (measured
-// on W9's convolutions: 10-25% faster than 256 KiB), while the forward pass keeps more, smaller
-// tiles for balance when C is small.
+// Patch-tile budget of one task in the two GEMM-based gradient schemes: their products are thin
+// in one dimension (R rows of dpatch, or K = R for the filter partials), so large tiles pay
+// (measured on W9's convolutions: 10-25% faster than 256 KiB).
 inline constexpr std::int64_t kConvGradTileBytes = 1024 * 1024;
 // Filter-gradient tiles reduced per parallel wave (fixed: results do not depend on threads).
 inline constexpr std::int64_t kFilterWave = 8;

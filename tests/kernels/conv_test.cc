@@ -112,6 +112,11 @@ const std::vector<Case> kCases = {
     // short (72) and a long (1600) patch
     {7, 7, 7, 8, 3, 3, 5, 1, 1, 1, 1, "SAME"},
     {7, 14, 14, 64, 5, 5, 3, 2, 2, 1, 1, "SAME"},
+    // indirect GEMM (C >= kIgemmMinOutChannels): stride and dilation on different axes with
+    // explicit paddings (border classes and phase classes together), and a 1x1 stride-2 kernel
+    // whose odd dx pixels no tap reaches (zeroed, not left as they were)
+    {2, 11, 9, kIgemmMinOutChannels, 2, 3, 17, 1, 2, 2, 1, "EXPLICIT", {2, 1, 0, 3}},
+    {1, 5, 4, kIgemmMinOutChannels, 1, 1, 3, 2, 2, 1, 1, "SAME"},
 };
 
 template <class T>
@@ -139,7 +144,7 @@ TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5);
 
 TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
   for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9], kCases[10], kCases[11], kCases[13], kCases[17],
-                        kCases[18]}) {
+                        kCases[18], kCases[19]}) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
     const auto f = random_vector<float>(g.patch_size() * g.f, 5);
