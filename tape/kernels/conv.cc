@@ -356,7 +356,12 @@ void igemm_tile(std::int64_t steps, const T* const* a, const std::int64_t* boff,
     }
   } else {
 #pragma GCC unroll 6
-    for (std::int64_t q = 0; q < MR; ++q) acc[q][0] = acc[q][1] = ei::pset1<P>(T(0));
+    for (std::int64_t q = 0; q < MR; ++q) {
+      acc[q][0] = acc[q][1] = ei::pset1<P>(T(0));
+      // The tile is written at the end: fetch its lines while the loop runs (as the GEMM does).
+      __builtin_prefetch(c[q], 1);
+      __builtin_prefetch(c[q] + 2 * L - 1, 1);
+    }
   }
   for (std::int64_t s = 0; s < steps; ++s, a += MR) {
     const T *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
