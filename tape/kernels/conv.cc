@@ -324,6 +324,9 @@ constexpr std::int64_t kIgemmMR = 6;
 // Bytes of one B micro-panel (K rows x 2 packets) that should stay in L1 while the row tiles of a
 // task stream past it: taps are grouped so that a group's K rows fit.
 constexpr std::int64_t kIgemmPanelBytes = 24 * 1024;
+// Output rows per pointer table: a task's extra memory stays under kIgemmChunkRows x taps pointers
+// (about 19 KB for a 3x3 filter, 52 KB for 5x5), whatever the image size.
+constexpr std::int64_t kIgemmChunkRows = 264;
 
 // B [k, n] (b(r, j)) packed into panels of 2 packets of columns: panel jp holds rows 0..k-1 of
 // columns [jp*NB, jp*NB + NB), zeros past n, at jp * k * NB.
@@ -504,27 +507,28 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
           for (std::int64_t u = 0; u < ni; ++u)
             for (std::int64_t v = 0; v < nj; ++v)
               boff[static_cast<std::size_t>(u * nj + v)] = (rc.taps[r][static_cast<std::size_t>(u)] * kw + cc.taps[c][static_cast<std::size_t>(v)]) * klen * NB;
-          // Padding rows of the last tile read the first pixel's rows (their results are dropped).
-          ind.resize(static_cast<std::size_t>(round_up(rows, MR) * steps));
-          std::int64_t row = 0;
-          for (std::int64_t m = n0; m < n1; ++m)
-            for (std::int64_t a : rc.lines[r]) {
-              const TapLine& hl = rows_h[static_cast<std::size_t>(a)];
-              for (std::int64_t bb : cc.lines[c]) {
-                const TapLine& wl = cols_w[static_cast<std::size_t>(bb)];
-                const T** slot = ind.data() + (row / MR) * steps * MR + row % MR;
-                for (std::int64_t u = 0; u < ni; ++u)
-                  for (std::int64_t v = 0; v < nj; ++v)
-                    slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
-                                                     wl[static_cast<std::size_t>(v)].second) * klen;
-                ++row;
+          // The table in chunks of kIgemmChunkRows rows (bounded memory); padding rows of a chunk's
+          // last tile read its first row's pointers (their results are dropped).
+          for (std::int64_t c0 = 0; c0 < rows; c0 += kIgemmChunkRows) {
+            const std::int64_t nr = std::min(kIgemmChunkRows, rows - c0), padded = round_up(nr, MR);
+            ind.resize(static_cast<std::size_t>(padded * steps));
+            for (std::int64_t row = 0; row < padded; ++row) {
+              const T** slot = ind.data() + (row / MR) * steps * MR + row % MR;
+              if (row >= nr) {
+                for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
+                continue;
               }
+              const std::int64_t pix = (out[static_cast<std::size_t>(c0 + row)] - dst) / nout;
+              const std::int64_t m = pix / (oh * ow);
+              const TapLine& hl = rows_h[static_cast<std::size_t>((pix / ow) % oh)];
+              const TapLine& wl = cols_w[static_cast<std::size_t>(pix % ow)];
+              for (std::int64_t u = 0; u < ni; ++u)
+                for (std::int64_t v = 0; v < nj; ++v)
+                  slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
+                                                   wl[static_cast<std::size_t>(v)].second) * klen;
             }
-          for (; row < round_up(rows, MR); ++row) {
-            const T** slot = ind.data() + (row / MR) * steps * MR + row % MR;
-            for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
+            igemm_rows(nr, steps, group, ind.data(), boff.data(), klen, packed.data(), k_panel, nout, out.data() + c0);
           }
-          igemm_rows(rows, steps, group, ind.data(), boff.data(), klen, packed.data(), k_panel, nout, out.data());
           for (T* o : out) finish(o);
         }
     }
