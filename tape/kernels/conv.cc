@@ -433,8 +433,8 @@ template <class T>
 std::int64_t igemm_group(std::int64_t klen, std::int64_t steps) {
   constexpr std::int64_t NB = 2 * ei::packet_traits<T>::size;
   const std::int64_t most = std::max<std::int64_t>(1, kIgemmPanelBytes / (klen * NB * static_cast<std::int64_t>(sizeof(T))));
-  const std::int64_t groups = (steps + most - 1) / most;
-  return (steps + groups - 1) / groups;
+  const std::int64_t groups = std::max<std::int64_t>((steps + most - 1) / most, 1);
+  return std::max<std::int64_t>((steps + groups - 1) / groups, 1);
 }
 
 // Which filter rows (or columns) reach one output row (or column) of an indirect convolution, and
