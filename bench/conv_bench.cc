@@ -134,6 +134,30 @@ BENCHMARK(BM_ConvProduct)
     ->UseRealTime()
     ->MinTime(0.5);
 
+// W8's two max pools (2x2 stride 2 on [128,26,26,32] and on [128,11,11,64], where the last row and
+// column fall outside every window), forward and gradient; GB/s counts the bytes each pass must
+// move (forward: x read, y written; gradient: x and dy read, dx written), so the figure compares
+// with BM_AddF32's memory bandwidth.
+void BM_MaxPool(benchmark::State& state) {
+  const Shape input = state.range(0) == 0 ? Shape{128, 26, 26, 32} : Shape{128, 11, 11, 64};
+  ThreadCap cap(static_cast<int>(state.range(2)));
+  Generator gen(4);
+  const Tensor x = random_uniform(input, gen);
+  const Tensor y = max_pool2d(x, {2, 2}, {2, 2}, "VALID");
+  const Tensor dy = random_uniform(y.shape(), gen);
+  const bool grad = state.range(1) == 1;
+  for (auto _ : state) {
+    Tensor r = grad ? max_pool2d_grad(x, dy, {2, 2}, {2, 2}, "VALID") : max_pool2d(x, {2, 2}, {2, 2}, "VALID");
+    benchmark::DoNotOptimize(r.raw_data());
+  }
+  const double bytes = 4.0 * static_cast<double>(grad ? 2 * x.num_elements() + y.num_elements()
+                                                      : x.num_elements() + y.num_elements());
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * static_cast<double>(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(std::string(state.range(0) == 0 ? "W8.pool1" : "W8.pool2") + (grad ? " gradient" : " forward"));
+}
+BENCHMARK(BM_MaxPool)->ArgsProduct({{0, 1}, {0, 1}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+
 }  // namespace
 
 BENCHMARK_MAIN();

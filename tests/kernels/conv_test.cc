@@ -237,7 +237,11 @@ void check_pool_against_reference(double tol) {
                                    {2, 7, 7, 11, 2, 2, 11, 2, 2, 1, 1, "VALID"},
                                    {1, 6, 5, 9, 3, 3, 9, 1, 1, 1, 1, "SAME"},
                                    // windows that tile the input (the gradient assigns, no zeroing)
-                                   {2, 8, 6, 19, 2, 2, 19, 2, 2, 1, 1, "VALID"}};
+                                   {2, 8, 6, 19, 2, 2, 19, 2, 2, 1, 1, "VALID"},
+                                   // 2x2 stride 2 (the fixed-tap kernels) with only the height, or
+                                   // only the width, odd: that row or column gets no gradient
+                                   {3, 5, 8, 8, 2, 2, 8, 2, 2, 1, 1, "VALID"},
+                                   {2, 4, 9, 16, 2, 2, 16, 2, 2, 1, 1, "SAME"}};
   for (const Case& k : cases) {
     SCOPED_TRACE(::testing::Message() << "case " << k.n << "x" << k.h << "x" << k.w << "x" << k.c << " k" << k.kh
                                       << "x" << k.kw << " s" << k.sh << " " << k.padding);
