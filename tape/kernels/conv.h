@@ -86,7 +86,7 @@ struct WindowDim {
 WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
                      std::int64_t d, std::int64_t explicit_before = 0, std::int64_t explicit_after = 0);
 
-// What conv2d applies to each output tile as soon as it is finished (still in cache):
+// What conv2d applies to each output row (or tile) as soon as it is finished (still in cache):
 // y = y + bias[f] (bias: g.f values; null: none), then y = y > 0 ? y : 0 when relu. The same
 // float operations as the separate add and relu kernels, so the values are bit-identical to them
 // (TF's _FusedConv2D with fused_ops [BiasAdd] / [BiasAdd, Relu]).
