@@ -314,11 +314,10 @@ void conv2d_backprop_filter_direct(const T* x, const T* dy, T* dfilter, const Co
 bool direct(const Conv2DGeometry& g) { return g.c <= kDirectMaxChannels && !pointwise(g); }
 
 // ---- Indirect GEMM (XNNPACK's indirection-buffer scheme) for more than kDirectMaxChannels channels ----
-// A convolution is a GEMM whose A rows are gathered: row p, step s (a filter tap) is C contiguous
-// values at a pointer (x at the tap of pixel p, or a zero row in the padding). Tiles of kIgemmMR
-// rows x 2 packets keep 12 accumulators in registers over all the taps, read A straight from x
-// through a table of pointers built per task (no im2col copy, no A packing) and B from panels
-// packed once per call.
+// A convolution is a GEMM whose A rows are gathered: row p, step s (a filter tap that reaches
+// pixel p) is C contiguous values at a pointer into x. Tiles of kIgemmMR rows x 2 packets keep 12
+// accumulators in registers over all the taps, read A straight from x through a table of pointers
+// built per task (no im2col copy, no A packing) and B from panels packed once per call.
 
 constexpr std::int64_t kIgemmMR = 6;
 // Bytes of one B micro-panel (K rows x 2 packets) that should stay in L1 while the row tiles of a
@@ -425,7 +424,6 @@ void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const
   }
 }
 
-// Taps per group: the group's K rows of a B panel stay under kIgemmPanelBytes.
 // Steps per group: the group's K rows of a B panel stay under kIgemmPanelBytes, and the groups of
 // a tile's `steps` steps are as even as can be (8 + 1 taps cost a second pass through the output
 // for one tap).
@@ -789,9 +787,9 @@ bool pool_2x2(const Conv2DGeometry& g) {
          g.wo == g.w / 2;
 }
 
-// f(m, r0, r1, rows, cols): the windows of pooled rows [b, e) of the batch (n * ho rows), each with
-// its two input rows r0, r1 (pointers into an [N, H, W, C] tensor `base`), its output row offset
-// and, per window, the input offset 2 * ow * C.
+// f(n, oh, r0, r1, out) for pooled rows [b, e) of the batch (n * ho rows): the image and row, the
+// two input rows of its windows (pointers into the [N, H, W, C] tensor `base`; window ow starts at
+// offset 2 * ow * C of each) and the offset of the pooled row in the [N, Ho, Wo, C] output.
 template <class T, class F>
 void for_pool_2x2_rows(const Conv2DGeometry& g, std::int64_t b, std::int64_t e, T* base, F&& f) {
   for (std::int64_t r = b; r < e; ++r) {
