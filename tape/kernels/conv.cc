@@ -323,8 +323,9 @@ constexpr std::int64_t kIgemmMR = 6;
 // Bytes of one B micro-panel (K rows x 2 packets) that should stay in L1 while the row tiles of a
 // task stream past it: taps are grouped so that a group's K rows fit.
 constexpr std::int64_t kIgemmPanelBytes = 24 * 1024;
-// Output rows per pointer table: a task's extra memory stays under kIgemmChunkRows x taps pointers
-// (about 19 KB for a 3x3 filter, 52 KB for 5x5), whatever the image size.
+// Output rows per work item: its pointer table stays under kIgemmChunkRows x taps pointers (about
+// 19 KB for a 3x3 filter, 52 KB for 5x5) whatever the image size, and one image splits into
+// several items.
 constexpr std::int64_t kIgemmChunkRows = 264;
 
 // B [k, n] (b(r, j)) packed into panels of 2 packets of columns: panel jp holds rows 0..k-1 of
@@ -465,8 +466,8 @@ inline LineClasses line_classes(const std::vector<TapLine>& per_line) {
 // [n, rows_h.size(), cols_w.size()] of `nout` channels at dst; output pixel (m, a, b) reads, for
 // each (i, sh) in rows_h[a] and (j, sw) in cols_w[b] (tap order: i, then j), the `klen` values at
 // src[((m * src_h + sh) * src_w + sw) * klen] times the B rows of tap (i, j): packed panels of
-// [kh * kw * klen, nout]. Pixels with the same row and column classes run together, images in
-// tasks of a fixed size (any partition gives the same bits: each output element is one sum).
+// [kh * kw * klen, nout]. Pixels with the same row and column classes run together, in work items
+// fixed by the shape (any partition gives the same bits anyway: each output element is one sum).
 // Pixels no tap reaches are set to zero. finish(row) runs on each output row once it is complete
 // (still in cache).
 template <class T, class Finish>
@@ -478,57 +479,71 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
   const LineClasses rc = line_classes(rows_h), cc = line_classes(cols_w);
   const std::int64_t classes = static_cast<std::int64_t>(rc.taps.size() * cc.taps.size());
   const std::int64_t k_panel = static_cast<std::int64_t>(packed.size()) / (((nout + NB - 1) / NB) * NB);
-  // Images per task: about 24 pixels per class, so small (border) classes still fill most of a tile.
+  // Work items: images in groups of about 24 pixels per class (so small border classes still fill
+  // most of a tile), then per class its rows in chunks of kIgemmChunkRows (so one large image, or a
+  // batch of one, still splits across threads).
   const std::int64_t images = std::clamp<std::int64_t>((24 * classes + oh * ow - 1) / (oh * ow), 1, n);
-  const std::int64_t tasks = (n + images - 1) / images;
-  parallel_for(tasks, 1, [&](std::int64_t b, std::int64_t e) {
+  struct Item {
+    std::int64_t n0, n1, r, c, row0;
+  };
+  std::vector<Item> items;
+  for (std::int64_t n0 = 0; n0 < n; n0 += images)
+    for (std::size_t r = 0; r < rc.taps.size(); ++r)
+      for (std::size_t c = 0; c < cc.taps.size(); ++c) {
+        const std::int64_t n1 = std::min(n, n0 + images);
+        const std::int64_t rows = (n1 - n0) * static_cast<std::int64_t>(rc.lines[r].size() * cc.lines[c].size());
+        for (std::int64_t row0 = 0; row0 < rows; row0 += kIgemmChunkRows)
+          items.push_back({n0, n1, static_cast<std::int64_t>(r), static_cast<std::int64_t>(c), row0});
+      }
+  parallel_for(static_cast<std::int64_t>(items.size()), 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<const T*> ind;
     std::vector<T*> out;
     std::vector<std::int64_t> boff;
-    for (std::int64_t task = b; task < e; ++task) {
-      const std::int64_t n0 = task * images, n1 = std::min(n, n0 + images);
-      for (std::size_t r = 0; r < rc.taps.size(); ++r)
-        for (std::size_t c = 0; c < cc.taps.size(); ++c) {
-          const std::int64_t ni = static_cast<std::int64_t>(rc.taps[r].size()), nj = static_cast<std::int64_t>(cc.taps[c].size());
-          const std::int64_t steps = ni * nj, group = igemm_group<T>(klen, steps);
-          out.clear();
-          for (std::int64_t m = n0; m < n1; ++m)
-            for (std::int64_t a : rc.lines[r])
-              for (std::int64_t bb : cc.lines[c]) out.push_back(dst + ((m * oh + a) * ow + bb) * nout);
-          const std::int64_t rows = static_cast<std::int64_t>(out.size());
-          if (steps == 0) {
-            for (T* o : out) std::fill(o, o + nout, T(0));
-            for (T* o : out) finish(o);
-            continue;
-          }
-          boff.resize(static_cast<std::size_t>(steps));
-          for (std::int64_t u = 0; u < ni; ++u)
-            for (std::int64_t v = 0; v < nj; ++v)
-              boff[static_cast<std::size_t>(u * nj + v)] = (rc.taps[r][static_cast<std::size_t>(u)] * kw + cc.taps[c][static_cast<std::size_t>(v)]) * klen * NB;
-          // The table in chunks of kIgemmChunkRows rows (bounded memory); padding rows of a chunk's
-          // last tile read its first row's pointers (their results are dropped).
-          for (std::int64_t c0 = 0; c0 < rows; c0 += kIgemmChunkRows) {
-            const std::int64_t nr = std::min(kIgemmChunkRows, rows - c0), padded = round_up(nr, MR);
-            ind.resize(static_cast<std::size_t>(padded * steps));
-            for (std::int64_t row = 0; row < padded; ++row) {
-              const T** slot = ind.data() + (row / MR) * steps * MR + row % MR;
-              if (row >= nr) {
-                for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
-                continue;
-              }
-              const std::int64_t pix = (out[static_cast<std::size_t>(c0 + row)] - dst) / nout;
-              const std::int64_t m = pix / (oh * ow);
-              const TapLine& hl = rows_h[static_cast<std::size_t>((pix / ow) % oh)];
-              const TapLine& wl = cols_w[static_cast<std::size_t>(pix % ow)];
-              for (std::int64_t u = 0; u < ni; ++u)
-                for (std::int64_t v = 0; v < nj; ++v)
-                  slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
-                                                   wl[static_cast<std::size_t>(v)].second) * klen;
-            }
-            igemm_rows(nr, steps, group, ind.data(), boff.data(), klen, packed.data(), k_panel, nout, out.data() + c0);
-          }
-          for (T* o : out) finish(o);
+    for (std::int64_t it = b; it < e; ++it) {
+      const Item& item = items[static_cast<std::size_t>(it)];
+      const std::vector<std::int64_t>& lr = rc.lines[static_cast<std::size_t>(item.r)];
+      const std::vector<std::int64_t>& lc = cc.lines[static_cast<std::size_t>(item.c)];
+      const std::vector<std::int64_t>& tr = rc.taps[static_cast<std::size_t>(item.r)];
+      const std::vector<std::int64_t>& tc = cc.taps[static_cast<std::size_t>(item.c)];
+      const std::int64_t la = static_cast<std::int64_t>(lr.size()), lb = static_cast<std::int64_t>(lc.size());
+      const std::int64_t ni = static_cast<std::int64_t>(tr.size()), nj = static_cast<std::int64_t>(tc.size());
+      const std::int64_t steps = ni * nj, group = igemm_group<T>(klen, steps);
+      const std::int64_t nr = std::min(kIgemmChunkRows, (item.n1 - item.n0) * la * lb - item.row0);
+      // Row q of the class: image n0 + q / (la * lb), line lr[(q / lb) % la], column lc[q % lb].
+      out.resize(static_cast<std::size_t>(nr));
+      for (std::int64_t q = 0; q < nr; ++q) {
+        const std::int64_t row = item.row0 + q, m = item.n0 + row / (la * lb);
+        out[static_cast<std::size_t>(q)] =
+            dst + ((m * oh + lr[static_cast<std::size_t>((row / lb) % la)]) * ow + lc[static_cast<std::size_t>(row % lb)]) * nout;
+      }
+      if (steps == 0) {
+        for (T* o : out) std::fill(o, o + nout, T(0));
+        for (T* o : out) finish(o);
+        continue;
+      }
+      boff.resize(static_cast<std::size_t>(steps));
+      for (std::int64_t u = 0; u < ni; ++u)
+        for (std::int64_t v = 0; v < nj; ++v)
+          boff[static_cast<std::size_t>(u * nj + v)] = (tr[static_cast<std::size_t>(u)] * kw + tc[static_cast<std::size_t>(v)]) * klen * NB;
+      // Padding rows of the last tile read the first row's pointers (their results are dropped).
+      const std::int64_t padded = round_up(nr, MR);
+      ind.resize(static_cast<std::size_t>(padded * steps));
+      for (std::int64_t q = 0; q < padded; ++q) {
+        const T** slot = ind.data() + (q / MR) * steps * MR + q % MR;
+        if (q >= nr) {
+          for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
+          continue;
         }
+        const std::int64_t pix = (out[static_cast<std::size_t>(q)] - dst) / nout, m = pix / (oh * ow);
+        const TapLine& hl = rows_h[static_cast<std::size_t>((pix / ow) % oh)];
+        const TapLine& wl = cols_w[static_cast<std::size_t>(pix % ow)];
+        for (std::int64_t u = 0; u < ni; ++u)
+          for (std::int64_t v = 0; v < nj; ++v)
+            slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
+                                             wl[static_cast<std::size_t>(v)].second) * klen;
+      }
+      igemm_rows(nr, steps, group, ind.data(), boff.data(), klen, packed.data(), k_panel, nout, out.data());
+      for (T* o : out) finish(o);
     }
   });
 }

@@ -117,6 +117,8 @@ const std::vector<Case> kCases = {
     // whose odd dx pixels no tap reaches (zeroed, not left as they were)
     {2, 11, 9, kIgemmMinOutChannels, 2, 3, 17, 1, 2, 2, 1, "EXPLICIT", {2, 1, 0, 3}},
     {1, 5, 4, kIgemmMinOutChannels, 1, 1, 3, 2, 2, 1, 1, "SAME"},
+    // one image whose interior class (38 x 38 pixels) spans several work items
+    {1, 40, 40, kIgemmMinOutChannels, 3, 3, 8, 1, 1, 1, 1, "SAME"},
 };
 
 template <class T>
@@ -144,7 +146,7 @@ TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5);
 
 TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
   for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9], kCases[10], kCases[11], kCases[13], kCases[17],
-                        kCases[18], kCases[19]}) {
+                        kCases[18], kCases[19], kCases[21]}) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
     const auto f = random_vector<float>(g.patch_size() * g.f, 5);
