@@ -1,5 +1,6 @@
-// Convolution and pooling kernels: im2col tiles + kernels::matmul, direct kernels for <= 4 input
-// channels, max pooling in packets (see conv.h for the schemes).
+// Convolution and pooling kernels: indirect GEMMs (conv2d, conv2d_backprop_input), im2col tiles +
+// kernels::matmul (the filter gradient), direct kernels for <= 4 input channels, max pooling in
+// packets (see conv.h for the schemes).
 #include "tape/kernels/conv.h"
 
 #include <Eigen/Core>
@@ -509,38 +510,36 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
       const std::int64_t ni = static_cast<std::int64_t>(tr.size()), nj = static_cast<std::int64_t>(tc.size());
       const std::int64_t steps = ni * nj, group = igemm_group<T>(klen, steps);
       const std::int64_t nr = std::min(kIgemmChunkRows, (item.n1 - item.n0) * la * lb - item.row0);
-      // Row q of the class: image n0 + q / (la * lb), line lr[(q / lb) % la], column lc[q % lb].
+      boff.resize(static_cast<std::size_t>(steps));
+      for (std::int64_t u = 0; u < ni; ++u)
+        for (std::int64_t v = 0; v < nj; ++v)
+          boff[static_cast<std::size_t>(u * nj + v)] = (tr[static_cast<std::size_t>(u)] * kw + tc[static_cast<std::size_t>(v)]) * klen * NB;
+      const std::int64_t padded = round_up(nr, MR);
+      ind.resize(static_cast<std::size_t>(padded * steps));
       out.resize(static_cast<std::size_t>(nr));
+      // Row q of the class: image n0 + q / (la * lb), line lr[(q / lb) % la], column lc[q % lb]; its
+      // output row and, per step, the pointer it reads.
       for (std::int64_t q = 0; q < nr; ++q) {
         const std::int64_t row = item.row0 + q, m = item.n0 + row / (la * lb);
-        out[static_cast<std::size_t>(q)] =
-            dst + ((m * oh + lr[static_cast<std::size_t>((row / lb) % la)]) * ow + lc[static_cast<std::size_t>(row % lb)]) * nout;
+        const std::int64_t a = lr[static_cast<std::size_t>((row / lb) % la)], c = lc[static_cast<std::size_t>(row % lb)];
+        out[static_cast<std::size_t>(q)] = dst + ((m * oh + a) * ow + c) * nout;
+        const TapLine& hl = rows_h[static_cast<std::size_t>(a)];
+        const TapLine& wl = cols_w[static_cast<std::size_t>(c)];
+        const T** slot = ind.data() + (q / MR) * steps * MR + q % MR;
+        for (std::int64_t u = 0; u < ni; ++u)
+          for (std::int64_t v = 0; v < nj; ++v)
+            slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
+                                             wl[static_cast<std::size_t>(v)].second) * klen;
       }
       if (steps == 0) {
         for (T* o : out) std::fill(o, o + nout, T(0));
         for (T* o : out) finish(o);
         continue;
       }
-      boff.resize(static_cast<std::size_t>(steps));
-      for (std::int64_t u = 0; u < ni; ++u)
-        for (std::int64_t v = 0; v < nj; ++v)
-          boff[static_cast<std::size_t>(u * nj + v)] = (tr[static_cast<std::size_t>(u)] * kw + tc[static_cast<std::size_t>(v)]) * klen * NB;
       // Padding rows of the last tile read the first row's pointers (their results are dropped).
-      const std::int64_t padded = round_up(nr, MR);
-      ind.resize(static_cast<std::size_t>(padded * steps));
-      for (std::int64_t q = 0; q < padded; ++q) {
+      for (std::int64_t q = nr; q < padded; ++q) {
         const T** slot = ind.data() + (q / MR) * steps * MR + q % MR;
-        if (q >= nr) {
-          for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
-          continue;
-        }
-        const std::int64_t pix = (out[static_cast<std::size_t>(q)] - dst) / nout, m = pix / (oh * ow);
-        const TapLine& hl = rows_h[static_cast<std::size_t>((pix / ow) % oh)];
-        const TapLine& wl = cols_w[static_cast<std::size_t>(pix % ow)];
-        for (std::int64_t u = 0; u < ni; ++u)
-          for (std::int64_t v = 0; v < nj; ++v)
-            slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
-                                             wl[static_cast<std::size_t>(v)].second) * klen;
+        for (std::int64_t st = 0; st < steps; ++st) slot[st * MR] = ind[static_cast<std::size_t>(st * MR)];
       }
       igemm_rows(nr, steps, group, ind.data(), boff.data(), klen, packed.data(), k_panel, nout, out.data());
       for (T* o : out) finish(o);
