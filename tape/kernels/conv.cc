@@ -1,14 +1,17 @@
-// Convolution and pooling kernels: indirect GEMMs (conv2d, conv2d_backprop_input), im2col tiles +
-// kernels::matmul (the filter gradient), direct kernels for <= 4 input channels, max pooling in
-// packets (see conv.h for the schemes).
+// Convolution and pooling kernels: indirect GEMMs (conv2d, conv2d_backprop_input), the packed GEMM
+// fed from x or im2col tiles (the filter gradient), direct kernels for <= 4 input channels, max
+// pooling in packets (see conv.h for the schemes).
 #include "tape/kernels/conv.h"
 
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
+#include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 
@@ -665,6 +668,101 @@ void gather_tap(const T* x, const Conv2DGeometry& g, std::int64_t i, std::int64_
   }
 }
 
+#if TAPEFLOW_GEMM_AVX2
+// The patch matrix [rows, kh*kw*C] (im2col's), from pixel row0 and column col0 on, as the B
+// operand of the packed GEMM (internal::PackBBlock): each block is packed straight from x.
+template <class T>
+struct PatchSource {
+  const T* x;
+  const Conv2DGeometry* g;
+  const std::int64_t* corner;  // per output pixel: its window's top row and left column (maybe in
+                               // the padding) and its image's first row (n * H)
+  std::int64_t row0, col0;
+};
+
+// One block in the GEMM's B layout, tap by tap: a tap's panels (C is a multiple of the panel width,
+// so none straddles two taps) read the same x row per pixel, each cache line of it once.
+template <class T>
+void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc, T* dst) {
+  constexpr std::int64_t NR = internal::kGemmNR<T>;
+  const auto& src = *static_cast<const PatchSource<T>*>(ctx);
+  const Conv2DGeometry& g = *src.g;
+  const std::int64_t* corner = src.corner + 3 * (src.row0 + pc);
+  const std::int64_t first = src.col0 + jc, end = first + nc;
+  for (std::int64_t j0 = first; j0 < end;) {
+    const std::int64_t tap = j0 / g.c, j1 = std::min(end, (tap + 1) * g.c), panels = (j1 - j0) / NR;
+    const std::int64_t di = tap / g.kw * g.dh, dj = tap % g.kw * g.dw, c0 = j0 % g.c;
+    T* d = dst + (j0 - first) * kc;
+    for (std::int64_t p = 0; p < kc; ++p, d += NR) {
+      const std::int64_t* cr = corner + 3 * p;
+      const std::int64_t ih = cr[0] + di, iw = cr[1] + dj;
+      if (ih >= 0 && ih < g.h && iw >= 0 && iw < g.w) {
+        const T* row = src.x + ((cr[2] + ih) * g.w + iw) * g.c + c0;
+        for (std::int64_t q = 0; q < panels; ++q) std::memcpy(d + q * NR * kc, row + q * NR, NR * sizeof(T));
+      } else {
+        for (std::int64_t q = 0; q < panels; ++q) std::memset(d + q * NR * kc, 0, NR * sizeof(T));
+      }
+    }
+    j0 = j1;
+  }
+}
+
+// Whether conv2d_backprop_filter_packed takes g: whole B panels per tap, at least one full row
+// tile of dfilterᵀ, and fewer channels than the per-tap scheme takes (on W9's convT1, C = 128,
+// this scheme measured 20% slower on 1 thread and 10-20% faster on 2: left to the per-tap one).
+template <class T>
+bool filter_packed(const Conv2DGeometry& g) {
+  return g.c % internal::kGemmNR<T> == 0 && g.f >= internal::kGemmMR && g.c < kFilterPerTapChannels;
+}
+
+// dfilterᵀ [F, K] = dyᵀ [F, rows] @ patches [rows, K] on the packed GEMM, the patches packed
+// straight from x block by block (no im2col tile written and read back, no transposed A to pack).
+// Threads own column ranges of K (each packs its own patch columns and all of dy). The pixels go
+// in chunks of kFilterChunkPixels whose sums are added in order: one FMA chain over all of W8's
+// 15,488 pixels drifted past the float tests' tolerance. Fixed chunks, one chain per element and
+// chunk: the same bits for any thread count or column split.
+template <class T>
+void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
+  constexpr std::int64_t NR = internal::kGemmNR<T>;
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size(), units = k / NR, hw = g.ho * g.wo;
+  const std::int64_t parts = std::clamp<std::int64_t>(num_threads(), 1, units);
+  std::vector<std::int64_t> corner(static_cast<std::size_t>(3 * rows));
+  parallel_for(rows, 1 << 12, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) {
+      std::int64_t* cr = corner.data() + 3 * r;
+      cr[0] = (r % hw) / g.wo * g.sh - g.pad_top;
+      cr[1] = r % g.wo * g.sw - g.pad_left;
+      cr[2] = r / hw * g.h;
+    }
+  });
+  const std::unique_ptr<T[]> t(new T[static_cast<std::size_t>(g.f * k)]);  // dfilterᵀ
+  parallel_for(parts, 1, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t q = b; q < e; ++q) {
+      const std::int64_t c0 = units * q / parts * NR, n = units * (q + 1) / parts * NR - c0;
+      std::vector<T> part(static_cast<std::size_t>(g.f * n));
+      for (std::int64_t r0 = 0; r0 < rows; r0 += kFilterChunkPixels) {
+        const PatchSource<T> src{x, &g, corner.data(), r0, c0};
+        const std::int64_t kr = std::min(kFilterChunkPixels, rows - r0);
+        if (r0 == 0) {
+          internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, true, pack_patches<T>, &src, t.get() + c0, k);
+          continue;
+        }
+        internal::gemm_avx2<T>(g.f, n, kr, dy + r0 * g.f, g.f, true, pack_patches<T>, &src, part.data(), n);
+        for (std::int64_t f = 0; f < g.f; ++f) {
+          T* out = t.get() + f * k + c0;
+          const T* in = part.data() + f * n;
+          for (std::int64_t j = 0; j < n; ++j) out[j] += in[j];
+        }
+      }
+    }
+  });
+  parallel_for(k, std::max<std::int64_t>(1, 4096 / g.f), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r)
+      for (std::int64_t f = 0; f < g.f; ++f) dfilter[r * g.f + f] = t[static_cast<std::size_t>(f * k + r)];
+  });
+}
+#endif
+
 }  // namespace
 
 template <class T>
@@ -677,6 +775,12 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
     return;
   }
   const bool pw = pointwise(g);
+#if TAPEFLOW_GEMM_AVX2
+  if (!pw && filter_packed<T>(g)) {
+    conv2d_backprop_filter_packed(x, dy, dfilter, g);
+    return;
+  }
+#endif
   if (!pw && g.c >= kFilterPerTapChannels) {
     // Per tap (i, j): dfilter[i, j] [C, F] = x_tapᵀ [C, rows] @ dy [rows, F], the rows in chunks
     // added in order. The products are long in K and reuse one packed dy chunk, where the

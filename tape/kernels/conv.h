@@ -18,7 +18,12 @@
 //           with C >= kFilterPerTapChannels, per filter tap (taps in parallel) x_tapᵀ @ g over row
 //           chunks of kConvTapChunkBytes added in order, each g chunk packed once for all taps,
 //           extra memory threads x (chunk + C*F) + one packed g chunk;
-//           with fewer channels, per fixed tile an im2col patch tile (R * kh*kw*C values under
+//           with fewer channels, a multiple of 16 (float) / 8 (double) of them and F >= 6 (with
+//           AVX2 + FMA), dfilterᵀ = gᵀ @ patches on the packed GEMM, the patch matrix packed
+//           block by block straight from x (never unfolded), threads owning column ranges of
+//           kh*kw*C, over chunks of kFilterChunkPixels pixels added in order; extra memory
+//           2 x kh*kw*C*F + 3 int64 per output pixel + per thread its GEMM blocks;
+//           otherwise, per fixed tile an im2col patch tile (R * kh*kw*C values under
 //           kConvGradTileBytes) and a partial patchesᵀ @ g, partials added in tile order (waves of
 //           kFilterWave tiles in parallel), extra memory kFilterWave x (tile + kh*kw*C*F).
 //           Inputs with C <= kDirectMaxChannels (images: 1 or 3 channels) skip im2col and the
@@ -58,6 +63,8 @@ inline constexpr std::int64_t kFilterWave = 8;
 // conv2d_backprop_filter runs per filter tap when the input has at least this many channels
 // (fixed by the shape, so results still do not depend on threads).
 inline constexpr std::int64_t kFilterPerTapChannels = 128;
+// Output pixels per chunk of the packed filter-gradient scheme (chunk sums are added in order).
+inline constexpr std::int64_t kFilterChunkPixels = 512;
 // Gathered-rows budget of one tap chunk in that scheme (bytes).
 inline constexpr std::int64_t kConvTapChunkBytes = 1024 * 1024;
 

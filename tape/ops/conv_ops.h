@@ -9,8 +9,8 @@
 // Errors:   std::invalid_argument naming the op and the shapes/values received: rank != 4,
 //           channels of input and filters differ, a non-float or mismatched dtype, strides /
 //           dilations / window sizes < 1, an unknown padding, an output size < 1, an output gradient whose shape is not the forward output's.
-// Facts:    Kernels in tape/kernels/conv.h (im2col tiles + the packed GEMM; deterministic and
-//           bit-identical for any thread count).
+// Facts:    Kernels in tape/kernels/conv.h (indirect GEMMs, the packed GEMM, direct kernels for
+//           few channels; deterministic and bit-identical for any thread count).
 // Ref:      tf.nn.conv2d, tf.nn.conv2d_transpose, tf.raw_ops.Conv2DBackpropInput,
 //           tf.raw_ops.Conv2DBackpropFilter, tf.nn.max_pool2d, tf.nn.avg_pool2d,
 //           tensorflow/python/ops/nn_grad.py

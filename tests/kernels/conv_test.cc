@@ -119,6 +119,13 @@ const std::vector<Case> kCases = {
     {1, 5, 4, kIgemmMinOutChannels, 1, 1, 3, 2, 2, 1, 1, "SAME"},
     // one image whose interior class (38 x 38 pixels) spans several work items
     {1, 40, 40, kIgemmMinOutChannels, 3, 3, 8, 1, 1, 1, 1, "SAME"},
+    // filter gradient from patches packed straight from x (C a multiple of the GEMM's 16 float
+    // columns, F >= 6): 3600 rows (7 chunks of kFilterChunkPixels and a short one), a partial
+    // 2-row tile of dfilterᵀ; 5x5 stride 2 with 2 panels per tap; dilation and stride on
+    // different axes under explicit paddings
+    {4, 30, 30, 16, 3, 3, 8, 1, 1, 1, 1, "SAME"},
+    {3, 14, 14, 32, 5, 5, 7, 2, 2, 1, 1, "SAME"},
+    {2, 13, 12, 16, 3, 3, 6, 1, 2, 2, 1, "EXPLICIT", {1, 2, 0, 3}},
 };
 
 template <class T>
@@ -146,7 +153,7 @@ TEST(ConvKernel, FloatMatchesNaiveLoops) { check_against_reference<float>(2e-5);
 
 TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
   for (const Case& k : {kCases[6], kCases[7], kCases[8], kCases[9], kCases[10], kCases[11], kCases[13], kCases[17],
-                        kCases[18], kCases[19], kCases[21]}) {
+                        kCases[18], kCases[19], kCases[21], kCases[22], kCases[23], kCases[24]}) {
     const Conv2DGeometry g = geometry(k);
     const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 4);
     const auto f = random_vector<float>(g.patch_size() * g.f, 5);

@@ -466,6 +466,19 @@ void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
                  c, ldc, a_next);
 }
 
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
+               PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc) {
+  thread_local Scratch<T> b_buf;
+  T* bp = b_buf.get(kc_step_for<T>(k) * nc_step_for<T>(n));
+  gemm_driver<T>(m, n, k, a, lda, ta,
+                 [&](std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc) {
+                   pack(ctx, jc, nc, pc, kc, bp);
+                   return static_cast<const T*>(bp);
+                 },
+                 c, ldc, nullptr);
+}
+
 // Layout: N blocks of nc_step columns in order; each holds all of K (its K blocks in order), every
 // K block kc x nc rounded up to NR columns, as pack_b writes it. Block (jc, pc) thus starts at
 // jc * k + pc * round_up(nc, NR), since every N block before jc is a full, NR-aligned nc_step.
@@ -511,6 +524,10 @@ template void gemm_avx2<double>(std::int64_t, const double*, std::int64_t, bool,
                                 std::int64_t, const double*);
 template void gemm_avx2<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                                const float*, std::int64_t, bool, float*, std::int64_t, const float*);
+template void gemm_avx2<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
+                               PackBBlock<float>, const void*, float*, std::int64_t);
+template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
+                                PackBBlock<double>, const void*, double*, std::int64_t);
 template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
                                 const double*, std::int64_t, bool, double*, std::int64_t, const double*);
 

@@ -64,6 +64,19 @@ class PackedB {
 template <class T>
 void gemm_avx2(std::int64_t m, const T* a, std::int64_t lda, bool ta, const PackedB<T>& b, T* c, std::int64_t ldc,
                const T* a_next = nullptr);
+
+// Writes op(B)[pc:pc+kc, jc:jc+nc] in the packed layout: ceil(nc / kGemmNR) panels one after the
+// other, panel q holding kc groups of kGemmNR values (row pc + p, columns jc + q NR ..), zeros past nc.
+template <class T>
+using PackBBlock = void (*)(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc,
+                            T* dst);
+
+// gemm_avx2 with op(B) [k, n] packed block by block by `pack(ctx, ...)`, on the calling thread: for
+// a B that is never stored whole, such as a convolution's patch matrix, which the filter gradient
+// packs straight from the image. Same arithmetic (and bits) as gemm_avx2 on the stored B.
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
+               PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc);
 #endif
 
 }  // namespace tapeflow::kernels::internal
