@@ -6,9 +6,12 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <immintrin.h>
 #include <memory>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include "tape/kernels/internal/gemm_avx2.h"
@@ -138,6 +141,42 @@ constexpr std::int64_t kDirectTaps = 6;    // filter taps per register block in 
 constexpr std::int64_t kDirectFilterTiles = 32;
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
+
+// Whether an output of `bytes` at `out`, written in whole packets at multiples of the packet size,
+// should bypass the caches (stream_packet): at least kConvStreamBytes, far past L2, which the next
+// op reads from memory anyway; streaming skips the read-for-ownership of every line (W8's pool1
+// gradient, 11 MB: 1.5-1.7 -> 1.2-1.3 ms inside the step).
+template <class T>
+bool stream_output(const T* out, std::int64_t bytes) {
+  constexpr std::size_t P = sizeof(typename ei::packet_traits<T>::type);
+  return bytes >= kConvStreamBytes && reinterpret_cast<std::uintptr_t>(out) % P == 0;
+}
+
+// Orders a task's streaming stores before whatever follows it (they are weakly ordered).
+struct StreamFence {
+  bool active;
+  explicit StreamFence(bool a) : active(a) {}
+  StreamFence(const StreamFence&) = delete;
+  StreamFence& operator=(const StreamFence&) = delete;
+  ~StreamFence() {
+    if (active) _mm_sfence();
+  }
+};
+
+// Non-temporal store of a packet to a packet-aligned address (a plain aligned store without AVX).
+template <class T, class P>
+void stream_packet(T* p, const P& v) {
+#if defined(__AVX__)
+  if constexpr (sizeof(P) == 32 && std::is_same_v<T, float>) {
+    _mm256_stream_ps(p, v);
+    return;
+  } else if constexpr (sizeof(P) == 32 && std::is_same_v<T, double>) {
+    _mm256_stream_pd(p, v);
+    return;
+  }
+#endif
+  ei::pstore(p, v);
+}
 
 // panel[i][q][c] = x[n, oh*sh - pad_top + i*dh, q - pad_left, c] for q < width, 0 in the padding.
 template <class T>
@@ -1007,7 +1046,10 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
   const std::int64_t image = g.h * g.w * g.c;
   if (pool_2x2(g)) {
     const std::int64_t C = g.c;
+    // Packets land on packet-aligned addresses when C is a whole number of packets.
+    const bool stream = C % L == 0 && stream_output(dx, g.n * image * static_cast<std::int64_t>(sizeof(T)));
     parallel_for(g.n * g.ho, pool_row_grain(g), [&](std::int64_t b, std::int64_t e) {
+      const StreamFence fence(stream);
       for_pool_2x2_rows(g, b, e, dx, [&](std::int64_t n, std::int64_t oh, T* o0, T* o1, std::int64_t out) {
         const T* r0 = x + (o0 - dx);
         const T* r1 = x + (o1 - dx);
@@ -1020,6 +1062,13 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
                               ei::ploadu<P>(r1 + q + C + c));
             P t0, t1, t2, t3;
             m.scatter(ei::ploadu<P>(d + c), t0, t1, t2, t3);
+            if (stream) {
+              stream_packet(o0 + q + c, t0);
+              stream_packet(o0 + q + C + c, t1);
+              stream_packet(o1 + q + c, t2);
+              stream_packet(o1 + q + C + c, t3);
+              continue;
+            }
             ei::pstoreu(o0 + q + c, t0);
             ei::pstoreu(o0 + q + C + c, t1);
             ei::pstoreu(o1 + q + c, t2);

@@ -63,6 +63,9 @@ inline constexpr std::int64_t kFilterWave = 8;
 // conv2d_backprop_filter runs per filter tap when the input has at least this many channels
 // (fixed by the shape, so results still do not depend on threads).
 inline constexpr std::int64_t kFilterPerTapChannels = 128;
+// Outputs of at least this many bytes are written with non-temporal stores where a kernel can
+// (max_pool2d_grad's 2x2 path): far past L2, the next op reads them from memory anyway.
+inline constexpr std::int64_t kConvStreamBytes = 8 << 20;
 // Output pixels per chunk of the packed filter-gradient scheme (chunk sums are added in order).
 inline constexpr std::int64_t kFilterChunkPixels = 512;
 // Gathered-rows budget of one tap chunk in that scheme (bytes).
