@@ -683,40 +683,16 @@ void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeom
 
 namespace {
 
-// Rows of one tap chunk in conv2d_backprop_filter's per-tap scheme (the gathered [rows, C] block
-// stays under kConvTapChunkBytes).
-template <class T>
-std::int64_t tap_chunk_rows(const Conv2DGeometry& g) {
-  return std::max<std::int64_t>(kConvTapChunkBytes / (g.c * static_cast<std::int64_t>(sizeof(T))), 64);
-}
-
-// x at tap (i, j) of the windows of output pixels [p0, p1): row (p - p0) = x[n, ih, iw, :], zeros
-// where the tap lies in the padding.
-template <class T>
-void gather_tap(const T* x, const Conv2DGeometry& g, std::int64_t i, std::int64_t j, std::int64_t p0,
-                std::int64_t p1, T* buf) {
-  const std::int64_t hw = g.ho * g.wo;
-  for (std::int64_t p = p0; p < p1; ++p) {
-    const std::int64_t n = p / hw, oh = (p % hw) / g.wo, ow = p % g.wo;
-    const std::int64_t ih = oh * g.sh - g.pad_top + i * g.dh, iw = ow * g.sw - g.pad_left + j * g.dw;
-    T* dst = buf + (p - p0) * g.c;
-    if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
-      std::fill(dst, dst + g.c, T(0));
-    else
-      std::copy_n(x + ((n * g.h + ih) * g.w + iw) * g.c, g.c, dst);
-  }
-}
-
 #if TAPEFLOW_GEMM_AVX2
-// The patch matrix [rows, kh*kw*C] (im2col's), from pixel row0 and column col0 on, as the B
-// operand of the packed GEMM (internal::PackBBlock): each block is packed straight from x.
+// The patch matrix [rows, kh*kw*C] (im2col's), from column col0 on, as the B operand of the
+// packed GEMM (internal::PackBBlock): each block is packed straight from x.
 template <class T>
 struct PatchSource {
   const T* x;
   const Conv2DGeometry* g;
   const std::int64_t* corner;  // per output pixel: its window's top row and left column (maybe in
                                // the padding) and its image's first row (n * H)
-  std::int64_t row0, col0;
+  std::int64_t col0;
 };
 
 // One block in the GEMM's B layout, tap by tap: a tap's panels (C is a multiple of the panel width,
@@ -726,7 +702,7 @@ void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_
   constexpr std::int64_t NR = internal::kGemmNR<T>;
   const auto& src = *static_cast<const PatchSource<T>*>(ctx);
   const Conv2DGeometry& g = *src.g;
-  const std::int64_t* corner = src.corner + 3 * (src.row0 + pc);
+  const std::int64_t* corner = src.corner + 3 * pc;
   const std::int64_t first = src.col0 + jc, end = first + nc;
   for (std::int64_t j0 = first; j0 < end;) {
     const std::int64_t tap = j0 / g.c, j1 = std::min(end, (tap + 1) * g.c), panels = (j1 - j0) / NR;
@@ -746,20 +722,19 @@ void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_
   }
 }
 
-// Whether conv2d_backprop_filter_packed takes g: whole B panels per tap, at least one full row
-// tile of dfilterᵀ, and fewer channels than the per-tap scheme takes (on W9's convT1, C = 128,
-// this scheme measured 20% slower on 1 thread and 10-20% faster on 2: left to the per-tap one).
+// Whether conv2d_backprop_filter_packed takes g: whole B panels per tap and at least one full row
+// tile of dfilterᵀ.
 template <class T>
 bool filter_packed(const Conv2DGeometry& g) {
-  return g.c % internal::kGemmNR<T> == 0 && g.f >= internal::kGemmMR && g.c < kFilterPerTapChannels;
+  return g.c % internal::kGemmNR<T> == 0 && g.f >= internal::kGemmMR;
 }
 
 // dfilterᵀ [F, K] = dyᵀ [F, rows] @ patches [rows, K] on the packed GEMM, the patches packed
 // straight from x block by block (no im2col tile written and read back, no transposed A to pack).
-// Threads own column ranges of K (each packs its own patch columns and all of dy). The pixels go
-// in chunks of kFilterChunkPixels whose sums are added in order: one FMA chain over all of W8's
-// 15,488 pixels drifted past the float tests' tolerance. Fixed chunks, one chain per element and
-// chunk: the same bits for any thread count or column split.
+// Threads own column ranges of K (each packs its own patch columns and all of dy). The GEMM adds
+// each K block's sum (a few hundred pixels) to dfilterᵀ in order: one FMA chain over all of W8's
+// 15,488 pixels drifted past the float tests' tolerance. Blocks fixed by the shape, one sum per
+// element and block: the same bits for any thread count or column split.
 template <class T>
 void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
   constexpr std::int64_t NR = internal::kGemmNR<T>;
@@ -778,21 +753,8 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
   parallel_for(parts, 1, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t q = b; q < e; ++q) {
       const std::int64_t c0 = units * q / parts * NR, n = units * (q + 1) / parts * NR - c0;
-      std::vector<T> part(static_cast<std::size_t>(g.f * n));
-      for (std::int64_t r0 = 0; r0 < rows; r0 += kFilterChunkPixels) {
-        const PatchSource<T> src{x, &g, corner.data(), r0, c0};
-        const std::int64_t kr = std::min(kFilterChunkPixels, rows - r0);
-        if (r0 == 0) {
-          internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, true, pack_patches<T>, &src, t.get() + c0, k);
-          continue;
-        }
-        internal::gemm_avx2<T>(g.f, n, kr, dy + r0 * g.f, g.f, true, pack_patches<T>, &src, part.data(), n);
-        for (std::int64_t f = 0; f < g.f; ++f) {
-          T* out = t.get() + f * k + c0;
-          const T* in = part.data() + f * n;
-          for (std::int64_t j = 0; j < n; ++j) out[j] += in[j];
-        }
-      }
+      const PatchSource<T> src{x, &g, corner.data(), c0};
+      internal::gemm_avx2<T>(g.f, n, rows, dy, g.f, true, pack_patches<T>, &src, t.get() + c0, k);
     }
   });
   parallel_for(k, std::max<std::int64_t>(1, 4096 / g.f), [&](std::int64_t b, std::int64_t e) {
@@ -820,28 +782,6 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
     return;
   }
 #endif
-  if (!pw && g.c >= kFilterPerTapChannels) {
-    // Per tap (i, j): dfilter[i, j] [C, F] = x_tapᵀ [C, rows] @ dy [rows, F], the rows in chunks
-    // added in order. The products are long in K and reuse one packed dy chunk, where the
-    // patch-tile scheme below would run thin K = R products into kh*kw*C*F partials.
-    // The dy chunk is the B operand of every tap's product: packed once per chunk, not per tap.
-    const std::int64_t taps = g.kh * g.kw, cf = g.c * g.f, chunk = tap_chunk_rows<T>(g);
-    for (std::int64_t p0 = 0; p0 < rows; p0 += chunk) {
-      const std::int64_t p1 = std::min(rows, p0 + chunk);
-      const MatmulRhs<T> rhs(dy + p0 * g.f, p1 - p0, g.f, false);
-      parallel_for(taps, 1, [&](std::int64_t b, std::int64_t e) {
-        std::vector<T> buf(static_cast<std::size_t>((p1 - p0) * g.c)), part(static_cast<std::size_t>(cf));
-        for (std::int64_t t = b; t < e; ++t) {
-          T* out = dfilter + t * cf;
-          gather_tap(x, g, t / g.kw, t % g.kw, p0, p1, buf.data());
-          rhs.multiply(buf.data(), g.c, p0 == 0 ? out : part.data(), true);
-          if (p0 != 0)
-            for (std::int64_t q = 0; q < cf; ++q) out[q] += part[q];
-        }
-      });
-    }
-    return;
-  }
   // At least kFilterWave tiles (from the shape alone), so few-channel layers still split across threads.
   const std::int64_t r = std::max<std::int64_t>(
       std::min(tile_rows<T>(g, kConvGradTileBytes), (rows + kFilterWave - 1) / kFilterWave), 6);

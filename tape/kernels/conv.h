@@ -15,14 +15,11 @@
 //           fewer than kIgemmMinOutChannels input channels instead multiplies per image tiles
 //           dpatch = dy [R, F] @ filterᵀ and folds them back (col2im); images in parallel.
 //           conv2d_backprop_filter:
-//           with C >= kFilterPerTapChannels, per filter tap (taps in parallel) x_tapᵀ @ g over row
-//           chunks of kConvTapChunkBytes added in order, each g chunk packed once for all taps,
-//           extra memory threads x (chunk + C*F) + one packed g chunk;
-//           with fewer channels, a multiple of 16 (float) / 8 (double) of them and F >= 6 (with
-//           AVX2 + FMA), dfilterᵀ = gᵀ @ patches on the packed GEMM, the patch matrix packed
+//           with C a multiple of 16 (float) / 8 (double) and F >= 6 (with AVX2 + FMA),
+//           dfilterᵀ = gᵀ @ patches on the packed GEMM, the patch matrix packed
 //           block by block straight from x (never unfolded), threads owning column ranges of
-//           kh*kw*C, over chunks of kFilterChunkPixels pixels added in order; extra memory
-//           2 x kh*kw*C*F + 3 int64 per output pixel + per thread its GEMM blocks;
+//           kh*kw*C, each GEMM K block's sum (a few hundred pixels) added in order; extra
+//           memory kh*kw*C*F + 3 int64 per output pixel + per thread its GEMM blocks;
 //           otherwise, per fixed tile an im2col patch tile (R * kh*kw*C values under
 //           kConvGradTileBytes) and a partial patchesᵀ @ g, partials added in tile order (waves of
 //           kFilterWave tiles in parallel), extra memory kFilterWave x (tile + kh*kw*C*F).
@@ -60,16 +57,9 @@ inline constexpr std::int64_t kConvTileRowMultiple = 6;
 inline constexpr std::int64_t kConvGradTileBytes = 1024 * 1024;
 // Filter-gradient tiles reduced per parallel wave (fixed: results do not depend on threads).
 inline constexpr std::int64_t kFilterWave = 8;
-// conv2d_backprop_filter runs per filter tap when the input has at least this many channels
-// (fixed by the shape, so results still do not depend on threads).
-inline constexpr std::int64_t kFilterPerTapChannels = 128;
 // Outputs of at least this many bytes are written with non-temporal stores where a kernel can
 // (max_pool2d_grad's 2x2 path): far past L2, the next op reads them from memory anyway.
 inline constexpr std::int64_t kConvStreamBytes = 8 << 20;
-// Output pixels per chunk of the packed filter-gradient scheme (chunk sums are added in order).
-inline constexpr std::int64_t kFilterChunkPixels = 512;
-// Gathered-rows budget of one tap chunk in that scheme (bytes).
-inline constexpr std::int64_t kConvTapChunkBytes = 1024 * 1024;
 
 // Geometry of one 2-D convolution or pooling window sweep.
 struct Conv2DGeometry {

@@ -93,9 +93,9 @@ const std::vector<Case> kCases = {
     {3, 20, 20, 8, 3, 3, 5, 1, 1, 1, 1, "VALID"},    // several im2col tiles
     {4, 30, 30, 16, 3, 3, 4, 1, 1, 1, 1, "SAME"},    // filter gradient: > kFilterWave tiles
     {2, 9, 9, 3, 5, 5, 4, 2, 2, 1, 1, "SAME"},       // DCGAN-like 5x5 stride 2
-    // filter gradient per tap (C >= kFilterPerTapChannels), 2400 rows: several row chunks
-    // (kConvTapChunkBytes) in float and double, taps in the padding
-    {6, 20, 20, kFilterPerTapChannels, 3, 3, 3, 1, 1, 1, 1, "SAME"},
+    // 128 channels with 3 filters (the patch-tile filter gradient with a 1152-value patch), 2400
+    // rows, taps in the padding
+    {6, 20, 20, 128, 3, 3, 3, 1, 1, 1, 1, "SAME"},
     // direct kernels (C <= kDirectMaxChannels): 20 channels = a full register block and a tail,
     // 26 output columns (not a multiple of the 4-pixel block), 104 output rows (several tiles)
     {4, 28, 28, 1, 3, 3, 20, 1, 1, 1, 1, "VALID"},
@@ -122,7 +122,7 @@ const std::vector<Case> kCases = {
     // one image whose interior class (38 x 38 pixels) spans several work items
     {1, 40, 40, kIgemmMinOutChannels, 3, 3, 8, 1, 1, 1, 1, "SAME"},
     // filter gradient from patches packed straight from x (C a multiple of the GEMM's 16 float
-    // columns, F >= 6): 3600 rows (7 chunks of kFilterChunkPixels and a short one), a partial
+    // columns, F >= 6): 3600 rows (several K blocks of the GEMM, their sums added), a partial
     // 2-row tile of dfilterᵀ; 5x5 stride 2 with 2 panels per tap; dilation and stride on
     // different axes under explicit paddings
     {4, 30, 30, 16, 3, 3, 8, 1, 1, 1, 1, "SAME"},
