@@ -18,8 +18,10 @@
 //           with C a multiple of 16 (float) / 8 (double) and F >= 6 (with AVX2 + FMA),
 //           dfilterᵀ = gᵀ @ patches on the packed GEMM, the patch matrix packed
 //           block by block straight from x (never unfolded), threads owning column ranges of
-//           kh*kw*C, each GEMM K block's sum (a few hundred pixels) added in order; extra
-//           memory kh*kw*C*F + 3 int64 per output pixel + per thread its GEMM blocks;
+//           kh*kw*C, partial sums over fixed runs of pixels (the im2col tiles' below
+//           kFilterWideChannels, chunks of kFilterWideChunkBytes of one tap's rows from there on)
+//           added in order; extra memory 2 x kh*kw*C*F + 3 int64 per output pixel + per thread
+//           its GEMM blocks;
 //           otherwise, per fixed tile an im2col patch tile (R * kh*kw*C values under
 //           kConvGradTileBytes) and a partial patchesᵀ @ g, partials added in tile order (waves of
 //           kFilterWave tiles in parallel), extra memory kFilterWave x (tile + kh*kw*C*F).
@@ -57,6 +59,10 @@ inline constexpr std::int64_t kConvTileRowMultiple = 6;
 inline constexpr std::int64_t kConvGradTileBytes = 1024 * 1024;
 // Filter-gradient tiles reduced per parallel wave (fixed: results do not depend on threads).
 inline constexpr std::int64_t kFilterWave = 8;
+// conv2d_backprop_filter's partial sums (see conv.cc, filter_partial_rows): from this many input
+// channels on, runs of kFilterWideChunkBytes / (C * sizeof(T)) output pixels.
+inline constexpr std::int64_t kFilterWideChannels = 128;
+inline constexpr std::int64_t kFilterWideChunkBytes = 1024 * 1024;
 // Outputs of at least this many bytes are written with non-temporal stores where a kernel can
 // (max_pool2d_grad's 2x2 path): far past L2, the next op reads them from memory anyway.
 inline constexpr std::int64_t kConvStreamBytes = 8 << 20;

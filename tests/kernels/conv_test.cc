@@ -122,7 +122,7 @@ const std::vector<Case> kCases = {
     // one image whose interior class (38 x 38 pixels) spans several work items
     {1, 40, 40, kIgemmMinOutChannels, 3, 3, 8, 1, 1, 1, 1, "SAME"},
     // filter gradient from patches packed straight from x (C a multiple of the GEMM's 16 float
-    // columns, F >= 6): 3600 rows (several K blocks of the GEMM, their sums added), a partial
+    // columns, F >= 6): 3600 rows (8 partial sums of 450 rows), a partial
     // 2-row tile of dfilterᵀ; 5x5 stride 2 with 2 panels per tap; dilation and stride on
     // different axes under explicit paddings
     {4, 30, 30, 16, 3, 3, 8, 1, 1, 1, 1, "SAME"},

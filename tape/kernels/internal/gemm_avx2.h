@@ -73,9 +73,7 @@ using PackBBlock = void (*)(const void* ctx, std::int64_t jc, std::int64_t nc, s
 
 // gemm_avx2 with op(B) [k, n] packed block by block by `pack(ctx, ...)`, on the calling thread: for
 // a B that is never stored whole, such as a convolution's patch matrix, which the filter gradient
-// packs straight from the image. For a long k: each K block's sum (one FMA chain from 0 over its
-// at most a few hundred p) is added to C in block order, instead of one chain over all of k, so
-// rounding grows with k / KC + KC rather than with k. The blocks depend on k alone.
+// packs straight from the image. Same arithmetic (and bits) as gemm_avx2 on the stored B.
 template <class T>
 void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
                PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc);
