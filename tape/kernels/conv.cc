@@ -803,19 +803,20 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
 template <class T>
 void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
+  const bool pw = pointwise(g);
+#if TAPEFLOW_GEMM_AVX2
+  // Writes every element (C >= 16 here, so never the direct case): no zeroing first.
+  if (rows > 0 && !pw && filter_packed<T>(g)) {
+    conv2d_backprop_filter_packed(x, dy, dfilter, g);
+    return;
+  }
+#endif
   std::fill(dfilter, dfilter + kf, T(0));
   if (rows == 0 || kf == 0) return;
   if (direct(g)) {
     conv2d_backprop_filter_direct(x, dy, dfilter, g);
     return;
   }
-  const bool pw = pointwise(g);
-#if TAPEFLOW_GEMM_AVX2
-  if (!pw && filter_packed<T>(g)) {
-    conv2d_backprop_filter_packed(x, dy, dfilter, g);
-    return;
-  }
-#endif
   const std::int64_t r = filter_tile_rows<T>(g);
   const std::int64_t tiles = (rows + r - 1) / r;
   const std::int64_t wave = std::min(kFilterWave, tiles);
