@@ -26,7 +26,7 @@
 //           kConvGradTileBytes) and a partial patchesᵀ @ g, partials added in tile order (waves of
 //           kFilterWave tiles in parallel), extra memory kFilterWave x (tile + kh*kw*C*F).
 //           Inputs with C <= kDirectMaxChannels (images: 1 or 3 channels) skip im2col and the
-//           GEMM in conv2d and conv2d_backprop_filter: direct kernels accumulate blocks of 4
+//           GEMM in conv2d and conv2d_backprop_filter: direct kernels accumulate blocks of 6
 //           output pixels x 2 packets of channels (forward) or 6 taps x 2 packets (filter
 //           gradient, per fixed tile of output rows) in registers over a zero-padded copy of the
 //           kh input rows each output row reads; extra memory per task kh x (padded row) x C.
