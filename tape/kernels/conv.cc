@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <immintrin.h>
@@ -245,57 +246,80 @@ void apply_epilogue(T* y, std::int64_t rows, std::int64_t f, const ConvEpilogue<
   }
 }
 
+// The direct forward kernel, one output row at a time (conv2d_direct, and conv2d_max_pool2d's
+// fused path, which pools pairs of rows while they are in cache).
 template <class T>
-void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g, const ConvEpilogue<T>& epilogue) {
+class DirectConv {
+ public:
   using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, PX = kDirectPixels;
-  const std::int64_t k = g.patch_size(), fp = round_up(g.f, FB);
-  const std::int64_t width = (round_up(g.wo, PX) - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-  const std::vector<T> fpad = pad_columns(filter, k, g.f, fp);
-  const std::vector<std::int64_t> tap_offset = panel_tap_offsets(g, width, k);
-  const std::int64_t rows = g.n * g.ho, step = g.sw * g.c;  // panel values between neighbouring pixels
-  const std::int64_t grain = std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(g.wo * k * g.f, 1));
-  parallel_for(rows, grain, [&](std::int64_t b, std::int64_t e) {
-    std::vector<T> panel(static_cast<std::size_t>(g.kh * width * g.c));
+  static constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, PX = kDirectPixels;
+
+  DirectConv(const T* x, const T* filter, const Conv2DGeometry& g)
+      : x_(x), g_(g), k_(g.patch_size()), fp_(round_up(g.f, FB)),
+        width_((round_up(g.wo, PX) - 1) * g.sw + (g.kw - 1) * g.dw + 1), fpad_(pad_columns(filter, k_, g.f, fp_)),
+        tap_offset_(panel_tap_offsets(g, width_, k_)) {}
+  // Scratch one thread passes to row().
+  std::vector<T> panel() const { return std::vector<T>(static_cast<std::size_t>(g_.kh * width_ * g_.c)); }
+  // Output rows per task of a parallel sweep (~64k multiply-adds).
+  std::int64_t grain() const {
+    return std::max<std::int64_t>(1, (1 << 16) / std::max<std::int64_t>(g_.wo * k_ * g_.f, 1));
+  }
+  // Output row r (image r / ho, row r % ho) into y_row [wo, f], then the epilogue.
+  void row(std::int64_t r, T* y_row, std::vector<T>& panel, const ConvEpilogue<T>& epilogue) const {
+    const Conv2DGeometry& g = g_;
+    const std::int64_t step = g.sw * g.c;  // panel values between neighbouring pixels
     T tail[PX * FB];
-    for (std::int64_t r = b; r < e; ++r) {
-      fill_panel(x, g, r / g.ho, r % g.ho, width, panel.data());
-      T* y_row = y + r * g.wo * g.f;
-      for (std::int64_t ow0 = 0; ow0 < g.wo; ow0 += PX)
-        for (std::int64_t f0 = 0; f0 < fp; f0 += FB) {
-          P acc[PX][2];
+    fill_panel(x_, g, r / g.ho, r % g.ho, width_, panel.data());
+    for (std::int64_t ow0 = 0; ow0 < g.wo; ow0 += PX)
+      for (std::int64_t f0 = 0; f0 < fp_; f0 += FB) {
+        P acc[PX][2];
 #pragma GCC unroll 6
-          for (std::int64_t p = 0; p < PX; ++p) acc[p][0] = acc[p][1] = ei::pset1<P>(T(0));
-          const T* x0 = panel.data() + ow0 * step;
-          const T* fq = fpad.data() + f0;
-          for (std::int64_t t = 0; t < k; ++t, fq += fp) {
-            const T* xt = x0 + tap_offset[static_cast<std::size_t>(t)];
-            P w0 = ei::ploadu<P>(fq), w1 = ei::ploadu<P>(fq + L);
-            pin(w0, w1);
+        for (std::int64_t p = 0; p < PX; ++p) acc[p][0] = acc[p][1] = ei::pset1<P>(T(0));
+        const T* x0 = panel.data() + ow0 * step;
+        const T* fq = fpad_.data() + f0;
+        for (std::int64_t t = 0; t < k_; ++t, fq += fp_) {
+          const T* xt = x0 + tap_offset_[static_cast<std::size_t>(t)];
+          P w0 = ei::ploadu<P>(fq), w1 = ei::ploadu<P>(fq + L);
+          pin(w0, w1);
 #pragma GCC unroll 6
-            for (std::int64_t p = 0; p < PX; ++p) {
-              const P v = ei::pset1<P>(xt[p * step]);
-              acc[p][0] = ei::pmadd(v, w0, acc[p][0]);
-              acc[p][1] = ei::pmadd(v, w1, acc[p][1]);
-            }
-          }
-          const std::int64_t np = std::min(PX, g.wo - ow0), nf = std::min(FB, g.f - f0);
-          if (np == PX && nf == FB) {
-#pragma GCC unroll 6
-            for (std::int64_t p = 0; p < PX; ++p) {
-              ei::pstoreu(y_row + (ow0 + p) * g.f + f0, acc[p][0]);
-              ei::pstoreu(y_row + (ow0 + p) * g.f + f0 + L, acc[p][1]);
-            }
-          } else {
-            for (std::int64_t p = 0; p < PX; ++p) {
-              ei::pstoreu(tail + p * FB, acc[p][0]);
-              ei::pstoreu(tail + p * FB + L, acc[p][1]);
-            }
-            for (std::int64_t p = 0; p < np; ++p) std::copy_n(tail + p * FB, nf, y_row + (ow0 + p) * g.f + f0);
+          for (std::int64_t p = 0; p < PX; ++p) {
+            const P v = ei::pset1<P>(xt[p * step]);
+            acc[p][0] = ei::pmadd(v, w0, acc[p][0]);
+            acc[p][1] = ei::pmadd(v, w1, acc[p][1]);
           }
         }
-      apply_epilogue(y_row, g.wo, g.f, epilogue);
-    }
+        const std::int64_t np = std::min(PX, g.wo - ow0), nf = std::min(FB, g.f - f0);
+        if (np == PX && nf == FB) {
+#pragma GCC unroll 6
+          for (std::int64_t p = 0; p < PX; ++p) {
+            ei::pstoreu(y_row + (ow0 + p) * g.f + f0, acc[p][0]);
+            ei::pstoreu(y_row + (ow0 + p) * g.f + f0 + L, acc[p][1]);
+          }
+        } else {
+          for (std::int64_t p = 0; p < PX; ++p) {
+            ei::pstoreu(tail + p * FB, acc[p][0]);
+            ei::pstoreu(tail + p * FB + L, acc[p][1]);
+          }
+          for (std::int64_t p = 0; p < np; ++p) std::copy_n(tail + p * FB, nf, y_row + (ow0 + p) * g.f + f0);
+        }
+      }
+    apply_epilogue(y_row, g.wo, g.f, epilogue);
+  }
+
+ private:
+  const T* x_;
+  const Conv2DGeometry& g_;
+  std::int64_t k_, fp_, width_;
+  std::vector<T> fpad_;
+  std::vector<std::int64_t> tap_offset_;
+};
+
+template <class T>
+void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g, const ConvEpilogue<T>& epilogue) {
+  const DirectConv<T> conv(x, filter, g);
+  parallel_for(g.n * g.ho, conv.grain(), [&](std::int64_t b, std::int64_t e) {
+    std::vector<T> panel = conv.panel();
+    for (std::int64_t r = b; r < e; ++r) conv.row(r, y + r * g.wo * g.f, panel, epilogue);
   });
 }
 
@@ -974,6 +998,66 @@ bool windows_tile_input(const Conv2DGeometry& g) {
          g.wo * g.kw == g.w;
 }
 
+// The 2x2 pool gradient's sweep (pool_2x2): each window's four dx packets from its dy packet.
+// masks(n, row0, row1, q, c, dy packet, &t0..&t3) fills the packets of the window whose rows start at
+// offsets row0 and row1 of the [N, H, W, C] tensor, at column offset q (2 ow C), channels [c, c + L);
+// tap(n, row0, row1, q, c) is the argmax tap (0-3, window order) of one channel, for the channels
+// past the last whole packet. Outputs of kConvStreamBytes or more are written with streaming stores.
+template <class T, class Masks, class Tap>
+void scatter_2x2(const T* dy, T* dx, const Conv2DGeometry& g, Masks&& masks, Tap&& tap) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
+  const std::int64_t image = g.h * g.w * g.c, C = g.c;
+  // Packets land on packet-aligned addresses when C is a whole number of packets.
+  const bool stream = C % L == 0 && stream_output(dx, g.n * image * static_cast<std::int64_t>(sizeof(T)));
+  parallel_for(g.n * g.ho, pool_row_grain(g), [&](std::int64_t b, std::int64_t e) {
+    const StreamFence fence(stream);
+    for_pool_2x2_rows(g, b, e, dx, [&](std::int64_t n, std::int64_t oh, T* o0, T* o1, std::int64_t out) {
+      const std::int64_t row0 = o0 - dx, row1 = o1 - dx;
+      for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+        const std::int64_t q = 2 * ow * C;
+        const T* d = dy + out + ow * C;
+        std::int64_t c = 0;
+        for (; c + L <= C; c += L) {
+          P t0, t1, t2, t3;
+          masks(n, row0, row1, q, c, ei::ploadu<P>(d + c), t0, t1, t2, t3);
+          if (stream) {
+            stream_packet(o0 + q + c, t0);
+            stream_packet(o0 + q + C + c, t1);
+            stream_packet(o1 + q + c, t2);
+            stream_packet(o1 + q + C + c, t3);
+            continue;
+          }
+          ei::pstoreu(o0 + q + c, t0);
+          ei::pstoreu(o0 + q + C + c, t1);
+          ei::pstoreu(o1 + q + c, t2);
+          ei::pstoreu(o1 + q + C + c, t3);
+        }
+        for (; c < C; ++c) {
+          const int at = tap(n, row0, row1, q, c);
+          T* dst[4] = {o0 + q + c, o0 + q + C + c, o1 + q + c, o1 + q + C + c};
+          for (int t = 0; t < 4; ++t) *dst[t] = t == at ? d[c] : T(0);
+        }
+      }
+      // An odd width or height leaves the last column or row outside every window.
+      if (g.w % 2) {
+        std::fill(o0 + 2 * g.wo * C, o0 + g.w * C, T(0));
+        std::fill(o1 + 2 * g.wo * C, o1 + g.w * C, T(0));
+      }
+      if (g.h % 2 && oh == g.ho - 1) std::fill(dx + (n * g.h + g.h - 1) * g.w * C, dx + (n + 1) * image, T(0));
+    });
+  });
+}
+
+// The first maximum's tap (0-3, window order) of one 2x2 window's channel: the scalar Max2x2.
+template <class T>
+int max_tap_2x2(const T (&v)[4]) {
+  int at = 0;
+  for (int t = 1; t < 4; ++t)
+    if (v[at] < v[t]) at = t;
+  return at;
+}
+
 }  // namespace
 
 template <class T>
@@ -1028,51 +1112,18 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
   const std::int64_t image = g.h * g.w * g.c;
   if (pool_2x2(g)) {
     const std::int64_t C = g.c;
-    // Packets land on packet-aligned addresses when C is a whole number of packets.
-    const bool stream = C % L == 0 && stream_output(dx, g.n * image * static_cast<std::int64_t>(sizeof(T)));
-    parallel_for(g.n * g.ho, pool_row_grain(g), [&](std::int64_t b, std::int64_t e) {
-      const StreamFence fence(stream);
-      for_pool_2x2_rows(g, b, e, dx, [&](std::int64_t n, std::int64_t oh, T* o0, T* o1, std::int64_t out) {
-        const T* r0 = x + (o0 - dx);
-        const T* r1 = x + (o1 - dx);
-        for (std::int64_t ow = 0; ow < g.wo; ++ow) {
-          const std::int64_t q = 2 * ow * C;
-          const T* d = dy + out + ow * C;
-          std::int64_t c = 0;
-          for (; c + L <= C; c += L) {
-            const Max2x2<T> m(ei::ploadu<P>(r0 + q + c), ei::ploadu<P>(r0 + q + C + c), ei::ploadu<P>(r1 + q + c),
-                              ei::ploadu<P>(r1 + q + C + c));
-            P t0, t1, t2, t3;
-            m.scatter(ei::ploadu<P>(d + c), t0, t1, t2, t3);
-            if (stream) {
-              stream_packet(o0 + q + c, t0);
-              stream_packet(o0 + q + C + c, t1);
-              stream_packet(o1 + q + c, t2);
-              stream_packet(o1 + q + C + c, t3);
-              continue;
-            }
-            ei::pstoreu(o0 + q + c, t0);
-            ei::pstoreu(o0 + q + C + c, t1);
-            ei::pstoreu(o1 + q + c, t2);
-            ei::pstoreu(o1 + q + C + c, t3);
-          }
-          for (; c < C; ++c) {
-            const T v[4] = {r0[q + c], r0[q + C + c], r1[q + c], r1[q + C + c]};
-            int at = 0;
-            for (int t = 1; t < 4; ++t)
-              if (v[at] < v[t]) at = t;
-            T* dst[4] = {o0 + q + c, o0 + q + C + c, o1 + q + c, o1 + q + C + c};
-            for (int t = 0; t < 4; ++t) *dst[t] = t == at ? d[c] : T(0);
-          }
-        }
-        // An odd width or height leaves the last column or row outside every window.
-        if (g.w % 2) {
-          std::fill(o0 + 2 * g.wo * C, o0 + g.w * C, T(0));
-          std::fill(o1 + 2 * g.wo * C, o1 + g.w * C, T(0));
-        }
-        if (g.h % 2 && oh == g.ho - 1) std::fill(dx + (n * g.h + g.h - 1) * g.w * C, dx + (n + 1) * image, T(0));
-      });
-    });
+    scatter_2x2(
+        dy, dx, g,
+        [&](std::int64_t, std::int64_t row0, std::int64_t row1, std::int64_t q, std::int64_t c, const P& d, P& t0,
+            P& t1, P& t2, P& t3) {
+          const T *r0 = x + row0 + q + c, *r1 = x + row1 + q + c;
+          Max2x2<T>(ei::ploadu<P>(r0), ei::ploadu<P>(r0 + C), ei::ploadu<P>(r1), ei::ploadu<P>(r1 + C))
+              .scatter(d, t0, t1, t2, t3);
+        },
+        [&](std::int64_t, std::int64_t row0, std::int64_t row1, std::int64_t q, std::int64_t c) {
+          const T v[4] = {x[row0 + q + c], x[row0 + q + C + c], x[row1 + q + c], x[row1 + q + C + c]};
+          return max_tap_2x2(v);
+        });
     return;
   }
   const bool assign = windows_tile_input(g);
@@ -1136,6 +1187,225 @@ void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& 
   });
 }
 
+namespace {
+
+// Flat in-image index of argmax (h * W + w) * C + c, int32 (the op checks that images fit).
+using ArgmaxIndex = std::int32_t;
+
+// Packets of int32 indices as wide as T's packets (float on AVX2), else none: the index work then
+// runs per channel.
+template <class T>
+constexpr bool kIndexPackets = ei::packet_traits<ArgmaxIndex>::size == ei::packet_traits<T>::size &&
+                               ei::packet_traits<T>::size > 1 && sizeof(T) == sizeof(ArgmaxIndex);
+
+// Pools one pair of rows r0, r1 ([>= 2 wo, C] each, r0 starting at flat in-image index idx0, r1 one
+// image row of w x C below) into out [wo, C] and its argmax, as max_pool2d's 2x2 path and
+// max_pool2d_grad's tap rule.
+template <class T>
+void pool_2x2_row_with_argmax(const T* r0, const T* r1, const Conv2DGeometry& g, std::int64_t idx0, T* out,
+                              ArgmaxIndex* argmax) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
+  const std::int64_t C = g.c, WC = g.w * g.c;
+  for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+    const T *a = r0 + 2 * ow * C, *d = r1 + 2 * ow * C;
+    const std::int64_t base = idx0 + 2 * ow * C;
+    std::int64_t c = 0;
+    if constexpr (kIndexPackets<T>) {
+      using PI = typename ei::packet_traits<ArgmaxIndex>::type;
+      alignas(64) static constexpr ArgmaxIndex kLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+      const PI lanes = ei::ploadu<PI>(kLanes);
+      // The taps' offsets from tap 0 as bit patterns in T's packets, so that the masks select them.
+      const P off1 = ei::preinterpret<P>(ei::pset1<PI>(static_cast<ArgmaxIndex>(C)));
+      const P off2 = ei::preinterpret<P>(ei::pset1<PI>(static_cast<ArgmaxIndex>(WC)));
+      const P off3 = ei::preinterpret<P>(ei::pset1<PI>(static_cast<ArgmaxIndex>(WC + C)));
+      const P zero = ei::pset1<P>(T(0));
+      for (; c + L <= C; c += L) {
+        const Max2x2<T> m(ei::ploadu<P>(a + c), ei::ploadu<P>(a + C + c), ei::ploadu<P>(d + c),
+                          ei::ploadu<P>(d + C + c));
+        ei::pstoreu(out + ow * C + c, m.best);
+        const P off = ei::pselect(m.m3, off3, ei::pselect(m.m2, off2, ei::pselect(m.m1, off1, zero)));
+        const PI idx = ei::padd(ei::preinterpret<PI>(off),
+                                ei::padd(lanes, ei::pset1<PI>(static_cast<ArgmaxIndex>(base + c))));
+        ei::pstoreu(argmax + ow * C + c, idx);
+      }
+    }
+    for (; c < C; ++c) {
+      const T v[4] = {a[c], a[C + c], d[c], d[C + c]};
+      const int at = max_tap_2x2(v);
+      out[ow * C + c] = v[at];
+      argmax[ow * C + c] = static_cast<ArgmaxIndex>(base + c + (at & 1) * C + (at >> 1) * WC);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void max_pool2d_with_argmax(const T* x, T* y, ArgmaxIndex* argmax, const Conv2DGeometry& g) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
+  const std::int64_t image = g.h * g.w * g.c;
+  if (pool_2x2(g)) {
+    parallel_for(g.n * g.ho, pool_row_grain(g), [&](std::int64_t b, std::int64_t e) {
+      for_pool_2x2_rows(g, b, e, x, [&](std::int64_t n, auto, const T* r0, const T* r1, std::int64_t out) {
+        pool_2x2_row_with_argmax(r0, r1, g, (r0 - x) - n * image, y + out, argmax + out);
+      });
+    });
+    return;
+  }
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    std::vector<std::int64_t> off(static_cast<std::size_t>(g.kh * g.kw));
+    for_windows(g, b, e, [&](auto n, auto oh, auto ow, auto i0, auto i1, auto j0, auto j1) {
+      const std::int64_t o = ((n * g.ho + oh) * g.wo + ow) * g.c;
+      const WindowMax<T> w{x, off.data(), window_taps(g, n, i0, i1, j0, j1, off.data())};
+      std::int64_t c = 0;
+      for (; c + L <= g.c; c += L) {
+        P best, pos;
+        w.packet(c, best, pos);
+        ei::pstoreu(y + o + c, best);
+        T at[L];
+        ei::pstoreu(at, pos);
+        for (std::int64_t l = 0; l < L; ++l)
+          argmax[o + c + l] =
+              static_cast<ArgmaxIndex>(off[static_cast<std::size_t>(at[l])] - n * image + c + l);
+      }
+      for (; c < g.c; ++c)
+        argmax[o + c] = static_cast<ArgmaxIndex>(off[static_cast<std::size_t>(w.scalar(c, y[o + c]))] - n * image + c);
+    });
+  });
+}
+
+// Whether flat in-image index idx lies in the window of pooled element i (in-image) and has its channel.
+bool in_window(const Conv2DGeometry& g, std::int64_t i, std::int64_t idx) {
+  const std::int64_t c = i % g.c, ow = i / g.c % g.wo, oh = i / (g.c * g.wo);
+  if (idx < 0 || idx % g.c != c) return false;
+  const std::int64_t h = idx / (g.c * g.w), w = idx / g.c % g.w;
+  const std::int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
+  return h < g.h && h >= std::max<std::int64_t>(h0, 0) && h < h0 + g.kh && w >= std::max<std::int64_t>(w0, 0) &&
+         w < w0 + g.kw;
+}
+
+// As max_pool2d_grad, the taps found from argmax instead of x: the same values in the same order.
+template <class T>
+bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, const Conv2DGeometry& g) {
+  using P = typename WindowMax<T>::P;
+  const std::int64_t image = g.h * g.w * g.c, pooled = g.ho * g.wo * g.c;
+  std::atomic<bool> bad{false};
+  if (pool_2x2(g)) {
+    const std::int64_t C = g.c, WC = g.w * g.c;
+    // The argmax's tap (0-3) in its window, 4 if it is none of them.
+    const auto tap = [&](std::int64_t n, std::int64_t row0, std::int64_t q, std::int64_t c) {
+      const std::int64_t rel = argmax[n * pooled + ((row0 - n * image) / (2 * WC)) * g.wo * C + q / 2 + c] -
+                               (row0 - n * image + q + c);
+      const int t = rel == 0 ? 0 : rel == C ? 1 : rel == WC ? 2 : rel == WC + C ? 3 : 4;
+      if (t == 4) bad.store(true, std::memory_order_relaxed);
+      return t;
+    };
+    scatter_2x2(
+        dy, dx, g,
+        [&](std::int64_t n, std::int64_t row0, std::int64_t, std::int64_t q, std::int64_t c, const P& d, P& t0,
+            P& t1, P& t2, P& t3) {
+          if constexpr (kIndexPackets<T>) {
+            using PI = typename ei::packet_traits<ArgmaxIndex>::type;
+            alignas(64) static constexpr ArgmaxIndex kLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+            const std::int64_t in_image = row0 - n * image;
+            const PI idx = ei::ploadu<PI>(argmax + n * pooled + (in_image / (2 * WC)) * g.wo * C + q / 2 + c);
+            const PI rel = ei::psub(idx, ei::padd(ei::ploadu<PI>(kLanes),
+                                                  ei::pset1<PI>(static_cast<ArgmaxIndex>(in_image + q + c))));
+            const auto mask = [&](std::int64_t o) {
+              return ei::preinterpret<P>(ei::pcmp_eq(rel, ei::pset1<PI>(static_cast<ArgmaxIndex>(o))));
+            };
+            const P m0 = mask(0), m1 = mask(C), m2 = mask(WC), m3 = mask(WC + C);
+            // Every lane's index is one of the four taps.
+            if (ei::predux_any(ei::pandnot(ei::ptrue(m0), ei::por(ei::por(m0, m1), ei::por(m2, m3)))))
+              bad.store(true, std::memory_order_relaxed);
+            t0 = ei::pand(m0, d);
+            t1 = ei::pand(m1, d);
+            t2 = ei::pand(m2, d);
+            t3 = ei::pand(m3, d);
+          } else {
+            T v[WindowMax<T>::L], out[4][WindowMax<T>::L];
+            ei::pstoreu(v, d);
+            for (std::int64_t l = 0; l < WindowMax<T>::L; ++l) {
+              const int k = tap(n, row0, q, c + l);
+              for (int t = 0; t < 4; ++t) out[t][l] = t == k ? v[l] : T(0);
+            }
+            t0 = ei::ploadu<P>(out[0]);
+            t1 = ei::ploadu<P>(out[1]);
+            t2 = ei::ploadu<P>(out[2]);
+            t3 = ei::ploadu<P>(out[3]);
+          }
+        },
+        [&](std::int64_t n, std::int64_t row0, std::int64_t, std::int64_t q, std::int64_t c) {
+          return tap(n, row0, q, c);
+        });
+    return !bad.load();
+  }
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t n = b; n < e; ++n) {
+      T* d = dx + n * image;
+      std::fill(d, d + image, T(0));
+      const ArgmaxIndex* am = argmax + n * pooled;
+      for (std::int64_t i = 0; i < pooled; ++i) {
+        if (!in_window(g, i, am[i])) {
+          bad.store(true, std::memory_order_relaxed);
+          return;
+        }
+        d[am[i]] += dy[n * pooled + i];
+      }
+    }
+  });
+  return !bad.load();
+}
+
+template <class T>
+bool max_pool2d_grad_grad_with_argmax(const T* ddx, const ArgmaxIndex* argmax, T* y, const Conv2DGeometry& g) {
+  const std::int64_t image = g.h * g.w * g.c, pooled = g.ho * g.wo * g.c;
+  std::atomic<bool> bad{false};
+  parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t n = b; n < e; ++n)
+      for (std::int64_t i = 0; i < pooled; ++i) {
+        const ArgmaxIndex a = argmax[n * pooled + i];
+        if (!in_window(g, i, a)) {
+          bad.store(true, std::memory_order_relaxed);
+          return;
+        }
+        y[n * pooled + i] = ddx[n * image + a];
+      }
+  });
+  return !bad.load();
+}
+
+// Disjoint 2x2 windows over a direct-kernel convolution: each task convolves the two rows of a
+// pooled row into a scratch buffer (in L1/L2) and pools them from there, so the convolution's
+// output is never written to memory nor read back (W8's conv1: 11 MB each way per step).
+// Otherwise the convolution goes to a temporary and max_pool2d_with_argmax pools it.
+template <class T>
+void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxIndex* argmax,
+                       const Conv2DGeometry& g, const Conv2DGeometry& pool) {
+  if (pool.n * pool.ho * pool.wo * pool.c == 0) return;
+  const ConvEpilogue<T> epilogue{bias, false};
+  if (direct(g) && pool_2x2(pool)) {
+    const DirectConv<T> conv(x, filter, g);
+    const std::int64_t row = g.wo * g.f;
+    parallel_for(pool.n * pool.ho, std::max<std::int64_t>(1, conv.grain() / 2), [&](std::int64_t b, std::int64_t e) {
+      std::vector<T> panel = conv.panel(), rows(static_cast<std::size_t>(2 * row));
+      for (std::int64_t r = b; r < e; ++r) {
+        const std::int64_t n = r / pool.ho, ph = r % pool.ho;
+        conv.row(n * g.ho + 2 * ph, rows.data(), panel, epilogue);
+        conv.row(n * g.ho + 2 * ph + 1, rows.data() + row, panel, epilogue);
+        pool_2x2_row_with_argmax(rows.data(), rows.data() + row, pool, 2 * ph * row,
+                                 y + r * pool.wo * pool.c, argmax + r * pool.wo * pool.c);
+      }
+    });
+    return;
+  }
+  const std::unique_ptr<T[]> z(new T[static_cast<std::size_t>(g.out_pixels() * g.f)]);
+  conv2d(x, filter, z.get(), g, epilogue);
+  max_pool2d_with_argmax(z.get(), y, argmax, pool);
+}
+
 template <class T>
 void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g) {
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
@@ -1176,6 +1446,11 @@ void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g) {
   template void max_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \
   template void max_pool2d_grad<T>(const T*, const T*, T*, const Conv2DGeometry&);       \
   template void max_pool2d_grad_grad<T>(const T*, const T*, T*, const Conv2DGeometry&);  \
+  template void max_pool2d_with_argmax<T>(const T*, T*, std::int32_t*, const Conv2DGeometry&); \
+  template bool max_pool2d_grad_with_argmax<T>(const T*, const std::int32_t*, T*, const Conv2DGeometry&); \
+  template bool max_pool2d_grad_grad_with_argmax<T>(const T*, const std::int32_t*, T*, const Conv2DGeometry&); \
+  template void conv2d_max_pool2d<T>(const T*, const T*, const T*, T*, std::int32_t*, const Conv2DGeometry&, \
+                                     const Conv2DGeometry&);                            \
   template void avg_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \
   template void avg_pool2d_grad<T>(const T*, T*, const Conv2DGeometry&);
 TAPEFLOW_INSTANTIATE_CONV(float)

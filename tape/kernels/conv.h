@@ -121,6 +121,30 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g);
 // y[window] = ddx[argmax of the window]: the gradient of max_pool2d_grad w.r.t. dy.
 template <class T>
 void max_pool2d_grad_grad(const T* x, const T* ddx, T* y, const Conv2DGeometry& g);
+// Max pooling that also gives each output's argmax: the flat index within its image,
+// (h * W + w) * C + c, of the window's first maximum in window order (the element max_pool2d_grad
+// sends the gradient to). TF's MaxPoolWithArgmax with include_batch_in_index = false and int32
+// indices (callers check that an image has fewer than 2^31 elements).
+template <class T>
+void max_pool2d_with_argmax(const T* x, T* y, std::int32_t* argmax, const Conv2DGeometry& g);
+// dx[n, argmax] += dy (overwrites dx; g is the pool's geometry): max_pool2d_grad without x, the
+// same values summed in the same order (TF's MaxPoolGradWithArgmax). Returns false (dx then
+// unspecified, nothing written outside it) if an index is not in its own window with its own
+// channel, which max_pool2d_with_argmax never gives.
+template <class T>
+bool max_pool2d_grad_with_argmax(const T* dy, const std::int32_t* argmax, T* dx, const Conv2DGeometry& g);
+// y = ddx[n, argmax]: the gradient of max_pool2d_grad_with_argmax w.r.t. dy (TF's
+// MaxPoolGradGradWithArgmax). Returns false on an index outside its window, as above.
+template <class T>
+bool max_pool2d_grad_grad_with_argmax(const T* ddx, const std::int32_t* argmax, T* y, const Conv2DGeometry& g);
+// y, argmax = max_pool2d_with_argmax(conv2d(x, filter) + bias) (bias: conv.f values), pool being the
+// pool's geometry over the convolution's output ([n, ho, wo, f]). Bit-identical to the three kernels
+// run one after the other; for 2x2 stride-2 pools over a direct-kernel convolution the convolution's
+// output is never materialised (extra memory per task: two output rows); otherwise it goes to a
+// temporary of conv.out_pixels() x conv.f values.
+template <class T>
+void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, std::int32_t* argmax,
+                       const Conv2DGeometry& conv, const Conv2DGeometry& pool);
 template <class T>
 void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g);
 // dx[window] += dy / count(window) (overwrites dx).

@@ -268,6 +268,7 @@ void check_pool_against_reference(double tol) {
     std::vector<double> want_max(dy.size()), want_avg(dy.size()), want_gg(dy.size());
     std::vector<T> max_dx(x.size(), T(7)), avg_dx(x.size());
     std::vector<double> want_max_dx(x.size(), 0.0), want_avg_dx(x.size(), 0.0);
+    std::vector<std::int32_t> want_argmax(dy.size());
     for_pool_windows(g, [&](std::int64_t o, const std::vector<std::int64_t>& taps) {
       std::int64_t best = taps[0];
       double sum = 0;
@@ -276,6 +277,7 @@ void check_pool_against_reference(double tol) {
         sum += x[t];
       }
       want_max[o] = x[best];
+      want_argmax[o] = static_cast<std::int32_t>(best - o / (g.ho * g.wo * g.c) * g.h * g.w * g.c);
       want_gg[o] = ddx[best];
       want_max_dx[best] += dy[o];
       want_avg[o] = sum / static_cast<double>(taps.size());
@@ -296,7 +298,86 @@ void check_pool_against_reference(double tol) {
     expect_near(max_dx, want_max_dx, tol);
     expect_near(gg, want_gg, tol);
     expect_near(avg_dx, want_avg_dx, tol);
+
+    // The argmax kernels: TF's in-image indices, and bit for bit the values of the kernels above.
+    std::vector<T> arg_y(dy.size()), arg_gg(dy.size());
+    std::vector<std::int32_t> argmax(dy.size(), -1);
+    max_pool2d_with_argmax(x.data(), arg_y.data(), argmax.data(), g);
+    EXPECT_EQ(argmax, want_argmax);
+    EXPECT_EQ(0, std::memcmp(arg_y.data(), max_y.data(), max_y.size() * sizeof(T)));
+    std::vector<T, Eigen::aligned_allocator<T>> arg_dx(x.size(), T(7));
+    EXPECT_TRUE(max_pool2d_grad_with_argmax(dy.data(), want_argmax.data(), arg_dx.data(), g));
+    EXPECT_EQ(0, std::memcmp(arg_dx.data(), max_dx.data(), max_dx.size() * sizeof(T)));
+    EXPECT_TRUE(max_pool2d_grad_grad_with_argmax(ddx.data(), want_argmax.data(), arg_gg.data(), g));
+    // An index outside its window (one image further, then the neighbouring channel) is refused,
+    // never followed.
+    for (std::int32_t shift : {static_cast<std::int32_t>(g.h * g.w * g.c), std::int32_t{1}}) {
+      for (std::size_t at : {std::size_t{0}, want_argmax.size() - 1}) {
+        auto bad = want_argmax;
+        bad[at] += at == 0 ? shift : -shift;
+        EXPECT_FALSE(max_pool2d_grad_with_argmax(dy.data(), bad.data(), arg_dx.data(), g)) << shift << " " << at;
+        EXPECT_FALSE(max_pool2d_grad_grad_with_argmax(ddx.data(), bad.data(), arg_gg.data(), g)) << shift << " " << at;
+      }
+    }
+    EXPECT_EQ(0, std::memcmp(arg_gg.data(), gg.data(), gg.size() * sizeof(T)));
   }
+}
+
+// conv2d_max_pool2d: bit for bit conv2d (bias epilogue) then max_pool2d_with_argmax, on the fused
+// path (direct kernel, 2x2 stride-2 pool: odd sizes leave a row / column out) and on the temporary
+// path (GEMM convolution, or an overlapping pool); integer-valued inputs make tied maxima.
+template <class T>
+void check_conv_max_pool() {
+  struct ConvPool {
+    Case conv;
+    std::int64_t k, s;
+    const char* padding;
+  };
+  const std::vector<ConvPool> cases = {
+      {{3, 28, 28, 1, 3, 3, 32, 1, 1, 1, 1, "VALID"}, 2, 2, "VALID"},   // W8's conv1: fused
+      {{2, 9, 12, 3, 3, 3, 10, 1, 1, 1, 1, "SAME"}, 2, 2, "VALID"},     // odd height, 10 channels
+      {{2, 12, 11, 2, 5, 5, 7, 2, 2, 1, 1, "SAME"}, 2, 2, "VALID"},     // stride 2, odd width
+      {{2, 9, 9, 8, 3, 3, 12, 1, 1, 1, 1, "VALID"}, 2, 2, "VALID"},     // GEMM conv: temporary
+      {{1, 10, 10, 1, 3, 3, 9, 1, 1, 1, 1, "SAME"}, 3, 2, "SAME"}};     // overlapping windows
+  for (const ConvPool& k : cases) {
+    SCOPED_TRACE(::testing::Message() << "conv " << k.conv.n << "x" << k.conv.h << "x" << k.conv.w << "x"
+                                      << k.conv.c << " -> " << k.conv.f << ", pool " << k.k << " s" << k.s);
+    const Conv2DGeometry g = geometry(k.conv);
+    const Conv2DGeometry pg =
+        geometry({g.n, g.ho, g.wo, g.f, k.k, k.k, g.f, k.s, k.s, 1, 1, k.padding});
+    auto x = random_vector<T>(g.n * g.h * g.w * g.c, 21);
+    auto f = random_vector<T>(g.kh * g.kw * g.c * g.f, 22);
+    auto b = random_vector<T>(g.f, 23);
+    for (auto* v : {&x, &f, &b})
+      for (T& e : *v) e = std::round(e * 2);
+    std::vector<T> z(g.out_pixels() * g.f), want(pg.out_pixels() * pg.c), got(want.size(), T(7));
+    std::vector<std::int32_t> want_arg(want.size()), got_arg(want.size(), -1);
+    conv2d(x.data(), f.data(), z.data(), g, ConvEpilogue<T>{b.data(), false});
+    max_pool2d_with_argmax(z.data(), want.data(), want_arg.data(), pg);
+    conv2d_max_pool2d(x.data(), f.data(), b.data(), got.data(), got_arg.data(), g, pg);
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(T)));
+    EXPECT_EQ(got_arg, want_arg);
+    std::vector<T> plain(want.size());
+    max_pool2d(z.data(), plain.data(), pg);
+    EXPECT_EQ(0, std::memcmp(plain.data(), want.data(), want.size() * sizeof(T)));
+    // Ties happened (else the test says nothing about the tap rule).
+    // The first maximum in window order, as max_pool2d_grad's rule; ties happened (else the test
+    // says nothing about that rule).
+    std::int64_t ties = 0;
+    for_pool_windows(pg, [&](std::int64_t o, const std::vector<std::int64_t>& taps) {
+      std::int64_t best = taps[0];
+      for (auto t : taps)
+        if (z[t] > z[best]) best = t;
+      EXPECT_EQ(got_arg[o], best - o / (pg.ho * pg.wo * pg.c) * pg.h * pg.w * pg.c) << o;
+      ties += std::count_if(taps.begin(), taps.end(), [&](std::int64_t t) { return z[t] == want[o]; }) > 1;
+    });
+    EXPECT_GT(ties, 0);
+  }
+}
+
+TEST(ConvMaxPoolKernel, BitIdenticalToConvThenPool) {
+  check_conv_max_pool<double>();
+  check_conv_max_pool<float>();
 }
 
 TEST(PoolKernel, MatchesNaiveLoops) {
