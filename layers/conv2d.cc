@@ -70,7 +70,15 @@ void ConvBase::build_weights(const Shape& input_shape, bool transpose) {
 
 Tensor ConvBase::call(const Tensor& inputs, bool) { return forward(inputs, true); }
 
-Tensor ConvBase::call_without_activation(const Tensor& inputs) { return forward(begin_call(inputs), false); }
+
+Tensor ConvBase::call_max_pooled(const Tensor& inputs, Layer& pool, bool training) {
+  const Tensor x = begin_call(inputs);
+  if (const auto* mp = dynamic_cast<const MaxPooling2D*>(&pool)) {
+    mp->compute_output_shape(compute_output_shape(x.shape()));  // errors name the layer they concern
+    if (Tensor fused = convolve_fused_max_pool(x, *mp); fused.defined()) return fused;
+  }
+  return pool(forward(x, false), training);
+}
 
 Tensor ConvBase::forward(const Tensor& inputs, bool with_activation) {
   compute_output_shape(inputs.shape());  // rank, channels and size errors name the layer
@@ -136,6 +144,14 @@ Tensor Conv2D::convolve_fused(const Tensor& x, const std::string& activation) {
   const auto& o = options_;
   if (!o.use_bias || !(activation.empty() || activation == "linear" || activation == "relu")) return Tensor();
   return fused_conv2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate, activation);
+}
+
+Tensor Conv2D::convolve_fused_max_pool(const Tensor& x, const MaxPooling2D& pool) {
+  const auto& o = options_;
+  if (!o.use_bias) return Tensor();
+  return fused_conv2d_max_pool2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate,
+                                 pool.pool_size(), pool.strides(), pool.padding() == "same" ? "SAME" : "VALID")
+      .first;
 }
 
 Conv2DTranspose::Conv2DTranspose(Conv2DTransposeOptions options) : ConvBase("Conv2DTranspose", std::move(options)) {}

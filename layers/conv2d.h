@@ -21,6 +21,7 @@
 
 #include "layers/activations.h"
 #include "layers/layer.h"
+#include "layers/pooling2d.h"
 
 namespace tapeflow::layers {
 
@@ -47,9 +48,11 @@ class ConvBase : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   const Conv2DOptions& options() const { return options_; }
   // For the models' Conv2D(relu) -> MaxPooling2D rewrite (models/sequential.h): the layer's output
-  // before its activation (as operator() otherwise: casts, builds on the first call), and the
-  // activation alone.
-  Tensor call_without_activation(const Tensor& inputs);
+  // before its activation (as operator() otherwise: casts, builds on the first call) pooled by
+  // `pool` (a MaxPooling2D; its shape errors name it), as one fused_conv2d_max_pool2d op where the
+  // layer has one (Conv2D with a bias: for 2x2 pools over few input channels the convolution's
+  // output is never stored), else the layer and the pool in turn; and the activation alone.
+  Tensor call_max_pooled(const Tensor& inputs, Layer& pool, bool training);
   Tensor activate(const Tensor& y) const { return activation_ ? activation_(y) : y; }
   // Errors: std::logic_error before build (kernel) / without bias (bias).
   const Variable& kernel() const;
@@ -64,6 +67,8 @@ class ConvBase : public Layer {
   // Convolution, bias and `activation` (a name, "" for none) as one fused op where the layer has
   // one; else undefined.
   virtual Tensor convolve_fused(const Tensor&, const std::string& /*activation*/) { return Tensor(); }
+  // Convolution, bias and the max pool as one fused op where the layer has one; else undefined.
+  virtual Tensor convolve_fused_max_pool(const Tensor&, const MaxPooling2D&) { return Tensor(); }
   // Index of the input-channel dim in the kernel (2 for Conv2D, 3 for Conv2DTranspose).
   virtual int kernel_in_axis() const = 0;
   std::vector<Tensor> regularization_losses() const override;
@@ -96,6 +101,8 @@ class Conv2D : public ConvBase {
   // With a bias and no activation or relu: fused_conv2d (bit-identical values, one pass fewer or
   // two over the output).
   Tensor convolve_fused(const Tensor& inputs, const std::string& activation) override;
+  // With a bias: fused_conv2d_max_pool2d (bit-identical values).
+  Tensor convolve_fused_max_pool(const Tensor& inputs, const MaxPooling2D& pool) override;
   int kernel_in_axis() const override { return 2; }
 };
 

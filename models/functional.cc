@@ -114,8 +114,8 @@ Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor>
     Step& p = *producer[s.inputs[0]];
     if (p.inputs.size() != 1) continue;
     if (auto* conv = layers::relu_commutes_with(*p.node->layer, *s.node->layer)) {
-      p.without_activation = conv;
-      s.then_activate = conv;
+      p.deferred = conv;
+      s.conv_then_pool = conv;
     }
   }
   if (inputs_.size() == 1) {
@@ -143,11 +143,13 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
     values[i] = xs[i];
   }
   for (const Step& s : steps_) {
-    if (s.without_activation) {
-      values[s.output] = s.without_activation->call_without_activation(values[s.inputs[0]]);
+    if (s.deferred) {
+      values[s.output] = values[s.inputs[0]];  // the pool's step convolves (its only use)
+    } else if (s.conv_then_pool) {
+      values[s.output] = s.conv_then_pool->activate(
+          s.conv_then_pool->call_max_pooled(values[s.inputs[0]], *s.node->layer, training));
     } else if (s.inputs.size() == 1) {
       values[s.output] = (*s.node->layer)(values[s.inputs[0]], training);
-      if (s.then_activate) values[s.output] = s.then_activate->activate(values[s.output]);
     } else {
       std::vector<Tensor> in;
       for (std::size_t k : s.inputs) in.push_back(values[k]);

@@ -80,10 +80,10 @@ class Functional : public Model {
     std::shared_ptr<const layers::Node> node;
     std::vector<std::size_t> inputs;
     std::size_t output;
-    // The Conv2D(relu) -> MaxPooling2D rewrite (sequential.h): on the conv's step, the conv run
-    // without its activation; on the pool's step, the conv whose activation follows the pool.
-    layers::ConvBase* without_activation = nullptr;
-    layers::ConvBase* then_activate = nullptr;
+    // The Conv2D(relu) -> MaxPooling2D rewrite (sequential.h): the conv's step passes its input
+    // on; the pool's step runs the conv and the pool (ConvBase::call_max_pooled), then the relu.
+    layers::ConvBase* deferred = nullptr;
+    layers::ConvBase* conv_then_pool = nullptr;
   };
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training);
   std::string inbound_string(const layers::KerasTensor& t) const;

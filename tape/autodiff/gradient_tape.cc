@@ -275,9 +275,11 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
       out_grads.push_back(slot);
     }
     if (!any) return;
-    // Missing output gradients are zeros (unbatched under a BatchScope: the same for all K).
+    // Missing output gradients are zeros (unbatched under a BatchScope: the same for all K); an
+    // integer output (an argmax) has none, as in TF, and its gradient stays undefined.
     for (std::size_t k = 0; k < out_grads.size(); ++k)
-      if (!out_grads[k].defined()) out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
+      if (!out_grads[k].defined() && is_floating(r.output_dtypes[k]))
+        out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
     const GradientFn& fn = r.custom_gradient ? *r.custom_gradient : r.op->gradient;
     if (!fn) return;  // gradient removed from the registry after recording
     SmallVector<char, 3> needed;

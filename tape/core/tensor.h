@@ -28,6 +28,8 @@ class Buffer {
   // Errors: std::bad_alloc when memory is exhausted.
   static std::shared_ptr<Buffer> allocate_zeroed(std::size_t bytes);
   static constexpr std::size_t kZeroedMapBytes = std::size_t{1} << 24;
+  // allocate(): freed blocks of at least this size stay cached for reuse (see tensor.cc).
+  static constexpr std::size_t kKeptBlockBytes = std::size_t{1} << 20;
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;

@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <vector>
 
+#include <tbb/scalable_allocator.h>
+
 #include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
@@ -1192,11 +1194,21 @@ namespace {
 // Flat in-image index of argmax (h * W + w) * C + c, int32 (the op checks that images fit).
 using ArgmaxIndex = std::int32_t;
 
-// Packets of int32 indices as wide as T's packets (float on AVX2), else none: the index work then
-// runs per channel.
+// Packets of int32 indices as wide as T's packets (float on AVX2; Eigen 3.4's packet_traits<int>
+// stays on SSE's 4 lanes, so named here), else none: the index work then runs per channel.
 template <class T>
-constexpr bool kIndexPackets = ei::packet_traits<ArgmaxIndex>::size == ei::packet_traits<T>::size &&
-                               ei::packet_traits<T>::size > 1 && sizeof(T) == sizeof(ArgmaxIndex);
+struct IndexPacket {
+  static constexpr bool kOn = false;
+};
+#ifdef __AVX2__
+template <>
+struct IndexPacket<float> {
+  static constexpr bool kOn = true;
+  using type = ei::Packet8i;
+};
+#endif
+template <class T>
+constexpr bool kIndexPackets = IndexPacket<T>::kOn;
 
 // Pools one pair of rows r0, r1 ([>= 2 wo, C] each, r0 starting at flat in-image index idx0, r1 one
 // image row of w x C below) into out [wo, C] and its argmax, as max_pool2d's 2x2 path and
@@ -1212,7 +1224,7 @@ void pool_2x2_row_with_argmax(const T* r0, const T* r1, const Conv2DGeometry& g,
     const std::int64_t base = idx0 + 2 * ow * C;
     std::int64_t c = 0;
     if constexpr (kIndexPackets<T>) {
-      using PI = typename ei::packet_traits<ArgmaxIndex>::type;
+      using PI = typename IndexPacket<T>::type;
       alignas(64) static constexpr ArgmaxIndex kLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
       const PI lanes = ei::ploadu<PI>(kLanes);
       // The taps' offsets from tap 0 as bit patterns in T's packets, so that the masks select them.
@@ -1307,7 +1319,7 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
         [&](std::int64_t n, std::int64_t row0, std::int64_t, std::int64_t q, std::int64_t c, const P& d, P& t0,
             P& t1, P& t2, P& t3) {
           if constexpr (kIndexPackets<T>) {
-            using PI = typename ei::packet_traits<ArgmaxIndex>::type;
+            using PI = typename IndexPacket<T>::type;
             alignas(64) static constexpr ArgmaxIndex kLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
             const std::int64_t in_image = row0 - n * image;
             const PI idx = ei::ploadu<PI>(argmax + n * pooled + (in_image / (2 * WC)) * g.wo * C + q / 2 + c);
@@ -1401,7 +1413,12 @@ void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxI
     });
     return;
   }
-  const std::unique_ptr<T[]> z(new T[static_cast<std::size_t>(g.out_pixels() * g.f)]);
+  // From TBB's allocator, as tensors are: it keeps large blocks mapped between calls (operator new
+  // went to mmap and paid ~1000 page faults per call for W8's conv2).
+  const std::unique_ptr<T, void (*)(void*)> z(
+      static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(g.out_pixels() * g.f) * sizeof(T), 64)),
+      scalable_aligned_free);
+  if (!z) throw std::bad_alloc();
   conv2d(x, filter, z.get(), g, epilogue);
   max_pool2d_with_argmax(z.get(), y, argmax, pool);
 }

@@ -1,6 +1,8 @@
 // Convolution ops: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter (kernels in tape/kernels/conv.h),
 // gradients written with the same three ops (tensorflow/python/ops/nn_grad.py); FusedConv2D
-// (Conv2D + BiasAdd (+ Relu) in one pass), whose gradient is ReluGrad, the same three and a sum.
+// (Conv2D + BiasAdd (+ Relu) in one pass), whose gradient is ReluGrad, the same three and a sum;
+// FusedConv2DMaxPool (Conv2D + BiasAdd + MaxPool with argmax), whose gradient starts with
+// MaxPoolGradWithArgmax.
 #include "tape/ops/conv_ops.h"
 
 #include <stdexcept>
@@ -89,9 +91,8 @@ TensorList backprop_filter_forward(std::span<const Tensor> in, const Attrs& at) 
   return {df};
 }
 
-// Inputs {input, filters, bias}, attr activation "linear" / "relu" -> [N, Ho, Wo, F].
-TensorList fused_conv2d_forward(std::span<const Tensor> in, const Attrs& at) {
-  const char* op = "fused_conv2d";
+// The checks of the fused ops' inputs {input, filters, bias}; the convolution's geometry.
+kernels::Conv2DGeometry fused_geometry(const char* op, std::span<const Tensor> in, const Attrs& at) {
   check_arity(op, in, 3);
   const Tensor &x = in[0], &f = in[1], &b = in[2];
   check_floats(op, x, f);
@@ -101,6 +102,14 @@ TensorList fused_conv2d_forward(std::span<const Tensor> in, const Attrs& at) {
     throw std::invalid_argument(std::string(op) + ": bias must have shape [" + std::to_string(g.f) +
                                 "] (the filters' output channels, filters " + f.shape().to_string() + "), got " +
                                 b.shape().to_string());
+  return g;
+}
+
+// Inputs {input, filters, bias}, attr activation "linear" / "relu" -> [N, Ho, Wo, F].
+TensorList fused_conv2d_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "fused_conv2d";
+  const kernels::Conv2DGeometry g = fused_geometry(op, in, at);
+  const Tensor &x = in[0], &f = in[1], &b = in[2];
   const bool relu = at.get_string("activation") == "relu";
   Tensor y = Tensor::empty(output_shape(g), x.dtype());
   dispatch_floating(x.dtype(), op, [&](auto tag) {
@@ -108,6 +117,37 @@ TensorList fused_conv2d_forward(std::span<const Tensor> in, const Attrs& at) {
     kernels::conv2d(x.data<T>(), f.data<T>(), y.mutable_data<T>(), g, kernels::ConvEpilogue<T>{b.data<T>(), relu});
   });
   return {y};
+}
+
+// The pool's attrs of a FusedConv2DMaxPool call, as MaxPool's.
+Attrs pool_part(const Attrs& at) {
+  return ops_internal::window_attrs(Size2D{at.get_ints("pool_strides")[0], at.get_ints("pool_strides")[1]},
+                                    at.get_string("pool_padding"), {1, 1})
+      .set("ksize", at.get_ints("ksize"));
+}
+
+// Inputs {input, filters, bias} -> {max_pool2d(conv2d + bias) [N, Hp, Wp, F], argmax int32}.
+TensorList fused_conv2d_max_pool_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "fused_conv2d_max_pool2d";
+  const kernels::Conv2DGeometry g = fused_geometry(op, in, at);
+  const Tensor &x = in[0], &f = in[1], &b = in[2];
+  const Shape zs = output_shape(g);
+  const Attrs pool = pool_part(at);
+  const auto& k = pool.get_ints("ksize");
+  const kernels::Conv2DGeometry pg = window_geometry(op, zs, k[0], k[1], 0, zs[3], pool);
+  ops_internal::check_argmax_image(op, zs);
+  Tensor y = Tensor::empty(output_shape(pg), x.dtype()), argmax = Tensor::empty(output_shape(pg), DType::kInt32);
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::conv2d_max_pool2d(x.data<T>(), f.data<T>(), b.data<T>(), y.mutable_data<T>(),
+                               argmax.mutable_data<std::int32_t>(), g, pg);
+  });
+  return {y, argmax};
+}
+
+const OpDef& fused_conv2d_max_pool_def() {
+  static const OpDef& op = op_def("FusedConv2DMaxPool");
+  return op;
 }
 
 const OpDef& fused_conv2d_def() {
@@ -132,7 +172,9 @@ const OpDef& backprop_filter_def() {
 Attrs window_only(const Attrs& at) {
   Attrs out;
   for (const auto& [k, v] : at.items())
-    if (k != "input_sizes" && k != "filter_sizes" && k != "activation") out.set(k, v);
+    if (k != "input_sizes" && k != "filter_sizes" && k != "activation" && k != "ksize" && k != "pool_strides" &&
+        k != "pool_padding")
+      out.set(k, v);
   return out;
 }
 // The window attrs of a call with one shape attr added.
@@ -154,15 +196,31 @@ TensorList conv2d_gradient(const GradContext& c, std::span<const Tensor> g) {
   return out;
 }
 
-// y = act(conv(x, f) + b): g' = ReluGrad(g, y) (or g), then conv's gradients of g' and
-// db = Σ_{n,h,w} g' (BiasAddGrad).
-TensorList fused_conv2d_gradient(const GradContext& c, std::span<const Tensor> g) {
-  const Tensor pre = c.attrs().get_string("activation") == "relu" ? relu_grad(g[0], c.output(0)) : g[0];
+// The gradients of the fused ops' {input, filters, bias} from the gradient g' at conv + bias:
+// conv's gradients of g' and db = Σ_{n,h,w} g' (BiasAddGrad).
+TensorList conv_bias_gradients(const GradContext& c, const Tensor& pre) {
   TensorList out{Tensor(), Tensor(), Tensor()};
   if (c.needs_gradient(0)) out[0] = backprop_input(c.input_shape(0), c.input(1), pre, c.attrs());
   if (c.needs_gradient(1)) out[1] = backprop_filter(c.input(0), c.input_shape(1), pre, c.attrs());
   if (c.needs_gradient(2)) out[2] = reduce_sum(pre, std::vector<int>{0, 1, 2});
   return out;
+}
+
+// y = act(conv(x, f) + b): g' = ReluGrad(g, y) (or g).
+TensorList fused_conv2d_gradient(const GradContext& c, std::span<const Tensor> g) {
+  return conv_bias_gradients(c, c.attrs().get_string("activation") == "relu" ? relu_grad(g[0], c.output(0)) : g[0]);
+}
+
+// y, argmax = max_pool(conv(x, f) + b): g' = MaxPoolGradWithArgmax(g, argmax) (the gradient at
+// the convolution's output), then conv's gradients of g' and db = Σ_{n,h,w} g'. argmax: none.
+TensorList fused_conv2d_max_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
+  const Attrs pool = pool_part(c.attrs());
+  const kernels::Conv2DGeometry cg =
+      conv_geometry("fused_conv2d_max_pool2d", c.input_shape(0), c.input_shape(1), c.attrs());
+  const auto& k = pool.get_ints("ksize");
+  const auto& s = pool.get_ints("strides");
+  return conv_bias_gradients(c, max_pool2d_grad_with_argmax(output_shape(cg), g[0], c.output(1), {k[0], k[1]},
+                                                             {s[0], s[1]}, pool.get_string("padding")));
 }
 
 // dx = BackpropInput(f, dy) is bilinear in (f, dy): <G, dx> = <G, conv^T(dy; f)> gives
@@ -236,6 +294,15 @@ TensorList fused_conv2d_batch(std::span<const Tensor> in, const BatchContext& ct
   return batching::sequential(in, ctx);
 }
 
+// Only the input batched: K folds into N (the argmax indices are per image). Otherwise one call per k.
+TensorList fused_conv2d_max_pool_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  if (ctx.batched(0) && !ctx.batched(1) && !ctx.batched(2)) {
+    TensorList out = execute(fused_conv2d_max_pool_def(), TensorList{fold(in[0]), in[1], in[2]}, ctx.attrs());
+    return {unfold(out[0], ctx.size()), unfold(out[1], ctx.size())};
+  }
+  return batching::sequential(in, ctx);
+}
+
 TensorList backprop_input_batch(std::span<const Tensor> in, const BatchContext& ctx) {
   const std::int64_t k = ctx.size();
   const Shape sizes(ctx.attrs().get_ints("input_sizes"));
@@ -265,6 +332,22 @@ Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bi
                                 activation + "\"");
   return execute1(fused_conv2d_def(), {input, filters, bias},
                   ops_internal::window_attrs(strides, padding, dilations).set("activation", act));
+}
+
+std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Tensor& filters, const Tensor& bias,
+                                                  Size2D strides, const Padding2D& padding, Size2D dilations,
+                                                  Size2D ksize, Size2D pool_strides, const std::string& pool_padding) {
+  const char* op = "fused_conv2d_max_pool2d";
+  if (pool_padding != "VALID" && pool_padding != "SAME")
+    throw std::invalid_argument(std::string(op) + ": pool_padding must be \"VALID\" or \"SAME\", got \"" +
+                                pool_padding + "\"");
+  const TensorList out =
+      execute(fused_conv2d_max_pool_def(), TensorList{input, filters, bias},
+              ops_internal::window_attrs(strides, padding, dilations)
+                  .set("ksize", std::vector<std::int64_t>{ksize[0], ksize[1]})
+                  .set("pool_strides", std::vector<std::int64_t>{pool_strides[0], pool_strides[1]})
+                  .set("pool_padding", pool_padding));
+  return {out[0], out[1]};
 }
 
 Tensor conv2d_backprop_input(const Shape& input_sizes, const Tensor& filters, const Tensor& out_backprop,
@@ -305,6 +388,16 @@ void register_conv_ops(OpRegistry& r) {
          .batch = fused_conv2d_batch, .check_attrs = [](const Attrs& a) {
            ops_internal::check_window_attrs_of("FusedConv2D", false)(a);
            check_string_attr("FusedConv2D", a, "activation", {"linear", "relu"});
+         }});
+  r.add({.name = "FusedConv2DMaxPool", .forward = fused_conv2d_max_pool_forward,
+         .gradient = fused_conv2d_max_pool_gradient, .saves = kSaveAll, .batch = fused_conv2d_max_pool_batch,
+         .check_attrs = [](const Attrs& a) {
+           const char* op = "FusedConv2DMaxPool";
+           ops_internal::check_window_attrs_of(op, false)(a);
+           constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
+           check_ints_attr(op, a, "ksize", 2, 2, 1, kMax);
+           check_ints_attr(op, a, "pool_strides", 2, 2, 1, kMax);
+           check_string_attr(op, a, "pool_padding", {"VALID", "SAME"});
          }});
   r.add({.name = "Conv2DBackpropInput", .forward = backprop_input_forward, .gradient = backprop_input_gradient,
          .saves = kSaveInputs, .batch = backprop_input_batch,

@@ -5,7 +5,8 @@
 //           differentiate to any order: conv2d -> (conv2d_backprop_input, conv2d_backprop_filter);
 //           conv2d_backprop_input -> (conv2d_backprop_filter, conv2d); conv2d_backprop_filter ->
 //           (conv2d_backprop_input, conv2d); max_pool2d -> max_pool2d_grad -> MaxPoolGradGrad ->
-//           max_pool2d_grad; avg_pool2d <-> avg_pool2d_grad (linear).
+//           max_pool2d_grad; avg_pool2d <-> avg_pool2d_grad (linear); fused_conv2d_max_pool2d ->
+//           max_pool2d_grad_with_argmax <-> MaxPoolGradGradWithArgmax (linear) and conv2d's.
 // Errors:   std::invalid_argument naming the op and the shapes/values received: rank != 4,
 //           channels of input and filters differ, a non-float or mismatched dtype, strides /
 //           dilations / window sizes < 1, an unknown padding, an output size < 1, an output gradient whose shape is not the forward output's.
@@ -19,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "tape/core/tensor.h"
 
@@ -66,6 +68,27 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides = {1, 1
 Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, Size2D strides = {1, 1},
                     const Padding2D& padding = "VALID", Size2D dilations = {1, 1}, const std::string& activation = "");
 
+// max_pool2d(conv2d(input, filters) + bias) and its argmax in one op (FusedConv2DMaxPool): for 2x2
+// stride-2 pools over convolutions of at most kernels::kDirectMaxChannels input channels, the
+// convolution's output is pooled two rows at a time while in cache and never stored; otherwise it
+// goes to a temporary. Values are bit-identical to fused_conv2d (linear) then max_pool2d. The
+// models run Conv2D(relu) -> MaxPooling2D as this op and a relu (models/sequential.h). TensorFlow
+// has no such op: it is what grappler's remapper does for Conv2D + BiasAdd, carried one op further,
+// with the argmax kept as tf.nn.max_pool_with_argmax keeps it.
+// Shapes:   input [N, H, W, C], filters [kh, kw, C, F], bias [F] -> {[N, Hp, Wp, F] (the pool of the
+//           [N, Ho, Wo, F] convolution), argmax int32 [N, Hp, Wp, F]}: per output, the flat index
+//           (h * Wo + w) * F + f within its image of the window's first maximum (window order), as
+//           tf.nn.max_pool_with_argmax(include_batch_in_index=False).
+// Gradient: g' = max_pool2d_grad_with_argmax(g) (the gradient at the convolution's output), then
+//           input and filters as conv2d's with g', bias reduce_sum(g', {0, 1, 2}); argmax none.
+// Errors:   std::invalid_argument naming fused_conv2d_max_pool2d: as fused_conv2d; a pool window,
+//           stride or padding as max_pool2d's; an image of 2^31 elements or more.
+// Ref:      tf.nn.conv2d, tf.nn.bias_add, tf.nn.max_pool_with_argmax
+std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Tensor& filters, const Tensor& bias,
+                                                  Size2D strides, const Padding2D& padding, Size2D dilations,
+                                                  Size2D ksize, Size2D pool_strides,
+                                                  const std::string& pool_padding = "VALID");
+
 // The gradient of conv2d w.r.t. its input, as an op of its own (TF's Conv2DBackpropInput).
 // Shapes:   filters [kh, kw, C, F], out_backprop [N, Ho, Wo, F] -> input_sizes [N, H, W, C];
 //           (Ho, Wo) must be what conv2d gives for (H, W).
@@ -102,6 +125,18 @@ Tensor max_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::
 //           window's argmax, whose own gradient is max_pool2d_grad again.
 Tensor max_pool2d_grad(const Tensor& input, const Tensor& grad, Size2D ksize, Size2D strides,
                        const std::string& padding = "VALID");
+
+// The gradient of max pooling from its argmax (TF's MaxPoolGradWithArgmax, indices per image):
+// dx[n, argmax] += grad, the same values in the same order as max_pool2d_grad.
+// Shapes:   grad and argmax (int32) [N, Ho, Wo, C] -> input_shape [N, H, W, C].
+// Gradient: grad: MaxPoolGradGradWithArgmax(g, argmax) = g[n, argmax] (whose gradient is this op
+//           again); argmax none.
+// Errors:   std::invalid_argument naming the op: argmax not int32 or not the pooled shape; an index
+//           that is not in its own window with its own channel (argmax must come from max pooling
+//           with the same attributes).
+// Ref:      tf.raw_ops.MaxPoolGradWithArgmax
+Tensor max_pool2d_grad_with_argmax(const Shape& input_shape, const Tensor& grad, const Tensor& argmax, Size2D ksize,
+                                   Size2D strides, const std::string& padding = "VALID");
 
 // Mean over each window; with SAME padding it divides by the number of unpadded elements (as TF).
 // Shapes:   input [N, H, W, C] -> [N, Ho, Wo, C].

@@ -1,5 +1,6 @@
-// Pooling ops: MaxPool, MaxPoolGrad, MaxPoolGradGrad, AvgPool, AvgPoolGrad (kernels in
-// tape/kernels/conv.h); declared in conv_ops.h. Gradients written with these ops.
+// Pooling ops: MaxPool, MaxPoolGrad, MaxPoolGradGrad, AvgPool, AvgPoolGrad, and the argmax pair
+// MaxPoolGradWithArgmax / MaxPoolGradGradWithArgmax (kernels in tape/kernels/conv.h); declared in
+// conv_ops.h. Gradients written with these ops.
 #include <stdexcept>
 #include <string>
 
@@ -148,6 +149,78 @@ TensorList avg_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
 TensorList avg_grad_gradient(const GradContext& c, std::span<const Tensor> g) { return {avg_pool(g[0], c.attrs())}; }
 
 
+// MaxPoolGradWithArgmax {grad [N,Ho,Wo,C], argmax int32 [N,Ho,Wo,C]} -> orig_input_shape;
+// MaxPoolGradGradWithArgmax {grad orig_input_shape, argmax} -> [N,Ho,Wo,C].
+template <bool kGradGrad>
+TensorList argmax_grad_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = kGradGrad ? "max_pool2d_grad_grad_with_argmax" : "max_pool2d_grad_with_argmax";
+  check_arity(op, in, 2);
+  const Tensor &d = in[0], &am = in[1];
+  check_float(op, d);
+  if (am.dtype() != DType::kInt32)
+    throw std::invalid_argument(std::string(op) + ": argmax must be int32, got " + describe(am));
+  const Shape sx(at.get_ints("orig_input_shape"));
+  const kernels::Conv2DGeometry g = pool_geometry(op, sx, at);
+  ops_internal::check_argmax_image(op, sx);
+  if (am.shape() != output_shape(g))
+    throw std::invalid_argument(std::string(op) + ": argmax must have the pooled shape " +
+                                output_shape(g).to_string() + ", got " + am.shape().to_string());
+  if (d.shape() != (kGradGrad ? sx : output_shape(g)))
+    throw std::invalid_argument(std::string(op) + ": grad must have shape " +
+                                (kGradGrad ? sx : output_shape(g)).to_string() + ", got " + d.shape().to_string());
+  Tensor y = Tensor::empty(kGradGrad ? output_shape(g) : sx, d.dtype());
+  dispatch_floating(d.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    const bool ok =
+        kGradGrad ? kernels::max_pool2d_grad_grad_with_argmax(d.data<T>(), am.data<std::int32_t>(), y.mutable_data<T>(), g)
+                  : kernels::max_pool2d_grad_with_argmax(d.data<T>(), am.data<std::int32_t>(), y.mutable_data<T>(), g);
+    if (!ok)
+      throw std::invalid_argument(std::string(op) + ": argmax holds an index outside its pooling window (ksize " +
+                                  ints_to_string(at.get_ints("ksize")) + ", strides " +
+                                  ints_to_string(at.get_ints("strides")) + ", input " + sx.to_string() +
+                                  "); it must come from max pooling with these attributes");
+  });
+  return {y};
+}
+
+Tensor argmax_grad(const Tensor& g, const Tensor& argmax, const Attrs& at) {
+  static const OpDef& op = op_def("MaxPoolGradWithArgmax");
+  return execute1(op, {g, argmax}, at);
+}
+Tensor argmax_grad_grad(const Tensor& g, const Tensor& argmax, const Attrs& at) {
+  static const OpDef& op = op_def("MaxPoolGradGradWithArgmax");
+  return execute1(op, {g, argmax}, at);
+}
+
+// Both are linear in grad, each the other's adjoint (a scatter and the matching gather); argmax
+// (integer) gets none.
+TensorList argmax_grad_gradient(const GradContext& c, std::span<const Tensor> g) {
+  return {c.needs_gradient(0) ? argmax_grad_grad(g[0], c.input(1), c.attrs()) : Tensor(), Tensor()};
+}
+TensorList argmax_grad_grad_gradient(const GradContext& c, std::span<const Tensor> g) {
+  return {c.needs_gradient(0) ? argmax_grad(g[0], c.input(1), c.attrs()) : Tensor(), Tensor()};
+}
+
+// Batched: K folds into N for both inputs (the indices are per image, so an unbatched argmax is
+// tiled as is) and into orig_input_shape.
+template <bool kGradGrad>
+TensorList argmax_grad_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  const std::int64_t k = ctx.size();
+  const auto fold = [&](int i) {
+    Shape s = ctx.shape(i);
+    s[0] *= k;
+    return reshape(ctx.dense(i), s);
+  };
+  Shape sx(ctx.attrs().get_ints("orig_input_shape"));
+  sx[0] *= k;
+  Attrs at = ctx.attrs();
+  at.set("orig_input_shape", sx.to_vector());
+  const Tensor y = kGradGrad ? argmax_grad_grad(fold(0), fold(1), at) : argmax_grad(fold(0), fold(1), at);
+  Shape split{k, y.shape()[0] / k};
+  for (int d = 1; d < y.rank(); ++d) split.push_back(y.shape()[d]);
+  return {reshape(y, split)};
+}
+
 // AvgPoolGrad batched: K folds into the gradient's example axis and into orig_input_shape.
 TensorList avg_grad_batch(std::span<const Tensor> in, const BatchContext& ctx) {
   const std::int64_t k = ctx.size();
@@ -170,6 +243,14 @@ Tensor max_pool2d_grad(const Tensor& input, const Tensor& grad, Size2D ksize, Si
   return max_grad(input, grad, pool_attrs("max_pool2d_grad", ksize, strides, padding));
 }
 
+Tensor max_pool2d_grad_with_argmax(const Shape& input_shape, const Tensor& grad, const Tensor& argmax, Size2D ksize,
+                                   Size2D strides, const std::string& padding) {
+  check_rank4("max_pool2d_grad_with_argmax", "input_shape", input_shape);
+  return argmax_grad(grad, argmax,
+                     pool_attrs("max_pool2d_grad_with_argmax", ksize, strides, padding)
+                         .set("orig_input_shape", input_shape.to_vector()));
+}
+
 Tensor avg_pool2d(const Tensor& input, Size2D ksize, Size2D strides, const std::string& padding) {
   return avg_pool(input, pool_attrs("avg_pool2d", ksize, strides, padding));
 }
@@ -190,6 +271,12 @@ void register_pool_ops(OpRegistry& r) {
   r.add({.name = "MaxPoolGradGrad", .forward = max_grad_forward<true>, .gradient = max_grad_grad_gradient,
          .saves = kSaveInputs, .batch = batching::fold_into_axis0({0, 1}),
          .check_attrs = check_window_attrs_of("MaxPoolGradGrad", true)});
+  r.add({.name = "MaxPoolGradWithArgmax", .forward = argmax_grad_forward<false>, .gradient = argmax_grad_gradient,
+         .saves = kSaveInputs, .batch = argmax_grad_batch<false>,
+         .check_attrs = check_window_attrs_of("MaxPoolGradWithArgmax", true, "orig_input_shape")});
+  r.add({.name = "MaxPoolGradGradWithArgmax", .forward = argmax_grad_forward<true>,
+         .gradient = argmax_grad_grad_gradient, .saves = kSaveInputs, .batch = argmax_grad_batch<true>,
+         .check_attrs = check_window_attrs_of("MaxPoolGradGradWithArgmax", true, "orig_input_shape")});
   r.add({.name = "AvgPool", .forward = pool_forward<false>, .gradient = avg_pool_gradient, .saves = kSaveNone,
          .batch = batching::fold_into_axis0({0}), .check_attrs = check_window_attrs_of("AvgPool", true)});
   r.add({.name = "AvgPoolGrad", .forward = avg_grad_forward, .gradient = avg_grad_gradient, .saves = kSaveNone,

@@ -56,7 +56,8 @@ class GradContext {
 // std::invalid_argument naming the op and what it received.
 using ForwardFn = std::function<TensorList(std::span<const Tensor> inputs, const Attrs& attrs)>;
 // Returns one gradient per input (undefined = none) from one gradient per output (an output that
-// received no gradient gets zeros). Written with tapeflow ops so it is itself recorded.
+// received no gradient gets zeros; an integer output gets an undefined Tensor). Written with
+// tapeflow ops so it is itself recorded.
 using GradientFn = std::function<TensorList(const GradContext& ctx, std::span<const Tensor> output_grads)>;
 
 struct OpDef;

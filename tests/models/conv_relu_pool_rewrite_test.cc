@@ -95,11 +95,23 @@ std::vector<FunctionNode> recorded(Model& m) {
 
 TEST(ConvReluPoolRewrite, ReluRunsOnThePooledTensorOnlyAfterMaxPooling) {
   {
+    // Conv, bias and pool as one op, the relu on its pooled output.
     auto m = make_net(std::make_shared<layers::MaxPooling2D>());
     const auto nodes = recorded(*m);
-    const auto conv = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "FusedConv2D"; });
-    ASSERT_NE(conv, nodes.end());
-    EXPECT_NE(conv->attrs.get_string("activation"), "relu");
+    EXPECT_TRUE(std::none_of(nodes.begin(), nodes.end(),
+                             [](const FunctionNode& n) { return n.op == "FusedConv2D" || n.op == "MaxPool"; }));
+    const auto relu = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; });
+    ASSERT_NE(relu, nodes.end());
+    EXPECT_EQ(nodes[static_cast<std::size_t>(relu->inputs[0].node)].op, "FusedConv2DMaxPool");
+    EXPECT_EQ(relu->inputs[0].index, 0);
+  }
+  // Without a bias: the conv (no activation), the pool, then the relu.
+  {
+    auto m = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, "", DType::kFloat64);
+    m->add(std::make_shared<layers::Conv2D>(layers::Conv2DOptions{
+        .filters = 3, .kernel_size = {3, 3}, .activation = "relu", .use_bias = false, .seed = 1}));
+    m->add(std::make_shared<layers::MaxPooling2D>());
+    const auto nodes = recorded(*m);
     const auto relu = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; });
     ASSERT_NE(relu, nodes.end());
     EXPECT_EQ(nodes[static_cast<std::size_t>(relu->inputs[0].node)].op, "MaxPool");
@@ -135,7 +147,7 @@ TEST(ConvReluPoolRewrite, FunctionalModelsRewriteWhenTheConvFeedsOnlyThePool) {
   auto nodes = recorded(*f);
   auto relu = std::find_if(nodes.begin(), nodes.end(), [](const FunctionNode& n) { return n.op == "Relu"; });
   ASSERT_NE(relu, nodes.end());
-  EXPECT_EQ(nodes[static_cast<std::size_t>(relu->inputs[0].node)].op, "MaxPool");
+  EXPECT_EQ(nodes[static_cast<std::size_t>(relu->inputs[0].node)].op, "FusedConv2DMaxPool");
 
   // The conv's output is also a model output: it must be the relu'd value, so no rewrite.
   auto both = make_functional(*net, true);

@@ -79,6 +79,41 @@ TEST(FusedConv2D, BitIdenticalToConvBiasAddRelu) {
       }
 }
 
+// fused_conv2d_max_pool2d: fused_conv2d (linear) then max_pool2d bit for bit, gradients too (both
+// dtypes; the fused in-cache path and the temporary path); its argmax is TF's in-image index.
+TEST(FusedConv2DMaxPool, BitIdenticalToConvBiasAddMaxPool) {
+  struct Case {
+    tf::Shape x, f;
+    tf::Size2D k, s;
+    const char* padding;
+  };
+  for (const Case& c : {Case{{3, 12, 11, 1}, {3, 3, 1, 20}, {2, 2}, {2, 2}, "VALID"},
+                        Case{{2, 9, 9, 6}, {3, 3, 6, 13}, {3, 3}, {2, 2}, "SAME"}})
+    for (tf::DType dt : {tf::DType::kFloat32, tf::DType::kFloat64}) {
+      SCOPED_TRACE(::testing::Message() << c.x.to_string() << " " << tf::dtype_name(dt));
+      tf::Variable x(tf::cast(random_f64(c.x, 5), dt)), f(tf::cast(random_f64(c.f, 6), dt)),
+          b(tf::cast(random_f64({c.f[3]}, 7), dt));
+      tf::GradientTape t1, t2;
+      const auto [fused, argmax] =
+          tf::fused_conv2d_max_pool2d(x.read(), f.read(), b.read(), {1, 1}, "VALID", {1, 1}, c.k, c.s, c.padding);
+      const tf::Tensor z = tf::fused_conv2d(x.read(), f.read(), b.read());
+      const tf::Tensor plain = tf::max_pool2d(z, c.k, c.s, c.padding);
+      ASSERT_TRUE(all_close(fused, plain, 0, 0));
+      EXPECT_EQ(argmax.dtype(), tf::DType::kInt32);
+      // Each output is z at its argmax.
+      const auto zv = tf::cast(z, tf::DType::kFloat64).to_vector<double>();
+      const auto yv = tf::cast(fused, tf::DType::kFloat64).to_vector<double>();
+      const auto av = argmax.to_vector<std::int32_t>();
+      const std::int64_t image = z.shape()[1] * z.shape()[2] * z.shape()[3], pooled = static_cast<std::int64_t>(av.size()) / c.x[0];
+      for (std::size_t i = 0; i < av.size(); ++i)
+        ASSERT_EQ(yv[i], zv[static_cast<std::size_t>(static_cast<std::int64_t>(i) / pooled * image + av[i])]) << i;
+      const tf::Tensor w = tf::cast(random_f64(fused.shape(), 8), dt);
+      const auto g1 = t1.gradient(tf::reduce_sum(fused * w), {x, f, b});
+      const auto g2 = t2.gradient(tf::reduce_sum(plain * w), {x, f, b});
+      for (int i = 0; i < 3; ++i) EXPECT_TRUE(all_close(*g1[i], *g2[i], 0, 0)) << "gradient " << i;
+    }
+}
+
 TEST(Conv2DTranspose, ShapesAndAdjointIdentity) {
   // 7 -> 14 and 14 -> 28 as in the DCGAN generator; <conv(a), b> == <a, conv_transpose(b)>.
   for (auto [in, out] : {std::pair<std::int64_t, std::int64_t>{7, 14}, {14, 28}}) {
@@ -171,6 +206,42 @@ TEST(PoolOpsErrors, NameTheOpAndTheValues) {
                {"avg_pool2d_grad", "[1, 2, 2, 2]", "[1, 3, 3, 2]"});
   expect_invalid_argument([&] { tf::avg_pool2d_grad({4, 4, 2}, random_f64({1, 2, 2, 2}, 2), {2, 2}, {2, 2}); },
                {"avg_pool2d_grad", "input_shape"});
+}
+
+TEST(ArgmaxPoolOpsErrors, NameTheOpAndTheValues) {
+  const tf::Tensor x = random_f64({1, 4, 4, 2}, 1), f = random_f64({1, 1, 2, 2}, 2), b = random_f64({2}, 3);
+  const auto [y, argmax] = tf::fused_conv2d_max_pool2d(x, f, b, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2});
+  const char* op = "fused_conv2d_max_pool2d";
+  expect_invalid_argument([&] { tf::fused_conv2d_max_pool2d(x, f, random_f64({3}, 4), {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2}); },
+                          {op, "bias", "[2]", "[3]"});
+  expect_invalid_argument([&] { tf::fused_conv2d_max_pool2d(x, f, b, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2}, "FULL"); },
+                          {op, "pool_padding", "FULL"});
+  expect_invalid_argument([&] { tf::fused_conv2d_max_pool2d(x, f, b, {1, 1}, "VALID", {1, 1}, {5, 5}, {1, 1}); },
+                          {op, "input size 4", "window 5"});
+  expect_invalid_argument([&] { tf::fused_conv2d_max_pool2d(x, random_f64({1, 1, 3, 2}, 1), b, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2}); },
+                          {op, "channels 2", "3"});
+  const char* grad = "max_pool2d_grad_with_argmax";
+  const tf::Tensor g = random_f64({1, 2, 2, 2}, 4);
+  expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, g, tf::cast(argmax, tf::DType::kInt64), {2, 2}, {2, 2}); },
+                          {grad, "argmax", "int32", "int64"});
+  expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, g, tf::reshape(argmax, tf::Shape{1, 1, 4, 2}), {2, 2}, {2, 2}); },
+                          {grad, "argmax", "[1, 2, 2, 2]", "[1, 1, 4, 2]"});
+  expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, random_f64({1, 3, 3, 2}, 4), argmax, {2, 2}, {2, 2}); },
+                          {grad, "[1, 2, 2, 2]", "[1, 3, 3, 2]"});
+  expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({4, 4, 2}, g, argmax, {2, 2}, {2, 2}); }, {grad, "input_shape"});
+  // An index outside its window: another pool's argmax (3x3 windows) or a crafted one.
+  expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, g, argmax + 2, {2, 2}, {2, 2}); },
+                          {grad, "outside its pooling window", "ksize [2, 2]"});
+  expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, g, argmax * 0 - 1, {3, 3}, {1, 1}); },
+                          {grad, "outside its pooling window", "ksize [3, 3]"});
+  // An image too large for int32 indices: refused before anything is allocated.
+  expect_invalid_argument(
+      [&] {
+        tf::max_pool2d_grad_with_argmax({1, 50000, 50000, 1}, random_f64({1, 1, 1, 1}, 4),
+                                        tf::zeros(tf::Shape{1, 1, 1, 1}, tf::DType::kInt32), {50000, 50000},
+                                        {50000, 50000});
+      },
+      {grad, "[1, 50000, 50000, 1]", "int32"});
 }
 
 }  // namespace

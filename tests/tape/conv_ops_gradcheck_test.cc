@@ -47,7 +47,39 @@ tf::testing::TestFn avg_pool(tf::Size2D k, tf::Size2D s, std::string p) {
   return [k, s, p](const In& in) { return tf::avg_pool2d(in[0], k, s, p); };
 }
 
+tf::testing::TestFn conv_max_pool(tf::Size2D s, tf::Padding2D p, tf::Size2D k, tf::Size2D ps, std::string pp) {
+  return [s, p, k, ps, pp](const In& in) {
+    return tf::fused_conv2d_max_pool2d(in[0], in[1], in[2], s, p, {1, 1}, k, ps, pp).first;
+  };
+}
+
+// The argmax of a fixed [1, 5, 5, 2] tensor's 3x3 stride-2 SAME max pool (through the fused op with
+// a 1x1 identity filter), for the argmax gradient ops' rows.
+tf::Tensor fixed_argmax() {
+  const tf::Tensor z = random_f64({1, 5, 5, 2}, 99);
+  const tf::Tensor eye = tf::constant(std::vector<double>{1, 0, 0, 1}, tf::Shape{1, 1, 2, 2});
+  return tf::fused_conv2d_max_pool2d(z, eye, tf::zeros(tf::Shape{2}, tf::DType::kFloat64), {1, 1}, "VALID", {1, 1},
+                                     {3, 3}, {2, 2}, "SAME")
+      .second;
+}
+
 tf::testing::RegisterGradChecks rows({
+    {"FusedConv2DMaxPool", "3x3 VALID conv, 2 channels, 2x2 stride-2 pool (fused, odd 5 -> 2)",
+     conv_max_pool({1, 1}, "VALID", {2, 2}, {2, 2}, "VALID"), inputs({{2, 7, 7, 2}, {3, 3, 2, 3}, {3}})},
+    {"FusedConv2DMaxPool", "SAME stride-2 conv, 5 channels (GEMM), 3x3 stride-2 SAME pool (overlapping)",
+     conv_max_pool({2, 2}, "SAME", {3, 3}, {2, 2}, "SAME"), inputs({{1, 9, 8, 5}, {3, 3, 5, 2}, {2}})},
+    {"MaxPoolGradWithArgmax", "of a 3x3 stride-2 SAME pool (overlapping)",
+     [](const In& in) { return tf::max_pool2d_grad_with_argmax({1, 5, 5, 2}, in[0], fixed_argmax(), {3, 3}, {2, 2}, "SAME"); },
+     inputs({{1, 3, 3, 2}})},
+    {"MaxPoolGradGradWithArgmax", "through the gradient of MaxPoolGradWithArgmax",
+     [](const In& in) {
+       tf::GradientTape tape;
+       tape.watch(in[0]);
+       tf::Tensor y = tf::reduce_sum(
+           tf::max_pool2d_grad_with_argmax({1, 5, 5, 2}, in[0], fixed_argmax(), {3, 3}, {2, 2}, "SAME") * in[1]);
+       return *tape.gradient(y, in[0]);
+     },
+     inputs({{1, 3, 3, 2}, {1, 5, 5, 2}})},
     {"Conv2D", "VALID 3x3, batch 2, 2 -> 3 channels", conv({1, 1}, "VALID"), inputs({{2, 5, 5, 2}, {3, 3, 2, 3}})},
     {"Conv2D", "SAME stride 2, even 4x4 kernel (pads 1/1 and 1/2)", conv({2, 2}, "SAME"),
      inputs({{1, 6, 5, 2}, {4, 4, 2, 2}})},
@@ -114,7 +146,8 @@ TEST(ConvOpsGradCheck, FirstAndSecondOrder) {
 }
 
 TEST(PoolOpsGradCheck, FirstAndSecondOrder) {
-  tf::testing::run_gradcheck_cases({"MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool", "AvgPoolGrad"});
+  tf::testing::run_gradcheck_cases({"MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool", "AvgPoolGrad",
+                                    "FusedConv2DMaxPool", "MaxPoolGradWithArgmax", "MaxPoolGradGradWithArgmax"});
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "tape/ops/internal/conv_geometry.h"
 
+#include <limits>
 #include <stdexcept>
 
 #include "tape/ops/internal/op_helpers.h"
@@ -29,6 +30,13 @@ std::function<void(const Attrs&)> check_window_attrs_of(const char* op, bool poo
     }
     if (shape_attr) check_shape_attr(op, a, shape_attr, 4);
   };
+}
+
+void check_argmax_image(const char* op, const Shape& s) {
+  if (static_cast<double>(s[1]) * static_cast<double>(s[2]) * static_cast<double>(s[3]) >
+      std::numeric_limits<std::int32_t>::max())
+    throw std::invalid_argument(std::string(op) + ": an image of " + s.to_string() +
+                                " has too many elements for int32 argmax indices (at most 2^31 - 1)");
 }
 
 void check_rank4(const char* op, const char* what, const Shape& s) {

@@ -26,6 +26,10 @@ std::function<void(const Attrs&)> check_window_attrs_of(const char* op, bool poo
 kernels::Conv2DGeometry window_geometry(const char* op, const Shape& input, std::int64_t kh, std::int64_t kw,
                                         std::int64_t c_window, std::int64_t f, const Attrs& attrs);
 
+// Errors: std::invalid_argument naming `op` when one image of `shape` [N, H, W, C] has 2^31 or more
+// elements (argmax indices are int32, flattened within an image).
+void check_argmax_image(const char* op, const Shape& shape);
+
 // [N, Ho, Wo, F] of a geometry.
 Shape output_shape(const kernels::Conv2DGeometry& g);
 
