@@ -70,7 +70,6 @@ void ConvBase::build_weights(const Shape& input_shape, bool transpose) {
 
 Tensor ConvBase::call(const Tensor& inputs, bool) { return forward(inputs, true); }
 
-
 Tensor ConvBase::call_max_pooled(const Tensor& inputs, Layer& pool, bool training) {
   const Tensor x = begin_call(inputs);
   if (const auto* mp = dynamic_cast<const MaxPooling2D*>(&pool)) {
