@@ -1000,11 +1000,17 @@ bool windows_tile_input(const Conv2DGeometry& g) {
          g.wo * g.kw == g.w;
 }
 
+// One 2x2 window of the pool gradient's sweep: its tap 0 as an offset into the [N, H, W, C] tensor
+// (`at`) and within its image (`in_image`), the offset of its second row (`below`, one image row
+// further) and of its pooled element in the [N, Ho, Wo, C] tensor (`pooled`), all at channel 0.
+struct Window2x2 {
+  std::int64_t at, in_image, below, pooled;
+};
+
 // The 2x2 pool gradient's sweep (pool_2x2): each window's four dx packets from its dy packet.
-// masks(n, row0, row1, q, c, dy packet, &t0..&t3) fills the packets of the window whose rows start at
-// offsets row0 and row1 of the [N, H, W, C] tensor, at column offset q (2 ow C), channels [c, c + L);
-// tap(n, row0, row1, q, c) is the argmax tap (0-3, window order) of one channel, for the channels
-// past the last whole packet. Outputs of kConvStreamBytes or more are written with streaming stores.
+// masks(window, c, dy packet, &t0..&t3) fills the packets of channels [c, c + L); tap(window, c) is
+// the argmax tap (0-3, window order) of one channel, for the channels past the last whole packet.
+// Outputs of kConvStreamBytes or more are written with streaming stores.
 template <class T, class Masks, class Tap>
 void scatter_2x2(const T* dy, T* dx, const Conv2DGeometry& g, Masks&& masks, Tap&& tap) {
   using P = typename WindowMax<T>::P;
@@ -1015,14 +1021,14 @@ void scatter_2x2(const T* dy, T* dx, const Conv2DGeometry& g, Masks&& masks, Tap
   parallel_for(g.n * g.ho, pool_row_grain(g), [&](std::int64_t b, std::int64_t e) {
     const StreamFence fence(stream);
     for_pool_2x2_rows(g, b, e, dx, [&](std::int64_t n, std::int64_t oh, T* o0, T* o1, std::int64_t out) {
-      const std::int64_t row0 = o0 - dx, row1 = o1 - dx;
       for (std::int64_t ow = 0; ow < g.wo; ++ow) {
         const std::int64_t q = 2 * ow * C;
-        const T* d = dy + out + ow * C;
+        const Window2x2 w{(o0 - dx) + q, (o0 - dx) - n * image + q, (o1 - dx) + q, out + ow * C};
+        const T* d = dy + w.pooled;
         std::int64_t c = 0;
         for (; c + L <= C; c += L) {
           P t0, t1, t2, t3;
-          masks(n, row0, row1, q, c, ei::ploadu<P>(d + c), t0, t1, t2, t3);
+          masks(w, c, ei::ploadu<P>(d + c), t0, t1, t2, t3);
           if (stream) {
             stream_packet(o0 + q + c, t0);
             stream_packet(o0 + q + C + c, t1);
@@ -1036,7 +1042,7 @@ void scatter_2x2(const T* dy, T* dx, const Conv2DGeometry& g, Masks&& masks, Tap
           ei::pstoreu(o1 + q + C + c, t3);
         }
         for (; c < C; ++c) {
-          const int at = tap(n, row0, row1, q, c);
+          const int at = tap(w, c);
           T* dst[4] = {o0 + q + c, o0 + q + C + c, o1 + q + c, o1 + q + C + c};
           for (int t = 0; t < 4; ++t) *dst[t] = t == at ? d[c] : T(0);
         }
@@ -1116,14 +1122,13 @@ void max_pool2d_grad(const T* x, const T* dy, T* dx, const Conv2DGeometry& g) {
     const std::int64_t C = g.c;
     scatter_2x2(
         dy, dx, g,
-        [&](std::int64_t, std::int64_t row0, std::int64_t row1, std::int64_t q, std::int64_t c, const P& d, P& t0,
-            P& t1, P& t2, P& t3) {
-          const T *r0 = x + row0 + q + c, *r1 = x + row1 + q + c;
+        [&](const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) {
+          const T *r0 = x + w.at + c, *r1 = x + w.below + c;
           Max2x2<T>(ei::ploadu<P>(r0), ei::ploadu<P>(r0 + C), ei::ploadu<P>(r1), ei::ploadu<P>(r1 + C))
               .scatter(d, t0, t1, t2, t3);
         },
-        [&](std::int64_t, std::int64_t row0, std::int64_t row1, std::int64_t q, std::int64_t c) {
-          const T v[4] = {x[row0 + q + c], x[row0 + q + C + c], x[row1 + q + c], x[row1 + q + C + c]};
+        [&](const Window2x2& w, std::int64_t c) {
+          const T v[4] = {x[w.at + c], x[w.at + C + c], x[w.below + c], x[w.below + C + c]};
           return max_tap_2x2(v);
         });
     return;
@@ -1209,6 +1214,8 @@ struct IndexPacket<float> {
 #endif
 template <class T>
 constexpr bool kIndexPackets = IndexPacket<T>::kOn;
+// Lane numbers, loaded as an index packet (channel offsets within a packet).
+alignas(64) constexpr ArgmaxIndex kIndexLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
 
 // Pools one pair of rows r0, r1 ([>= 2 wo, C] each, r0 starting at flat in-image index idx0, r1 one
 // image row of w x C below) into out [wo, C] and its argmax, as max_pool2d's 2x2 path and
@@ -1225,8 +1232,7 @@ void pool_2x2_row_with_argmax(const T* r0, const T* r1, const Conv2DGeometry& g,
     std::int64_t c = 0;
     if constexpr (kIndexPackets<T>) {
       using PI = typename IndexPacket<T>::type;
-      alignas(64) static constexpr ArgmaxIndex kLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-      const PI lanes = ei::ploadu<PI>(kLanes);
+      const PI lanes = ei::ploadu<PI>(kIndexLanes);
       // The taps' offsets from tap 0 as bit patterns in T's packets, so that the masks select them.
       const P off1 = ei::preinterpret<P>(ei::pset1<PI>(static_cast<ArgmaxIndex>(C)));
       const P off2 = ei::preinterpret<P>(ei::pset1<PI>(static_cast<ArgmaxIndex>(WC)));
@@ -1249,6 +1255,16 @@ void pool_2x2_row_with_argmax(const T* r0, const T* r1, const Conv2DGeometry& g,
       argmax[ow * C + c] = static_cast<ArgmaxIndex>(base + c + (at & 1) * C + (at >> 1) * WC);
     }
   }
+}
+
+// Whether flat in-image index idx lies in the window of pooled element i (in-image) and has its channel.
+bool in_window(const Conv2DGeometry& g, std::int64_t i, std::int64_t idx) {
+  const std::int64_t c = i % g.c, ow = i / g.c % g.wo, oh = i / (g.c * g.wo);
+  if (idx < 0 || idx % g.c != c) return false;
+  const std::int64_t h = idx / (g.c * g.w), w = idx / g.c % g.w;
+  const std::int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
+  return h < g.h && h >= std::max<std::int64_t>(h0, 0) && h < h0 + g.kh && w >= std::max<std::int64_t>(w0, 0) &&
+         w < w0 + g.kw;
 }
 
 }  // namespace
@@ -1288,16 +1304,6 @@ void max_pool2d_with_argmax(const T* x, T* y, ArgmaxIndex* argmax, const Conv2DG
   });
 }
 
-// Whether flat in-image index idx lies in the window of pooled element i (in-image) and has its channel.
-bool in_window(const Conv2DGeometry& g, std::int64_t i, std::int64_t idx) {
-  const std::int64_t c = i % g.c, ow = i / g.c % g.wo, oh = i / (g.c * g.wo);
-  if (idx < 0 || idx % g.c != c) return false;
-  const std::int64_t h = idx / (g.c * g.w), w = idx / g.c % g.w;
-  const std::int64_t h0 = oh * g.sh - g.pad_top, w0 = ow * g.sw - g.pad_left;
-  return h < g.h && h >= std::max<std::int64_t>(h0, 0) && h < h0 + g.kh && w >= std::max<std::int64_t>(w0, 0) &&
-         w < w0 + g.kw;
-}
-
 // As max_pool2d_grad, the taps found from argmax instead of x: the same values in the same order.
 template <class T>
 bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, const Conv2DGeometry& g) {
@@ -1307,24 +1313,20 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
   if (pool_2x2(g)) {
     const std::int64_t C = g.c, WC = g.w * g.c;
     // The argmax's tap (0-3) in its window, 4 if it is none of them.
-    const auto tap = [&](std::int64_t n, std::int64_t row0, std::int64_t q, std::int64_t c) {
-      const std::int64_t rel = argmax[n * pooled + ((row0 - n * image) / (2 * WC)) * g.wo * C + q / 2 + c] -
-                               (row0 - n * image + q + c);
+    const auto tap = [&](const Window2x2& w, std::int64_t c) {
+      const std::int64_t rel = argmax[w.pooled + c] - (w.in_image + c);
       const int t = rel == 0 ? 0 : rel == C ? 1 : rel == WC ? 2 : rel == WC + C ? 3 : 4;
       if (t == 4) bad.store(true, std::memory_order_relaxed);
       return t;
     };
     scatter_2x2(
         dy, dx, g,
-        [&](std::int64_t n, std::int64_t row0, std::int64_t, std::int64_t q, std::int64_t c, const P& d, P& t0,
-            P& t1, P& t2, P& t3) {
+        [&](const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) {
           if constexpr (kIndexPackets<T>) {
             using PI = typename IndexPacket<T>::type;
-            alignas(64) static constexpr ArgmaxIndex kLanes[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-            const std::int64_t in_image = row0 - n * image;
-            const PI idx = ei::ploadu<PI>(argmax + n * pooled + (in_image / (2 * WC)) * g.wo * C + q / 2 + c);
-            const PI rel = ei::psub(idx, ei::padd(ei::ploadu<PI>(kLanes),
-                                                  ei::pset1<PI>(static_cast<ArgmaxIndex>(in_image + q + c))));
+            const PI idx = ei::ploadu<PI>(argmax + w.pooled + c);
+            const PI rel = ei::psub(idx, ei::padd(ei::ploadu<PI>(kIndexLanes),
+                                                  ei::pset1<PI>(static_cast<ArgmaxIndex>(w.in_image + c))));
             const auto mask = [&](std::int64_t o) {
               return ei::preinterpret<P>(ei::pcmp_eq(rel, ei::pset1<PI>(static_cast<ArgmaxIndex>(o))));
             };
@@ -1340,7 +1342,7 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
             T v[WindowMax<T>::L], out[4][WindowMax<T>::L];
             ei::pstoreu(v, d);
             for (std::int64_t l = 0; l < WindowMax<T>::L; ++l) {
-              const int k = tap(n, row0, q, c + l);
+              const int k = tap(w, c + l);
               for (int t = 0; t < 4; ++t) out[t][l] = t == k ? v[l] : T(0);
             }
             t0 = ei::ploadu<P>(out[0]);
@@ -1349,9 +1351,7 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
             t3 = ei::ploadu<P>(out[3]);
           }
         },
-        [&](std::int64_t n, std::int64_t row0, std::int64_t, std::int64_t q, std::int64_t c) {
-          return tap(n, row0, q, c);
-        });
+        tap);
     return !bad.load();
   }
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
