@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <immintrin.h>
 #include <memory>
 #include <stdexcept>
@@ -20,6 +21,7 @@
 #include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
+#include "tape/kernels/reduce.h"
 
 namespace tapeflow::kernels {
 
@@ -328,8 +330,10 @@ void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g, c
 // dfilter[i, j, c, :] = sum over output pixels of x at tap (i, j, c) times dy[pixel, :]. Output
 // rows in kDirectFilterTiles fixed tiles; per row, register blocks of kDirectTaps taps x 2
 // packets of channels run along the row, then add into the tile's partial.
-template <class T>
-void conv2d_backprop_filter_direct(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
+// Adds into dfilter (zeroed by the caller). dy_rows() makes, per task, a callable that gives output
+// row r of dy ([wo, f] values): a pointer into dy, or into a buffer of its own that it fills.
+template <class T, class DyRows>
+void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, const Conv2DGeometry& g) {
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, TB = kDirectTaps;
   const std::int64_t k = g.patch_size(), fp = round_up(g.f, FB), kfp = k * fp;
@@ -342,11 +346,12 @@ void conv2d_backprop_filter_direct(const T* x, const T* dy, T* dfilter, const Co
   parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> panel(static_cast<std::size_t>(g.kh * width * g.c));
     std::vector<T> dy_pad(g.f == fp ? 0 : static_cast<std::size_t>(g.wo * fp), T(0));
+    auto dy_row = dy_rows();
     for (std::int64_t t = b; t < e; ++t) {
       T* part = partial.data() + t * kfp;
       for (std::int64_t r = t * per_tile; r < std::min(rows, (t + 1) * per_tile); ++r) {
         fill_panel(x, g, r / g.ho, r % g.ho, width, panel.data());
-        const T* d_row = dy + r * g.wo * g.f;
+        const T* d_row = dy_row(r);
         if (g.f != fp) {  // channels padded with zeros to whole blocks
           copy_padded_rows(d_row, g.wo, g.f, fp, dy_pad.data());
           d_row = dy_pad.data();
@@ -518,15 +523,16 @@ std::int64_t igemm_group(std::int64_t klen, std::int64_t steps) {
 // the source row each reads: pairs (i, source index), i ascending.
 using TapLine = std::vector<std::pair<std::int64_t, std::int64_t>>;
 
-// Output lines with the same filter rows, in order of first appearance: the classes whose pixels
-// share one tap list (so a tile never multiplies padding or, with strides, a structural zero).
+// Output lines [0, limit) with the same filter rows, in order of first appearance: the classes
+// whose pixels share one tap list (so a tile never multiplies padding or, with strides, a
+// structural zero).
 struct LineClasses {
   std::vector<std::vector<std::int64_t>> lines;  // per class: its output lines, ascending
   std::vector<std::vector<std::int64_t>> taps;   // per class: its filter rows
 };
-inline LineClasses line_classes(const std::vector<TapLine>& per_line) {
+inline LineClasses line_classes(const std::vector<TapLine>& per_line, std::int64_t limit) {
   LineClasses c;
-  for (std::int64_t l = 0; l < static_cast<std::int64_t>(per_line.size()); ++l) {
+  for (std::int64_t l = 0; l < std::min(limit, static_cast<std::int64_t>(per_line.size())); ++l) {
     std::vector<std::int64_t> rows;
     for (const auto& [i, src] : per_line[static_cast<std::size_t>(l)]) rows.push_back(i);
     const auto it = std::find(c.taps.begin(), c.taps.end(), rows);
@@ -547,14 +553,18 @@ inline LineClasses line_classes(const std::vector<TapLine>& per_line) {
 // [kh * kw * klen, nout]. Pixels with the same row and column classes run together, in work items
 // fixed by the shape (any partition gives the same bits anyway: each output element is one sum).
 // Pixels no tap reaches are set to zero. finish(row) runs on each output row once it is complete
-// (still in cache).
+// (still in cache). Only the pixels of output rows < need.h and columns < need.w are computed (the
+// rest of dst is left as it is).
+struct NeededLines {
+  std::int64_t h = std::numeric_limits<std::int64_t>::max(), w = std::numeric_limits<std::int64_t>::max();
+};
 template <class T, class Finish>
 void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::vector<TapLine>& cols_w,
                 std::int64_t kw, const T* src, std::int64_t src_h, std::int64_t src_w, std::int64_t klen,
-                const std::vector<T>& packed, T* dst, std::int64_t nout, Finish finish) {
+                const std::vector<T>& packed, T* dst, std::int64_t nout, Finish finish, NeededLines need = {}) {
   constexpr std::int64_t NB = 2 * ei::packet_traits<T>::size, MR = kIgemmMR;
   const std::int64_t oh = static_cast<std::int64_t>(rows_h.size()), ow = static_cast<std::int64_t>(cols_w.size());
-  const LineClasses rc = line_classes(rows_h), cc = line_classes(cols_w);
+  const LineClasses rc = line_classes(rows_h, need.h), cc = line_classes(cols_w, need.w);
   const std::int64_t classes = static_cast<std::int64_t>(rc.taps.size() * cc.taps.size());
   const std::int64_t k_panel = static_cast<std::int64_t>(packed.size()) / (((nout + NB - 1) / NB) * NB);
   // Work items: images in groups of about 24 pixels per class (so small border classes still fill
@@ -627,7 +637,8 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
 // y [N, Ho, Wo, F] = conv2d(x, filter): A row = an output pixel, step = a filter tap inside the
 // image (C values of x), B = the filter as [taps * C, F].
 template <class T>
-void conv2d_igemm(const T* x, const T* filter, T* y, const Conv2DGeometry& g, const ConvEpilogue<T>& epilogue) {
+void conv2d_igemm(const T* x, const T* filter, T* y, const Conv2DGeometry& g, const ConvEpilogue<T>& epilogue,
+                  NeededLines need = {}) {
   const std::int64_t k = g.kh * g.kw * g.c;
   const std::vector<T> packed = pack_panels<T>(k, g.f, [&](std::int64_t r, std::int64_t j) { return filter[r * g.f + j]; });
   auto lines = [](std::int64_t out, std::int64_t in, std::int64_t kk, std::int64_t st, std::int64_t pad, std::int64_t d) {
@@ -638,7 +649,7 @@ void conv2d_igemm(const T* x, const T* filter, T* y, const Conv2DGeometry& g, co
     return l;
   };
   igemm_conv(g.n, lines(g.ho, g.h, g.kh, g.sh, g.pad_top, g.dh), lines(g.wo, g.w, g.kw, g.sw, g.pad_left, g.dw), g.kw, x,
-             g.h, g.w, g.c, packed, y, g.f, [&](T* row) { apply_epilogue(row, 1, g.f, epilogue); });
+             g.h, g.w, g.c, packed, y, g.f, [&](T* row) { apply_epilogue(row, 1, g.f, epilogue); }, need);
 }
 
 // dx [N, H, W, C] = the gradient of conv2d w.r.t. x: A row = a dx pixel, step = a filter tap that
@@ -849,7 +860,8 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
   std::fill(dfilter, dfilter + kf, T(0));
   if (rows == 0 || kf == 0) return;
   if (direct(g)) {
-    conv2d_backprop_filter_direct(x, dy, dfilter, g);
+    conv2d_backprop_filter_direct(
+        x, [&] { return [&](std::int64_t r) { return dy + r * g.wo * g.f; }; }, dfilter, g);
     return;
   }
   const std::int64_t r = filter_tile_rows<T>(g);
@@ -1007,51 +1019,64 @@ struct Window2x2 {
   std::int64_t at, in_image, below, pooled;
 };
 
-// The 2x2 pool gradient's sweep (pool_2x2): each window's four dx packets from its dy packet.
-// masks(window, c, dy packet, &t0..&t3) fills the packets of channels [c, c + L); tap(window, c) is
-// the argmax tap (0-3, window order) of one channel, for the channels past the last whole packet.
+// One pooled row of the 2x2 pool gradient's sweep (pool_2x2): image n, pooled row oh; o0 and o1
+// receive the dx values of its two input rows (g.w x C each; past 2 * wo, zeros). masks(window, c,
+// dy packet, &t0..&t3) fills the packets of channels [c, c + L); tap(window, c) is the argmax tap
+// (0-3, window order) of one channel, for the channels past the last whole packet. The window
+// offsets (Window2x2) are those of dx; o0, o1 may point elsewhere (a row buffer).
+template <class T, class Masks, class Tap>
+void scatter_2x2_row(const T* dy, const Conv2DGeometry& g, std::int64_t n, std::int64_t oh, T* o0, T* o1, bool stream,
+                     Masks&& masks, Tap&& tap) {
+  using P = typename WindowMax<T>::P;
+  constexpr std::int64_t L = WindowMax<T>::L;
+  const std::int64_t image = g.h * g.w * g.c, C = g.c;
+  const std::int64_t row0 = (n * g.h + 2 * oh) * g.w * C, out = (n * g.ho + oh) * g.wo * C;
+  for (std::int64_t ow = 0; ow < g.wo; ++ow) {
+    const std::int64_t q = 2 * ow * C;
+    const Window2x2 w{row0 + q, row0 - n * image + q, row0 + g.w * C + q, out + ow * C};
+    const T* d = dy + w.pooled;
+    std::int64_t c = 0;
+    for (; c + L <= C; c += L) {
+      P t0, t1, t2, t3;
+      masks(w, c, ei::ploadu<P>(d + c), t0, t1, t2, t3);
+      if (stream) {
+        stream_packet(o0 + q + c, t0);
+        stream_packet(o0 + q + C + c, t1);
+        stream_packet(o1 + q + c, t2);
+        stream_packet(o1 + q + C + c, t3);
+        continue;
+      }
+      ei::pstoreu(o0 + q + c, t0);
+      ei::pstoreu(o0 + q + C + c, t1);
+      ei::pstoreu(o1 + q + c, t2);
+      ei::pstoreu(o1 + q + C + c, t3);
+    }
+    for (; c < C; ++c) {
+      const int at = tap(w, c);
+      T* dst[4] = {o0 + q + c, o0 + q + C + c, o1 + q + c, o1 + q + C + c};
+      for (int t = 0; t < 4; ++t) *dst[t] = t == at ? d[c] : T(0);
+    }
+  }
+  // An odd width leaves the last column outside every window.
+  if (g.w % 2) {
+    std::fill(o0 + 2 * g.wo * C, o0 + g.w * C, T(0));
+    std::fill(o1 + 2 * g.wo * C, o1 + g.w * C, T(0));
+  }
+}
+
+// The 2x2 pool gradient's sweep (pool_2x2) over all of dx: scatter_2x2_row per pooled row.
 // Outputs of kConvStreamBytes or more are written with streaming stores.
 template <class T, class Masks, class Tap>
 void scatter_2x2(const T* dy, T* dx, const Conv2DGeometry& g, Masks&& masks, Tap&& tap) {
-  using P = typename WindowMax<T>::P;
   constexpr std::int64_t L = WindowMax<T>::L;
   const std::int64_t image = g.h * g.w * g.c, C = g.c;
   // Packets land on packet-aligned addresses when C is a whole number of packets.
   const bool stream = C % L == 0 && stream_output(dx, g.n * image * static_cast<std::int64_t>(sizeof(T)));
   parallel_for(g.n * g.ho, pool_row_grain(g), [&](std::int64_t b, std::int64_t e) {
     const StreamFence fence(stream);
-    for_pool_2x2_rows(g, b, e, dx, [&](std::int64_t n, std::int64_t oh, T* o0, T* o1, std::int64_t out) {
-      for (std::int64_t ow = 0; ow < g.wo; ++ow) {
-        const std::int64_t q = 2 * ow * C;
-        const Window2x2 w{(o0 - dx) + q, (o0 - dx) - n * image + q, (o1 - dx) + q, out + ow * C};
-        const T* d = dy + w.pooled;
-        std::int64_t c = 0;
-        for (; c + L <= C; c += L) {
-          P t0, t1, t2, t3;
-          masks(w, c, ei::ploadu<P>(d + c), t0, t1, t2, t3);
-          if (stream) {
-            stream_packet(o0 + q + c, t0);
-            stream_packet(o0 + q + C + c, t1);
-            stream_packet(o1 + q + c, t2);
-            stream_packet(o1 + q + C + c, t3);
-            continue;
-          }
-          ei::pstoreu(o0 + q + c, t0);
-          ei::pstoreu(o0 + q + C + c, t1);
-          ei::pstoreu(o1 + q + c, t2);
-          ei::pstoreu(o1 + q + C + c, t3);
-        }
-        for (; c < C; ++c) {
-          const int at = tap(w, c);
-          T* dst[4] = {o0 + q + c, o0 + q + C + c, o1 + q + c, o1 + q + C + c};
-          for (int t = 0; t < 4; ++t) *dst[t] = t == at ? d[c] : T(0);
-        }
-      }
-      // An odd width or height leaves the last column or row outside every window.
-      if (g.w % 2) {
-        std::fill(o0 + 2 * g.wo * C, o0 + g.w * C, T(0));
-        std::fill(o1 + 2 * g.wo * C, o1 + g.w * C, T(0));
-      }
+    for_pool_2x2_rows(g, b, e, dx, [&](std::int64_t n, std::int64_t oh, T* o0, T* o1, std::int64_t) {
+      scatter_2x2_row(dy, g, n, oh, o0, o1, stream, masks, tap);
+      // An odd height leaves the last row outside every window.
       if (g.h % 2 && oh == g.ho - 1) std::fill(dx + (n * g.h + g.h - 1) * g.w * C, dx + (n + 1) * image, T(0));
     });
   });
@@ -1304,54 +1329,63 @@ void max_pool2d_with_argmax(const T* x, T* y, ArgmaxIndex* argmax, const Conv2DG
   });
 }
 
+// The masks and tap callbacks of scatter_2x2 (and scatter_2x2_row) from an argmax instead of x:
+// each channel's argmax must be one of its window's four taps with its own channel, else `bad` is
+// set (and the channel gets tap 4: nothing).
+template <class T>
+struct ArgmaxTaps2x2 {
+  using P = typename WindowMax<T>::P;
+  const ArgmaxIndex* argmax;
+  const Conv2DGeometry& g;
+  std::atomic<bool>* bad;
+  // The argmax's tap (0-3) in its window, 4 if it is none of them.
+  int operator()(const Window2x2& w, std::int64_t c) const {
+    const std::int64_t rel = argmax[w.pooled + c] - (w.in_image + c), C = g.c, WC = g.w * g.c;
+    const int t = rel == 0 ? 0 : rel == C ? 1 : rel == WC ? 2 : rel == WC + C ? 3 : 4;
+    if (t == 4) bad->store(true, std::memory_order_relaxed);
+    return t;
+  }
+  void operator()(const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) const {
+    const std::int64_t C = g.c, WC = g.w * g.c;
+    if constexpr (kIndexPackets<T>) {
+      using PI = typename IndexPacket<T>::type;
+      const PI idx = ei::ploadu<PI>(argmax + w.pooled + c);
+      const PI rel = ei::psub(idx, ei::padd(ei::ploadu<PI>(kIndexLanes),
+                                            ei::pset1<PI>(static_cast<ArgmaxIndex>(w.in_image + c))));
+      const auto mask = [&](std::int64_t o) {
+        return ei::preinterpret<P>(ei::pcmp_eq(rel, ei::pset1<PI>(static_cast<ArgmaxIndex>(o))));
+      };
+      const P m0 = mask(0), m1 = mask(C), m2 = mask(WC), m3 = mask(WC + C);
+      // Every lane's index is one of the four taps.
+      if (ei::predux_any(ei::pandnot(ei::ptrue(m0), ei::por(ei::por(m0, m1), ei::por(m2, m3)))))
+        bad->store(true, std::memory_order_relaxed);
+      t0 = ei::pand(m0, d);
+      t1 = ei::pand(m1, d);
+      t2 = ei::pand(m2, d);
+      t3 = ei::pand(m3, d);
+    } else {
+      T v[WindowMax<T>::L], out[4][WindowMax<T>::L];
+      ei::pstoreu(v, d);
+      for (std::int64_t l = 0; l < WindowMax<T>::L; ++l) {
+        const int k = (*this)(w, c + l);
+        for (int t = 0; t < 4; ++t) out[t][l] = t == k ? v[l] : T(0);
+      }
+      t0 = ei::ploadu<P>(out[0]);
+      t1 = ei::ploadu<P>(out[1]);
+      t2 = ei::ploadu<P>(out[2]);
+      t3 = ei::ploadu<P>(out[3]);
+    }
+  }
+};
+
 // As max_pool2d_grad, the taps found from argmax instead of x: the same values in the same order.
 template <class T>
 bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, const Conv2DGeometry& g) {
-  using P = typename WindowMax<T>::P;
   const std::int64_t image = g.h * g.w * g.c, pooled = g.ho * g.wo * g.c;
   std::atomic<bool> bad{false};
   if (pool_2x2(g)) {
-    const std::int64_t C = g.c, WC = g.w * g.c;
-    // The argmax's tap (0-3) in its window, 4 if it is none of them.
-    const auto tap = [&](const Window2x2& w, std::int64_t c) {
-      const std::int64_t rel = argmax[w.pooled + c] - (w.in_image + c);
-      const int t = rel == 0 ? 0 : rel == C ? 1 : rel == WC ? 2 : rel == WC + C ? 3 : 4;
-      if (t == 4) bad.store(true, std::memory_order_relaxed);
-      return t;
-    };
-    scatter_2x2(
-        dy, dx, g,
-        [&](const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) {
-          if constexpr (kIndexPackets<T>) {
-            using PI = typename IndexPacket<T>::type;
-            const PI idx = ei::ploadu<PI>(argmax + w.pooled + c);
-            const PI rel = ei::psub(idx, ei::padd(ei::ploadu<PI>(kIndexLanes),
-                                                  ei::pset1<PI>(static_cast<ArgmaxIndex>(w.in_image + c))));
-            const auto mask = [&](std::int64_t o) {
-              return ei::preinterpret<P>(ei::pcmp_eq(rel, ei::pset1<PI>(static_cast<ArgmaxIndex>(o))));
-            };
-            const P m0 = mask(0), m1 = mask(C), m2 = mask(WC), m3 = mask(WC + C);
-            // Every lane's index is one of the four taps.
-            if (ei::predux_any(ei::pandnot(ei::ptrue(m0), ei::por(ei::por(m0, m1), ei::por(m2, m3)))))
-              bad.store(true, std::memory_order_relaxed);
-            t0 = ei::pand(m0, d);
-            t1 = ei::pand(m1, d);
-            t2 = ei::pand(m2, d);
-            t3 = ei::pand(m3, d);
-          } else {
-            T v[WindowMax<T>::L], out[4][WindowMax<T>::L];
-            ei::pstoreu(v, d);
-            for (std::int64_t l = 0; l < WindowMax<T>::L; ++l) {
-              const int k = tap(w, c + l);
-              for (int t = 0; t < 4; ++t) out[t][l] = t == k ? v[l] : T(0);
-            }
-            t0 = ei::ploadu<P>(out[0]);
-            t1 = ei::ploadu<P>(out[1]);
-            t2 = ei::ploadu<P>(out[2]);
-            t3 = ei::ploadu<P>(out[3]);
-          }
-        },
-        tap);
+    const ArgmaxTaps2x2<T> taps{argmax, g, &bad};
+    scatter_2x2(dy, dx, g, taps, taps);
     return !bad.load();
   }
   parallel_for(g.n, image_grain(g), [&](std::int64_t b, std::int64_t e) {
@@ -1368,6 +1402,74 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
       }
     }
   });
+  return !bad.load();
+}
+
+// Pairs of dz rows made from the argmax as scatter_2x2_row makes them in dx, on the fast path: no
+// dz is materialised, each task makes the rows it needs in cache (W8's conv1: an 11 MB dz written
+// once and read twice per step otherwise). Rows are summed for the bias as reduce_sum sums dz.
+template <class T>
+bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const ArgmaxIndex* argmax, T* dfilter,
+                                             T* dbias, const Conv2DGeometry& g, const Conv2DGeometry& pool) {
+  if (pool.n != g.n || pool.h != g.ho || pool.w != g.wo || pool.c != g.f)
+    throw std::logic_error("conv2d_backprop_filter_bias_with_argmax: the pool's input " + std::to_string(pool.h) +
+                           "x" + std::to_string(pool.w) + "x" + std::to_string(pool.c) +
+                           " is not the convolution's output " + std::to_string(g.ho) + "x" + std::to_string(g.wo) +
+                           "x" + std::to_string(g.f));
+  const std::int64_t pixels = g.out_pixels(), F = g.f, WF = g.wo * g.f;
+  if (pixels * F == 0 || g.patch_size() == 0) {
+    std::fill(dfilter, dfilter + g.patch_size() * F, T(0));
+    std::fill(dbias, dbias + F, T(0));
+    return true;
+  }
+  if (!direct(g) || !pool_2x2(pool) || F == 1) {
+    const std::unique_ptr<T, void (*)(void*)> z(
+        static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(pixels * F) * sizeof(T), 64)),
+        scalable_aligned_free);
+    if (!z) throw std::bad_alloc();
+    if (!max_pool2d_grad_with_argmax(dy, argmax, z.get(), pool)) return false;
+    conv2d_backprop_filter(x, z.get(), dfilter, g);
+    reduce_sum(z.get(), Shape{pixels, F}, 1u, dbias);
+    return true;
+  }
+  std::atomic<bool> bad{false};
+  const ArgmaxTaps2x2<T> taps{argmax, pool, &bad};
+  // Per task: a buffer of two rows (the pooled row made last) and a row of zeros (an odd height's
+  // last row, in no window).
+  const auto dz_rows = [&] {
+    return [&, buf = std::vector<T>(static_cast<std::size_t>(3 * WF), T(0)),
+            made = std::int64_t{-1}](std::int64_t r) mutable -> const T* {
+      const std::int64_t n = r / g.ho, oh = r % g.ho, ph = oh / 2;
+      if (ph >= pool.ho) return buf.data() + 2 * WF;
+      if (const std::int64_t pair = n * pool.ho + ph; pair != made) {
+        scatter_2x2_row(dy, pool, n, ph, buf.data(), buf.data() + WF, false, taps, taps);
+        made = pair;
+      }
+      return buf.data() + (oh % 2) * WF;
+    };
+  };
+  std::fill(dfilter, dfilter + g.patch_size() * F, T(0));
+  conv2d_backprop_filter_direct(x, dz_rows, dfilter, g);
+  // The bias: per partial of `per` pixels, the pixels' rows summed in order from 0; then the
+  // partials in order (reduce_sum's order over [pixels, F]).
+  const std::int64_t per = reduce_sum_rows_per_partial(1, pixels, F), chunks = (pixels + per - 1) / per;
+  std::vector<T> part(static_cast<std::size_t>(chunks * F), T(0));
+  parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+    auto row = dz_rows();
+    for (std::int64_t c = b; c < e; ++c) {
+      T* pr = part.data() + c * F;
+      const std::int64_t p1 = std::min(pixels, (c + 1) * per);
+      for (std::int64_t p = c * per; p < p1;) {
+        const std::int64_t r = p / g.wo, end = std::min(p1, (r + 1) * g.wo);
+        const T* v = row(r) + (p - r * g.wo) * F;
+        for (; p < end; ++p, v += F)
+          for (std::int64_t j = 0; j < F; ++j) pr[j] = pr[j] + v[j];
+      }
+    }
+  });
+  std::fill(dbias, dbias + F, T(0));
+  for (std::int64_t c = 0; c < chunks; ++c)
+    for (std::int64_t j = 0; j < F; ++j) dbias[j] = dbias[j] + part[static_cast<std::size_t>(c * F + j)];
   return !bad.load();
 }
 
@@ -1419,7 +1521,15 @@ void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxI
       static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(g.out_pixels() * g.f) * sizeof(T), 64)),
       scalable_aligned_free);
   if (!z) throw std::bad_alloc();
-  conv2d(x, filter, z.get(), g, epilogue);
+  if (!direct(g) && !pointwise(g)) {
+    // Only the rows and columns some window reads: a VALID pool drops W8's conv2's last row and
+    // column (11 -> 5), a sixth of the product.
+    const NeededLines need{std::min(g.ho, (pool.ho - 1) * pool.sh - pool.pad_top + pool.kh),
+                           std::min(g.wo, (pool.wo - 1) * pool.sw - pool.pad_left + pool.kw)};
+    conv2d_igemm(x, filter, z.get(), g, epilogue, need);
+  } else {
+    conv2d(x, filter, z.get(), g, epilogue);
+  }
   max_pool2d_with_argmax(z.get(), y, argmax, pool);
 }
 
@@ -1466,6 +1576,8 @@ void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g) {
   template void max_pool2d_with_argmax<T>(const T*, T*, std::int32_t*, const Conv2DGeometry&); \
   template bool max_pool2d_grad_with_argmax<T>(const T*, const std::int32_t*, T*, const Conv2DGeometry&); \
   template bool max_pool2d_grad_grad_with_argmax<T>(const T*, const std::int32_t*, T*, const Conv2DGeometry&); \
+  template bool conv2d_backprop_filter_bias_with_argmax<T>(const T*, const T*, const std::int32_t*, T*, T*, \
+                                                            const Conv2DGeometry&, const Conv2DGeometry&); \
   template void conv2d_max_pool2d<T>(const T*, const T*, const T*, T*, std::int32_t*, const Conv2DGeometry&, \
                                      const Conv2DGeometry&);                            \
   template void avg_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \

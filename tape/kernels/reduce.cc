@@ -79,6 +79,9 @@ struct Radix {
   }
 };
 
+// Column blocks of a kept-innermost reduction (one task each).
+constexpr std::int64_t kColBlock = 2048;
+
 // Serial reduction of a contiguous run with 8 independent lanes (vectorisable, fixed order).
 template <class Op, class T>
 T reduce_serial(const T* x, std::int64_t n) {
@@ -167,11 +170,9 @@ void reduce_impl(const T* x, const Shape& sx, std::uint32_t mask, T* y, const ch
   Radix kept, red;
   for (int g = 0; g < ng - 1; ++g) (gred[g] ? red : kept).add(gsize[g], gstride[g]);
   const std::int64_t outer_n = out_n / cols;
-  constexpr std::int64_t kColBlock = 2048;
   const std::int64_t nb = (cols + kColBlock - 1) / kColBlock;
-  if (outer_n * nb < 4 && red_n * cols > 2 * kElementwiseGrain) {
+  if (const std::int64_t rows_per = reduce_sum_rows_per_partial(outer_n, red_n, cols); rows_per < red_n) {
     // Few outputs, long reduction: fixed-size row chunks give partial rows, combined in order.
-    const std::int64_t rows_per = std::max<std::int64_t>(1, kReduceChunk / cols);
     const std::int64_t chunks = (red_n + rows_per - 1) / rows_per;
     std::vector<T> part(static_cast<std::size_t>(chunks * out_n), Op::identity());
     parallel_for(chunks, std::max<std::int64_t>(1, kElementwiseGrain / (rows_per * cols)), [&](std::int64_t b, std::int64_t e) {
@@ -250,6 +251,14 @@ void arg_impl(const T* x, const Shape& sx, int axis, std::int64_t* y, const char
 }
 
 }  // namespace
+
+std::int64_t reduce_sum_rows_per_partial(std::int64_t outer, std::int64_t rows, std::int64_t cols) {
+  // Few outputs and a long reduction: fixed chunks of rows in parallel; otherwise each task sums
+  // all the rows of its column block.
+  const std::int64_t nb = (cols + kColBlock - 1) / kColBlock;
+  if (outer * nb < 4 && rows * cols > 2 * kElementwiseGrain) return std::max<std::int64_t>(1, kReduceChunk / cols);
+  return rows;
+}
 
 template <class T>
 void reduce_sum(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y) {

@@ -23,6 +23,13 @@ template <class T>
 void reduce_max(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
 template <class T>
 void reduce_min(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
+// How reduce_sum sums `rows` rows of `cols` > 1 values, for each of `outer` outputs of cols
+// values (innermost axis kept): per column, partials of this many consecutive rows, each summed
+// from 0 in row order, then added in order from 0 (a single partial when the result is `rows`).
+// Exposed so that a kernel making the rows on the fly sums them bit for bit as reduce_sum would
+// (conv.h: conv2d_backprop_filter_bias_with_argmax).
+std::int64_t reduce_sum_rows_per_partial(std::int64_t outer, std::int64_t rows, std::int64_t cols);
+
 template <class T>
 void argmax(const T* x, const Shape& sx, int axis, std::int64_t* y);
 template <class T>

@@ -145,6 +145,44 @@ TensorList fused_conv2d_max_pool_forward(std::span<const Tensor> in, const Attrs
   return {y, argmax};
 }
 
+// Inputs {input, out_backprop (the pooled gradient), argmax}, attr filter_sizes and
+// FusedConv2DMaxPool's -> {filter gradient [kh, kw, C, F], bias gradient [F]}.
+TensorList filter_bias_with_argmax_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* op = "fused_conv2d_max_pool2d_backprop_filter";
+  check_arity(op, in, 3);
+  const Tensor &x = in[0], &dy = in[1], &am = in[2];
+  check_floats(op, x, dy);
+  if (am.dtype() != DType::kInt32)
+    throw std::invalid_argument(std::string(op) + ": argmax must be int32, got " + describe(am));
+  const Shape sizes = shape_attr(at, "filter_sizes");
+  const kernels::Conv2DGeometry g = conv_geometry(op, x.shape(), sizes, at);
+  const Shape zs = output_shape(g);
+  const Attrs pool = pool_part(at);
+  const auto& k = pool.get_ints("ksize");
+  const kernels::Conv2DGeometry pg = window_geometry(op, zs, k[0], k[1], 0, zs[3], pool);
+  ops_internal::check_argmax_image(op, zs);
+  check_grad_shape(op, output_shape(pg), dy);
+  if (am.shape() != output_shape(pg))
+    throw std::invalid_argument(std::string(op) + ": argmax must have the pooled shape " +
+                                output_shape(pg).to_string() + ", got " + am.shape().to_string());
+  Tensor df = Tensor::empty(sizes, x.dtype()), db = Tensor::empty(Shape{g.f}, x.dtype());
+  dispatch_floating(x.dtype(), op, [&](auto tag) {
+    using T = decltype(tag);
+    if (!kernels::conv2d_backprop_filter_bias_with_argmax(x.data<T>(), dy.data<T>(), am.data<std::int32_t>(),
+                                                          df.mutable_data<T>(), db.mutable_data<T>(), g, pg))
+      throw std::invalid_argument(std::string(op) + ": argmax holds an index outside its pooling window (ksize " +
+                                  ints_to_string(k) + ", pool_strides " + ints_to_string(at.get_ints("pool_strides")) +
+                                  ", convolution output " + zs.to_string() +
+                                  "); it must come from fused_conv2d_max_pool2d with these attributes");
+  });
+  return {df, db};
+}
+
+const OpDef& filter_bias_with_argmax_def() {
+  static const OpDef& op = op_def("FusedConv2DMaxPoolBackpropFilter");
+  return op;
+}
+
 const OpDef& fused_conv2d_max_pool_def() {
   static const OpDef& op = op_def("FusedConv2DMaxPool");
   return op;
@@ -211,16 +249,49 @@ TensorList fused_conv2d_gradient(const GradContext& c, std::span<const Tensor> g
   return conv_bias_gradients(c, c.attrs().get_string("activation") == "relu" ? relu_grad(g[0], c.output(0)) : g[0]);
 }
 
+// The gradient at the convolution's output of FusedConv2DMaxPool (attrs `at`, input and filter
+// shapes) from the pooled gradient dy: max_pool2d_grad_with_argmax(dy, argmax).
+Tensor pooled_to_conv_gradient(const Shape& input, const Shape& filter, const Tensor& dy, const Tensor& argmax,
+                               const Attrs& at) {
+  const Attrs pool = pool_part(at);
+  const kernels::Conv2DGeometry cg = conv_geometry("fused_conv2d_max_pool2d", input, filter, at);
+  const auto& k = pool.get_ints("ksize");
+  const auto& s = pool.get_ints("strides");
+  return max_pool2d_grad_with_argmax(output_shape(cg), dy, argmax, {k[0], k[1]}, {s[0], s[1]},
+                                     pool.get_string("padding"));
+}
+
 // y, argmax = max_pool(conv(x, f) + b): g' = MaxPoolGradWithArgmax(g, argmax) (the gradient at
 // the convolution's output), then conv's gradients of g' and db = Σ_{n,h,w} g'. argmax: none.
 TensorList fused_conv2d_max_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
-  const Attrs pool = pool_part(c.attrs());
-  const kernels::Conv2DGeometry cg =
-      conv_geometry("fused_conv2d_max_pool2d", c.input_shape(0), c.input_shape(1), c.attrs());
-  const auto& k = pool.get_ints("ksize");
-  const auto& s = pool.get_ints("strides");
-  return conv_bias_gradients(c, max_pool2d_grad_with_argmax(output_shape(cg), g[0], c.output(1), {k[0], k[1]},
-                                                             {s[0], s[1]}, pool.get_string("padding")));
+  if (!c.needs_gradient(0) && (c.needs_gradient(1) || c.needs_gradient(2))) {
+    // The input needs none (a model's first layer): filter and bias gradients straight from the
+    // argmax, without the gradient at the convolution's output.
+    const TensorList fb = execute(filter_bias_with_argmax_def(), TensorList{c.input(0), g[0], c.output(1)},
+                                  Attrs(c.attrs()).set("filter_sizes", c.input_shape(1).to_vector()));
+    return {Tensor(), c.needs_gradient(1) ? fb[0] : Tensor(), c.needs_gradient(2) ? fb[1] : Tensor()};
+  }
+  return conv_bias_gradients(c, pooled_to_conv_gradient(c.input_shape(0), c.input_shape(1), g[0], c.output(1),
+                                                         c.attrs()));
+}
+
+// df = BackpropFilter(x, dz), db = Σ dz with dz = S(dy) (S: the argmax scatter, linear): bilinear
+// in (x, dy). <Gf, df> + <Gb, db> gives dx = BackpropInput(x.shape, Gf, dz) and
+// d(dy) = Sᵀ(conv(x, Gf) + Gb) = MaxPoolGradGradWithArgmax(FusedConv2D(x, Gf, Gb)); argmax none.
+TensorList filter_bias_with_argmax_gradient(const GradContext& c, std::span<const Tensor> g) {
+  TensorList out{Tensor(), Tensor(), Tensor()};
+  const Shape fs = shape_attr(c.attrs(), "filter_sizes");
+  if (c.needs_gradient(0))
+    out[0] = backprop_input(c.input_shape(0), g[0],
+                            pooled_to_conv_gradient(c.input_shape(0), fs, c.input(1), c.input(2), c.attrs()),
+                            c.attrs());
+  if (c.needs_gradient(1)) {
+    const Tensor z = execute1(fused_conv2d_def(), {c.input(0), g[0], g[1]}, window_only(c.attrs()).set("activation", "linear"));
+    static const OpDef& gather = op_def("MaxPoolGradGradWithArgmax");
+    const Shape zs = output_shape(conv_geometry("fused_conv2d_max_pool2d", c.input_shape(0), fs, c.attrs()));
+    out[1] = execute1(gather, {z, c.input(2)}, pool_part(c.attrs()).set("orig_input_shape", zs.to_vector()));
+  }
+  return out;
 }
 
 // dx = BackpropInput(f, dy) is bilinear in (f, dy): <G, dx> = <G, conv^T(dy; f)> gives
@@ -303,6 +374,25 @@ TensorList fused_conv2d_max_pool_batch(std::span<const Tensor> in, const BatchCo
   return batching::sequential(in, ctx);
 }
 
+// The input unbatched: dz = the argmax scatter for all K at once (K folds into N), then the filter
+// gradient with K stacked along the output channels (as Conv2DBackpropFilter's rule) and the bias
+// sums per k. Otherwise one call per k.
+TensorList filter_bias_with_argmax_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  if (ctx.batched(0)) return batching::sequential(in, ctx);
+  const std::int64_t k = ctx.size();
+  const auto fold_dense = [&](int i) {
+    Shape s = ctx.shape(i);
+    s[0] *= k;
+    return reshape(ctx.dense(i), s);
+  };
+  const Shape sizes(ctx.attrs().get_ints("filter_sizes"));
+  const Tensor dz = unfold(pooled_to_conv_gradient(scaled(in[0].shape(), 0, k), sizes, fold_dense(1), fold_dense(2),
+                                                   ctx.attrs()),
+                           k);
+  return {unstack_last(backprop_filter(in[0], scaled(sizes, 3, k), stack_last(dz), ctx.attrs()), k),
+          reduce_sum(dz, std::vector<int>{1, 2, 3})};
+}
+
 TensorList backprop_input_batch(std::span<const Tensor> in, const BatchContext& ctx) {
   const std::int64_t k = ctx.size();
   const Shape sizes(ctx.attrs().get_ints("input_sizes"));
@@ -334,19 +424,40 @@ Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bi
                   ops_internal::window_attrs(strides, padding, dilations).set("activation", act));
 }
 
-std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Tensor& filters, const Tensor& bias,
-                                                  Size2D strides, const Padding2D& padding, Size2D dilations,
-                                                  Size2D ksize, Size2D pool_strides, const std::string& pool_padding) {
-  const char* op = "fused_conv2d_max_pool2d";
+namespace {
+// The attrs of FusedConv2DMaxPool (and of its filter gradient op, before filter_sizes).
+Attrs conv_pool_attrs(const char* op, Size2D strides, const Padding2D& padding, Size2D dilations, Size2D ksize,
+                      Size2D pool_strides, const std::string& pool_padding) {
   if (pool_padding != "VALID" && pool_padding != "SAME")
     throw std::invalid_argument(std::string(op) + ": pool_padding must be \"VALID\" or \"SAME\", got \"" +
                                 pool_padding + "\"");
+  return ops_internal::window_attrs(strides, padding, dilations)
+      .set("ksize", std::vector<std::int64_t>{ksize[0], ksize[1]})
+      .set("pool_strides", std::vector<std::int64_t>{pool_strides[0], pool_strides[1]})
+      .set("pool_padding", pool_padding);
+}
+}  // namespace
+
+std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Tensor& filters, const Tensor& bias,
+                                                  Size2D strides, const Padding2D& padding, Size2D dilations,
+                                                  Size2D ksize, Size2D pool_strides, const std::string& pool_padding) {
+  const TensorList out = execute(fused_conv2d_max_pool_def(), TensorList{input, filters, bias},
+                                 conv_pool_attrs("fused_conv2d_max_pool2d", strides, padding, dilations, ksize,
+                                                 pool_strides, pool_padding));
+  return {out[0], out[1]};
+}
+
+std::pair<Tensor, Tensor> fused_conv2d_max_pool2d_backprop_filter(const Tensor& input, const Shape& filter_sizes,
+                                                                  const Tensor& out_backprop, const Tensor& argmax,
+                                                                  Size2D strides, const Padding2D& padding,
+                                                                  Size2D dilations, Size2D ksize, Size2D pool_strides,
+                                                                  const std::string& pool_padding) {
+  const char* op = "fused_conv2d_max_pool2d_backprop_filter";
+  check_rank4(op, "filter_sizes", filter_sizes);
   const TensorList out =
-      execute(fused_conv2d_max_pool_def(), TensorList{input, filters, bias},
-              ops_internal::window_attrs(strides, padding, dilations)
-                  .set("ksize", std::vector<std::int64_t>{ksize[0], ksize[1]})
-                  .set("pool_strides", std::vector<std::int64_t>{pool_strides[0], pool_strides[1]})
-                  .set("pool_padding", pool_padding));
+      execute(filter_bias_with_argmax_def(), TensorList{input, out_backprop, argmax},
+              conv_pool_attrs(op, strides, padding, dilations, ksize, pool_strides, pool_padding)
+                  .set("filter_sizes", filter_sizes.to_vector()));
   return {out[0], out[1]};
 }
 
@@ -394,6 +505,16 @@ void register_conv_ops(OpRegistry& r) {
          .check_attrs = [](const Attrs& a) {
            const char* op = "FusedConv2DMaxPool";
            ops_internal::check_window_attrs_of(op, false)(a);
+           constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
+           check_ints_attr(op, a, "ksize", 2, 2, 1, kMax);
+           check_ints_attr(op, a, "pool_strides", 2, 2, 1, kMax);
+           check_string_attr(op, a, "pool_padding", {"VALID", "SAME"});
+         }});
+  r.add({.name = "FusedConv2DMaxPoolBackpropFilter", .forward = filter_bias_with_argmax_forward,
+         .gradient = filter_bias_with_argmax_gradient, .saves = kSaveInputs, .batch = filter_bias_with_argmax_batch,
+         .check_attrs = [](const Attrs& a) {
+           const char* op = "FusedConv2DMaxPoolBackpropFilter";
+           ops_internal::check_window_attrs_of(op, false, "filter_sizes")(a);
            constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
            check_ints_attr(op, a, "ksize", 2, 2, 1, kMax);
            check_ints_attr(op, a, "pool_strides", 2, 2, 1, kMax);

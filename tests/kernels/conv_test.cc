@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tape/kernels/parallel.h"
+#include "tape/kernels/reduce.h"
 #include "tests/kernels/reference.h"
 
 namespace tapeflow::kernels {
@@ -325,7 +326,8 @@ void check_pool_against_reference(double tol) {
 
 // conv2d_max_pool2d: bit for bit conv2d (bias epilogue) then max_pool2d_with_argmax, on the fused
 // path (direct kernel, 2x2 stride-2 pool: odd sizes leave a row / column out) and on the temporary
-// path (GEMM convolution, or an overlapping pool); integer-valued inputs make tied maxima.
+// path (GEMM convolution, computed only where a window reads it, or an overlapping pool);
+// integer-valued inputs make tied maxima.
 template <class T>
 void check_conv_max_pool() {
   struct ConvPool {
@@ -337,7 +339,9 @@ void check_conv_max_pool() {
       {{3, 28, 28, 1, 3, 3, 32, 1, 1, 1, 1, "VALID"}, 2, 2, "VALID"},   // W8's conv1: fused
       {{2, 9, 12, 3, 3, 3, 10, 1, 1, 1, 1, "SAME"}, 2, 2, "VALID"},     // odd height, 10 channels
       {{2, 12, 11, 2, 5, 5, 7, 2, 2, 1, 1, "SAME"}, 2, 2, "VALID"},     // stride 2, odd width
-      {{2, 9, 9, 8, 3, 3, 12, 1, 1, 1, 1, "VALID"}, 2, 2, "VALID"},     // GEMM conv: temporary
+      {{2, 9, 9, 8, 3, 3, 12, 1, 1, 1, 1, "VALID"}, 2, 2, "VALID"},     // GEMM conv: temporary, last row unread
+      {{2, 12, 11, 8, 3, 3, 12, 1, 1, 1, 1, "VALID"}, 3, 3, "VALID"},   // GEMM conv, 3x3 pool: last row unread
+      {{2, 9, 9, 8, 3, 3, 12, 1, 1, 1, 1, "VALID"}, 2, 2, "SAME"},      // GEMM conv: every row read
       {{1, 10, 10, 1, 3, 3, 9, 1, 1, 1, 1, "SAME"}, 3, 2, "SAME"}};     // overlapping windows
   for (const ConvPool& k : cases) {
     SCOPED_TRACE(::testing::Message() << "conv " << k.conv.n << "x" << k.conv.h << "x" << k.conv.w << "x"
@@ -378,6 +382,62 @@ void check_conv_max_pool() {
 TEST(ConvMaxPoolKernel, BitIdenticalToConvThenPool) {
   check_conv_max_pool<double>();
   check_conv_max_pool<float>();
+}
+
+// conv2d_backprop_filter_bias_with_argmax: bit for bit max_pool2d_grad_with_argmax, then
+// conv2d_backprop_filter and reduce_sum of dz over its pixels, on the fast path (direct kernel, 2x2
+// stride-2 pool: odd sizes leave a row / column in no window; enough pixels for reduce_sum's
+// chunked partials; channels past a whole packet) and on the temporary path (GEMM convolution, an
+// overlapping pool, one output channel); an index outside its window is refused.
+template <class T>
+void check_filter_bias_with_argmax() {
+  struct ConvPool {
+    Case conv;
+    std::int64_t k, s;
+  };
+  const std::vector<ConvPool> cases = {
+      {{5, 28, 28, 1, 3, 3, 32, 1, 1, 1, 1, "VALID"}, 2, 2},  // W8's conv1, chunked bias sum
+      {{2, 9, 12, 3, 3, 3, 10, 1, 1, 1, 1, "SAME"}, 2, 2},    // odd height, 10 channels
+      {{3, 12, 11, 2, 5, 5, 7, 2, 2, 1, 1, "SAME"}, 2, 2},    // stride 2, odd width
+      {{2, 9, 9, 8, 3, 3, 12, 1, 1, 1, 1, "VALID"}, 2, 2},    // GEMM conv: temporary
+      {{2, 10, 10, 1, 3, 3, 9, 1, 1, 1, 1, "SAME"}, 3, 2},    // overlapping windows: temporary
+      {{40, 10, 10, 2, 3, 3, 1, 1, 1, 1, 1, "SAME"}, 2, 2}};  // one channel: temporary
+  for (const ConvPool& k : cases) {
+    SCOPED_TRACE(::testing::Message() << "conv " << k.conv.n << "x" << k.conv.h << "x" << k.conv.w << "x"
+                                      << k.conv.c << " -> " << k.conv.f << ", pool " << k.k << " s" << k.s);
+    const Conv2DGeometry g = geometry(k.conv);
+    const Conv2DGeometry pg = geometry({g.n, g.ho, g.wo, g.f, k.k, k.k, g.f, k.s, k.s, 1, 1, "VALID"});
+    auto x = random_vector<T>(g.n * g.h * g.w * g.c, 31);
+    auto z = random_vector<T>(g.out_pixels() * g.f, 32);
+    auto dy = random_vector<T>(pg.out_pixels() * pg.c, 33);
+    for (T& e : z) e = std::round(e * 2);  // ties
+    std::vector<T> pooled(dy.size());
+    std::vector<std::int32_t> argmax(dy.size());
+    max_pool2d_with_argmax(z.data(), pooled.data(), argmax.data(), pg);
+    std::vector<T, Eigen::aligned_allocator<T>> dz(z.size());
+    ASSERT_TRUE(max_pool2d_grad_with_argmax(dy.data(), argmax.data(), dz.data(), pg));
+    std::vector<T> want_f(g.patch_size() * g.f), want_b(g.f), got_f(want_f.size(), T(7)), got_b(g.f, T(7));
+    conv2d_backprop_filter(x.data(), dz.data(), want_f.data(), g);
+    reduce_sum(dz.data(), Shape{g.n, g.ho, g.wo, g.f}, 7u, want_b.data());
+    for (int threads : {1, 2}) {
+      const int previous = set_num_threads(threads);
+      const bool ok = conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), argmax.data(), got_f.data(),
+                                                              got_b.data(), g, pg);
+      set_num_threads(previous);
+      ASSERT_TRUE(ok);
+      EXPECT_EQ(0, std::memcmp(got_f.data(), want_f.data(), want_f.size() * sizeof(T))) << threads;
+      EXPECT_EQ(0, std::memcmp(got_b.data(), want_b.data(), want_b.size() * sizeof(T))) << threads;
+    }
+    auto bad = argmax;
+    bad.back() += static_cast<std::int32_t>(pg.h * pg.w * pg.c);  // one image further
+    EXPECT_FALSE(conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), bad.data(), got_f.data(),
+                                                         got_b.data(), g, pg));
+  }
+}
+
+TEST(ConvMaxPoolKernel, FilterAndBiasGradientsFromTheArgmaxBitIdentical) {
+  check_filter_bias_with_argmax<double>();
+  check_filter_bias_with_argmax<float>();
 }
 
 TEST(PoolKernel, MatchesNaiveLoops) {

@@ -88,7 +88,8 @@ TEST(FusedConv2DMaxPool, BitIdenticalToConvBiasAddMaxPool) {
     const char* padding;
   };
   for (const Case& c : {Case{{3, 12, 11, 1}, {3, 3, 1, 20}, {2, 2}, {2, 2}, "VALID"},
-                        Case{{2, 9, 9, 6}, {3, 3, 6, 13}, {3, 3}, {2, 2}, "SAME"}})
+                        Case{{2, 9, 9, 6}, {3, 3, 6, 13}, {3, 3}, {2, 2}, "SAME"},
+                        Case{{8, 28, 28, 1}, {3, 3, 1, 32}, {2, 2}, {2, 2}, "VALID"}})
     for (tf::DType dt : {tf::DType::kFloat32, tf::DType::kFloat64}) {
       SCOPED_TRACE(::testing::Message() << c.x.to_string() << " " << tf::dtype_name(dt));
       tf::Variable x(tf::cast(random_f64(c.x, 5), dt)), f(tf::cast(random_f64(c.f, 6), dt)),
@@ -111,6 +112,16 @@ TEST(FusedConv2DMaxPool, BitIdenticalToConvBiasAddMaxPool) {
       const auto g1 = t1.gradient(tf::reduce_sum(fused * w), {x, f, b});
       const auto g2 = t2.gradient(tf::reduce_sum(plain * w), {x, f, b});
       for (int i = 0; i < 3; ++i) EXPECT_TRUE(all_close(*g1[i], *g2[i], 0, 0)) << "gradient " << i;
+      // A first layer (no gradient for the input): the filter and bias gradients come from
+      // FusedConv2DMaxPoolBackpropFilter, still bit for bit.
+      const tf::Tensor xc = tf::cast(random_f64(c.x, 5), dt);
+      tf::GradientTape t3, t4;
+      const tf::Tensor y3 =
+          tf::fused_conv2d_max_pool2d(xc, f.read(), b.read(), {1, 1}, "VALID", {1, 1}, c.k, c.s, c.padding).first;
+      const tf::Tensor y4 = tf::max_pool2d(tf::fused_conv2d(xc, f.read(), b.read()), c.k, c.s, c.padding);
+      const auto g3 = t3.gradient(tf::reduce_sum(y3 * w), {f, b});
+      const auto g4 = t4.gradient(tf::reduce_sum(y4 * w), {f, b});
+      for (int i = 0; i < 2; ++i) EXPECT_TRUE(all_close(*g3[i], *g4[i], 0, 0)) << "first layer, gradient " << i;
     }
 }
 
@@ -222,6 +233,26 @@ TEST(ArgmaxPoolOpsErrors, NameTheOpAndTheValues) {
                           {op, "channels 2", "3"});
   const char* grad = "max_pool2d_grad_with_argmax";
   const tf::Tensor g = random_f64({1, 2, 2, 2}, 4);
+  const char* fb = "fused_conv2d_max_pool2d_backprop_filter";
+  const auto filter_bias = [&](const tf::Tensor& input, const tf::Shape& fs, const tf::Tensor& dy, const tf::Tensor& am) {
+    return tf::fused_conv2d_max_pool2d_backprop_filter(input, fs, dy, am, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2});
+  };
+  EXPECT_NO_THROW(filter_bias(x, f.shape(), g, argmax));
+  expect_invalid_argument([&] { filter_bias(x, f.shape(), g, tf::cast(argmax, tf::DType::kInt64)); },
+                          {fb, "argmax", "int32", "int64"});
+  expect_invalid_argument([&] { filter_bias(x, f.shape(), g, tf::reshape(argmax, tf::Shape{1, 1, 4, 2})); },
+                          {fb, "argmax", "[1, 2, 2, 2]", "[1, 1, 4, 2]"});
+  expect_invalid_argument([&] { filter_bias(x, f.shape(), random_f64({1, 3, 3, 2}, 4), argmax); },
+                          {fb, "[1, 2, 2, 2]", "[1, 3, 3, 2]"});
+  expect_invalid_argument([&] { filter_bias(x, f.shape(), tf::cast(g, tf::DType::kFloat32), argmax); },
+                          {fb, "float64", "float32"});
+  expect_invalid_argument([&] { filter_bias(x, tf::Shape{1, 2, 2}, g, argmax); }, {fb, "filter_sizes"});
+  expect_invalid_argument([&] { filter_bias(x, tf::Shape{1, 1, 3, 2}, g, argmax); }, {fb, "channels 2", "3"});
+  expect_invalid_argument([&] { filter_bias(x, f.shape(), g, argmax + 2); },
+                          {fb, "outside its pooling window", "ksize [2, 2]"});
+  expect_invalid_argument(
+      [&] { tf::fused_conv2d_max_pool2d_backprop_filter(x, f.shape(), g, argmax, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2}, "FULL"); },
+      {fb, "pool_padding", "FULL"});
   expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, g, tf::cast(argmax, tf::DType::kInt64), {2, 2}, {2, 2}); },
                           {grad, "argmax", "int32", "int64"});
   expect_invalid_argument([&] { tf::max_pool2d_grad_with_argmax({1, 4, 4, 2}, g, tf::reshape(argmax, tf::Shape{1, 1, 4, 2}), {2, 2}, {2, 2}); },

@@ -63,7 +63,33 @@ tf::Tensor fixed_argmax() {
       .second;
 }
 
+// FusedConv2DMaxPoolBackpropFilter's two outputs as one vector (filter gradient, then bias's), the
+// argmax from the fused op on fixed inputs of the same geometry.
+tf::testing::TestFn filter_bias_with_argmax(tf::Shape xs, tf::Shape fs, tf::Size2D s, tf::Padding2D p, tf::Size2D k,
+                                            tf::Size2D ps, std::string pp) {
+  return [=](const In& in) {
+    const tf::Tensor argmax = tf::fused_conv2d_max_pool2d(random_f64(xs, 98), random_f64(fs, 97),
+                                                          random_f64({fs[3]}, 96), s, p, {1, 1}, k, ps, pp)
+                                  .second;
+    const auto [df, db] = tf::fused_conv2d_max_pool2d_backprop_filter(in[0], fs, in[1], argmax, s, p, {1, 1}, k, ps, pp);
+    return tf::concat({tf::reshape(df, std::vector<std::int64_t>{-1}), db}, 0);
+  };
+}
+
 tf::testing::RegisterGradChecks rows({
+    {"FusedConv2DMaxPoolBackpropFilter", "3x3 VALID, 2 channels, 2x2 stride-2 pool (rows made in cache, odd 5 -> 2)",
+     filter_bias_with_argmax({2, 7, 7, 2}, {3, 3, 2, 3}, {1, 1}, "VALID", {2, 2}, {2, 2}, "VALID"),
+     inputs({{2, 7, 7, 2}, {2, 2, 2, 3}})},
+    {"FusedConv2DMaxPoolBackpropFilter", "SAME stride-2 conv, 5 channels, 3x3 stride-2 SAME pool (temporary)",
+     filter_bias_with_argmax({1, 9, 8, 5}, {3, 3, 5, 2}, {2, 2}, "SAME", {3, 3}, {2, 2}, "SAME"),
+     inputs({{1, 9, 8, 5}, {1, 3, 2, 2}})},
+    {"FusedConv2DMaxPool", "a first layer: the input a constant (filter and bias gradients from the argmax)",
+     [](const In& in) {
+       return tf::fused_conv2d_max_pool2d(random_f64({2, 7, 7, 1}, 95), in[0], in[1], {1, 1}, "VALID", {1, 1}, {2, 2},
+                                          {2, 2})
+           .first;
+     },
+     inputs({{3, 3, 1, 3}, {3}})},
     {"FusedConv2DMaxPool", "3x3 VALID conv, 2 channels, 2x2 stride-2 pool (fused, odd 5 -> 2)",
      conv_max_pool({1, 1}, "VALID", {2, 2}, {2, 2}, "VALID"), inputs({{2, 7, 7, 2}, {3, 3, 2, 3}, {3}})},
     {"FusedConv2DMaxPool", "SAME stride-2 conv, 5 channels (GEMM), 3x3 stride-2 SAME pool (overlapping)",
@@ -147,7 +173,8 @@ TEST(ConvOpsGradCheck, FirstAndSecondOrder) {
 
 TEST(PoolOpsGradCheck, FirstAndSecondOrder) {
   tf::testing::run_gradcheck_cases({"MaxPool", "MaxPoolGrad", "MaxPoolGradGrad", "AvgPool", "AvgPoolGrad",
-                                    "FusedConv2DMaxPool", "MaxPoolGradWithArgmax", "MaxPoolGradGradWithArgmax"});
+                                    "FusedConv2DMaxPool", "MaxPoolGradWithArgmax", "MaxPoolGradGradWithArgmax",
+                                    "FusedConv2DMaxPoolBackpropFilter"});
 }
 
 }  // namespace
