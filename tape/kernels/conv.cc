@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <tbb/scalable_allocator.h>
@@ -656,11 +658,36 @@ void conv2d_igemm(const T* x, const T* filter, T* y, const Conv2DGeometry& g, co
 // reaches it (with strides: only the taps of its phase), reading dy at the output pixel the tap
 // connects it to (F values); B = the filter as [taps * F, C] (row (s, f) = filter[s, :, f]). Every dx
 // element is one sum: no col2im and no zeroing.
+// dy's rows and columns that can hold a nonzero: (rows, cols) such that dy[n, a, b, :] is zero
+// for every a >= rows or b >= cols, found from the last row (column) backwards. A max pool's
+// gradient is zero on the lines no window reads (W8's conv2: its last row and column, a sixth of
+// the product); other gradients stop at the first nonzero value.
+template <class T>
+std::pair<std::int64_t, std::int64_t> nonzero_extent(const T* dy, const Conv2DGeometry& g) {
+  const auto zero_line = [&](std::int64_t a0, std::int64_t a1, std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t a = a0; a < a1; ++a) {
+        const T* p = dy + ((n * g.ho + a) * g.wo + b0) * g.f;
+        if (std::any_of(p, p + (b1 - b0) * g.f, [](T v) { return v != T(0); })) return false;
+      }
+    return true;
+  };
+  std::int64_t rows = g.ho, cols = g.wo;
+  while (rows > 0 && zero_line(rows - 1, rows, 0, g.wo)) --rows;
+  while (cols > 0 && rows > 0 && zero_line(0, rows, cols - 1, cols)) --cols;
+  return {rows, cols};
+}
+
 template <class T>
 void conv2d_backprop_input_igemm(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g) {
   const std::int64_t k = g.kh * g.kw * g.f;
   const std::vector<T> packed = pack_panels<T>(
       k, g.c, [&](std::int64_t r, std::int64_t j) { return filter[((r / g.f) * g.c + j) * g.f + r % g.f]; });
+  // Taps that read dy's all-zero trailing lines are left out: each dx element is one FMA chain from
+  // 0, to which a zero product adds exactly nothing, so the values are the same bits. Not with a
+  // non-finite filter value, where 0 * inf must still give NaN.
+  const bool finite = std::all_of(filter, filter + g.patch_size() * g.f, [](T v) { return std::isfinite(v); });
+  const auto [rows, cols] = finite ? nonzero_extent(dy, g) : std::pair<std::int64_t, std::int64_t>{g.ho, g.wo};
   auto lines = [](std::int64_t in, std::int64_t out, std::int64_t kk, std::int64_t st, std::int64_t pad, std::int64_t d) {
     std::vector<TapLine> l(static_cast<std::size_t>(in));
     for (std::int64_t x = 0; x < in; ++x)
@@ -669,7 +696,7 @@ void conv2d_backprop_input_igemm(const T* filter, const T* dy, T* dx, const Conv
           l[static_cast<std::size_t>(x)].push_back({i, v / st});
     return l;
   };
-  igemm_conv(g.n, lines(g.h, g.ho, g.kh, g.sh, g.pad_top, g.dh), lines(g.w, g.wo, g.kw, g.sw, g.pad_left, g.dw), g.kw,
+  igemm_conv(g.n, lines(g.h, rows, g.kh, g.sh, g.pad_top, g.dh), lines(g.w, cols, g.kw, g.sw, g.pad_left, g.dw), g.kw,
              dy, g.ho, g.wo, g.f, packed, dx, g.c, [](T*) {});
 }
 

@@ -177,6 +177,52 @@ TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
   }
 }
 
+// conv2d_backprop_input's indirect GEMM sums each dx element as one FMA chain from 0, taps in (i, j)
+// order and channels ascending: bit for bit the chain below. With dy's last row and column zero
+// (a max pool's gradient: no window reads them) it leaves those taps out, and the bits stay the
+// same; a non-finite filter value keeps them (0 * inf is NaN).
+template <class T>
+void check_backprop_input_chain(bool zero_lines, bool inf_filter) {
+  const Conv2DGeometry g = geometry({3, 13, 13, 16, 3, 3, 24, 1, 1, 1, 1, "VALID"});  // dy 11 x 11
+  auto f = random_vector<T>(g.patch_size() * g.f, 41);
+  auto dy = random_vector<T>(g.out_pixels() * g.f, 42);
+  if (inf_filter) f[5] = std::numeric_limits<T>::infinity();
+  if (zero_lines)
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t a = 0; a < g.ho; ++a)
+        for (std::int64_t b = 0; b < g.wo; ++b)
+          if (a == g.ho - 1 || b == g.wo - 1) std::fill_n(dy.begin() + ((n * g.ho + a) * g.wo + b) * g.f, g.f, T(0));
+  std::vector<T> dx(g.n * g.h * g.w * g.c), want(dx.size());
+  conv2d_backprop_input(f.data(), dy.data(), dx.data(), g);
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t y = 0; y < g.h; ++y)
+      for (std::int64_t x = 0; x < g.w; ++x)
+        for (std::int64_t c = 0; c < g.c; ++c) {
+          T acc = T(0);
+          for (std::int64_t i = 0; i < g.kh; ++i)
+            for (std::int64_t j = 0; j < g.kw; ++j) {
+              const std::int64_t a = y - i, b = x - j;
+              if (a < 0 || a >= g.ho || b < 0 || b >= g.wo) continue;
+              for (std::int64_t o = 0; o < g.f; ++o)
+                acc = std::fma(dy[((n * g.ho + a) * g.wo + b) * g.f + o], f[((i * g.kw + j) * g.c + c) * g.f + o], acc);
+            }
+          want[((n * g.h + y) * g.w + x) * g.c + c] = acc;
+        }
+  EXPECT_EQ(0, std::memcmp(dx.data(), want.data(), dx.size() * sizeof(T)));
+  if (inf_filter && zero_lines) {  // dx at dy's zero corner, channel 0, reads it through the inf
+    EXPECT_TRUE(std::isnan(dx[static_cast<std::size_t>(((g.n * g.h - g.h + g.ho - 1) * g.w + g.wo - 1) * g.c)]));
+  }
+}
+
+TEST(ConvKernel, BackpropInputIsOneChainAndSkipsZeroLinesExactly) {
+  for (bool zero_lines : {false, true})
+    for (bool inf_filter : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "zero lines " << zero_lines << ", inf filter " << inf_filter);
+      check_backprop_input_chain<float>(zero_lines, inf_filter);
+      check_backprop_input_chain<double>(zero_lines, inf_filter);
+    }
+}
+
 TEST(WindowDim, TensorFlowRules) {
   // SAME: out = ceil(in / s); pad_total = max((out - 1) s + eff - in, 0), the extra pixel after.
   WindowDim d = window_dim("t", "SAME", 5, 4, 2, 1);
