@@ -182,7 +182,7 @@ TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
 // (a max pool's gradient: no window reads them) it leaves those taps out, and the bits stay the
 // same; a non-finite filter value keeps them (0 * inf is NaN).
 template <class T>
-void check_backprop_input_chain(bool zero_lines, bool inf_filter) {
+void check_backprop_input_chain(bool zero_lines, bool inf_filter, bool lone_value = false) {
   const Conv2DGeometry g = geometry({3, 13, 13, 16, 3, 3, 24, 1, 1, 1, 1, "VALID"});  // dy 11 x 11
   auto f = random_vector<T>(g.patch_size() * g.f, 41);
   auto dy = random_vector<T>(g.out_pixels() * g.f, 42);
@@ -192,6 +192,8 @@ void check_backprop_input_chain(bool zero_lines, bool inf_filter) {
       for (std::int64_t a = 0; a < g.ho; ++a)
         for (std::int64_t b = 0; b < g.wo; ++b)
           if (a == g.ho - 1 || b == g.wo - 1) std::fill_n(dy.begin() + ((n * g.ho + a) * g.wo + b) * g.f, g.f, T(0));
+  // One nonzero on those lines (2.0: a single exponent bit) and they must all be kept.
+  if (lone_value) dy[static_cast<std::size_t>(((g.n * g.ho - 1) * g.wo + g.wo - 1) * g.f)] = T(2);
   std::vector<T> dx(g.n * g.h * g.w * g.c), want(dx.size());
   conv2d_backprop_input(f.data(), dy.data(), dx.data(), g);
   for (std::int64_t n = 0; n < g.n; ++n)
@@ -221,6 +223,8 @@ TEST(ConvKernel, BackpropInputIsOneChainAndSkipsZeroLinesExactly) {
       check_backprop_input_chain<float>(zero_lines, inf_filter);
       check_backprop_input_chain<double>(zero_lines, inf_filter);
     }
+  check_backprop_input_chain<float>(true, false, true);
+  check_backprop_input_chain<double>(true, false, true);
 }
 
 TEST(WindowDim, TensorFlowRules) {
