@@ -332,15 +332,21 @@ void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g, c
 // dfilter[i, j, c, :] = sum over output pixels of x at tap (i, j, c) times dy[pixel, :]. Output
 // rows in kDirectFilterTiles fixed tiles; per row, register blocks of kDirectTaps taps x 2
 // packets of channels run along the row, then add into the tile's partial.
+// Output rows per fixed tile of the direct filter gradient (one task runs a tile's rows in order).
+std::int64_t direct_filter_rows_per_tile(const Conv2DGeometry& g) {
+  return std::max<std::int64_t>(1, (g.n * g.ho + kDirectFilterTiles - 1) / kDirectFilterTiles);
+}
+
 // Adds into dfilter (zeroed by the caller). dy_rows() makes, per task, a callable that gives output
-// row r of dy ([wo, f] values): a pointer into dy, or into a buffer of its own that it fills.
+// row r of dy ([wo, f] values): a pointer into dy, or into a buffer of its own that it fills; it is
+// called once per row, a tile's rows in order.
 template <class T, class DyRows>
 void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, const Conv2DGeometry& g) {
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t L = ei::packet_traits<T>::size, FB = 2 * L, TB = kDirectTaps;
   const std::int64_t k = g.patch_size(), fp = round_up(g.f, FB), kfp = k * fp;
   const std::int64_t width = (g.wo - 1) * g.sw + (g.kw - 1) * g.dw + 1, step = g.sw * g.c;
-  const std::int64_t rows = g.n * g.ho, per_tile = (rows + kDirectFilterTiles - 1) / kDirectFilterTiles;
+  const std::int64_t rows = g.n * g.ho, per_tile = direct_filter_rows_per_tile(g);
   const std::int64_t tiles = (rows + per_tile - 1) / per_tile;
   // Taps past k read offset 0 and are dropped.
   const std::vector<std::int64_t> tap_offset = panel_tap_offsets(g, width, round_up(k, TB));
@@ -1482,23 +1488,47 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
       return buf.data() + (oh % 2) * WF;
     };
   };
-  std::fill(dfilter, dfilter + g.patch_size() * F, T(0));
-  conv2d_backprop_filter_direct(x, dz_rows, dfilter, g);
   // The bias: per partial of `per` pixels, the pixels' rows summed in order from 0; then the
-  // partials in order (reduce_sum's order over [pixels, F]).
+  // partials in order (reduce_sum's order over [pixels, F]). A partial whose rows all lie in one
+  // tile of the filter gradient is summed there, as the rows are made; the others (at most one
+  // per tile boundary) afterwards, their rows made again.
   const std::int64_t per = reduce_sum_rows_per_partial(1, pixels, F), chunks = (pixels + per - 1) / per;
+  const std::int64_t per_tile = direct_filter_rows_per_tile(g);
   std::vector<T> part(static_cast<std::size_t>(chunks * F), T(0));
-  parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
+  const auto in_one_tile = [&](std::int64_t c) {
+    return c * per / g.wo / per_tile == (std::min(pixels, (c + 1) * per) - 1) / g.wo / per_tile;
+  };
+  // Adds the pixels of row r (values `row`) that lie in partial c.
+  const auto add_row = [&](const T* row, std::int64_t r, std::int64_t c) {
+    T* pr = part.data() + c * F;
+    const std::int64_t p0 = std::max(r * g.wo, c * per), p1 = std::min({(r + 1) * g.wo, (c + 1) * per, pixels});
+    for (const T* v = row + (p0 - r * g.wo) * F; v < row + (p1 - r * g.wo) * F; v += F)
+      for (std::int64_t j = 0; j < F; ++j) pr[j] = pr[j] + v[j];
+  };
+  const auto partials_of = [&](std::int64_t r) {
+    return std::pair<std::int64_t, std::int64_t>{r * g.wo / per, ((r + 1) * g.wo - 1) / per};
+  };
+  std::fill(dfilter, dfilter + g.patch_size() * F, T(0));
+  conv2d_backprop_filter_direct(
+      x,
+      [&] {
+        return [&, make = dz_rows()](std::int64_t r) mutable -> const T* {
+          const T* row = make(r);
+          const auto [c0, c1] = partials_of(r);
+          for (std::int64_t c = c0; c <= c1; ++c)
+            if (in_one_tile(c)) add_row(row, r, c);
+          return row;
+        };
+      },
+      dfilter, g);
+  std::vector<std::int64_t> rest;
+  for (std::int64_t c = 0; c < chunks; ++c)
+    if (!in_one_tile(c)) rest.push_back(c);
+  parallel_for(static_cast<std::int64_t>(rest.size()), 1, [&](std::int64_t b, std::int64_t e) {
     auto row = dz_rows();
-    for (std::int64_t c = b; c < e; ++c) {
-      T* pr = part.data() + c * F;
-      const std::int64_t p1 = std::min(pixels, (c + 1) * per);
-      for (std::int64_t p = c * per; p < p1;) {
-        const std::int64_t r = p / g.wo, end = std::min(p1, (r + 1) * g.wo);
-        const T* v = row(r) + (p - r * g.wo) * F;
-        for (; p < end; ++p, v += F)
-          for (std::int64_t j = 0; j < F; ++j) pr[j] = pr[j] + v[j];
-      }
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::int64_t c = rest[static_cast<std::size_t>(i)];
+      for (std::int64_t r = c * per / g.wo; r <= (std::min(pixels, (c + 1) * per) - 1) / g.wo; ++r) add_row(row(r), r, c);
     }
   });
   std::fill(dbias, dbias + F, T(0));
