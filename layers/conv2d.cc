@@ -74,9 +74,9 @@ Tensor ConvBase::call_max_pooled(const Tensor& inputs, Layer& pool, bool trainin
   const Tensor x = begin_call(inputs);
   if (const auto* mp = dynamic_cast<const MaxPooling2D*>(&pool)) {
     mp->compute_output_shape(compute_output_shape(x.shape()));  // errors name the layer they concern
-    if (Tensor fused = convolve_fused_max_pool(x, *mp); fused.defined()) return fused;
+    if (Tensor fused = convolve_fused_max_pool(x, *mp, options_.activation); fused.defined()) return fused;
   }
-  return pool(forward(x, false), training);
+  return activate(pool(forward(x, false), training));
 }
 
 Tensor ConvBase::forward(const Tensor& inputs, bool with_activation) {
@@ -145,11 +145,12 @@ Tensor Conv2D::convolve_fused(const Tensor& x, const std::string& activation) {
   return fused_conv2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate, activation);
 }
 
-Tensor Conv2D::convolve_fused_max_pool(const Tensor& x, const MaxPooling2D& pool) {
+Tensor Conv2D::convolve_fused_max_pool(const Tensor& x, const MaxPooling2D& pool, const std::string& activation) {
   const auto& o = options_;
-  if (!o.use_bias) return Tensor();
+  if (!o.use_bias || (activation != "relu" && activation != "linear" && !activation.empty())) return Tensor();
   return fused_conv2d_max_pool2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate,
-                                 pool.pool_size(), pool.strides(), pool.padding() == "same" ? "SAME" : "VALID")
+                                 pool.pool_size(), pool.strides(), pool.padding() == "same" ? "SAME" : "VALID",
+                                 activation)
       .first;
 }
 

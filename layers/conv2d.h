@@ -49,9 +49,10 @@ class ConvBase : public Layer {
   const Conv2DOptions& options() const { return options_; }
   // For the models' Conv2D(relu) -> MaxPooling2D rewrite (models/sequential.h): the layer's output
   // before its activation (as operator() otherwise: casts, builds on the first call) pooled by
-  // `pool` (a MaxPooling2D; its shape errors name it), as one fused_conv2d_max_pool2d op where the
-  // layer has one (Conv2D with a bias: for 2x2 pools over few input channels the convolution's
-  // output is never stored), else the layer and the pool in turn; and the activation alone.
+  // `pool` (a MaxPooling2D; its shape errors name it), then the activation: as one
+  // fused_conv2d_max_pool2d op where the layer has one (Conv2D with a bias and a linear or relu
+  // activation: for 2x2 pools over few input channels the convolution's output is never stored),
+  // else the layer, the pool and the activation in turn.
   Tensor call_max_pooled(const Tensor& inputs, Layer& pool, bool training);
   Tensor activate(const Tensor& y) const { return activation_ ? activation_(y) : y; }
   // Errors: std::logic_error before build (kernel) / without bias (bias).
@@ -67,8 +68,11 @@ class ConvBase : public Layer {
   // Convolution, bias and `activation` (a name, "" for none) as one fused op where the layer has
   // one; else undefined.
   virtual Tensor convolve_fused(const Tensor&, const std::string& /*activation*/) { return Tensor(); }
-  // Convolution, bias and the max pool as one fused op where the layer has one; else undefined.
-  virtual Tensor convolve_fused_max_pool(const Tensor&, const MaxPooling2D&) { return Tensor(); }
+  // Convolution, bias, the max pool and `activation` (a name, "" for none) as one fused op where
+  // the layer has one; else undefined.
+  virtual Tensor convolve_fused_max_pool(const Tensor&, const MaxPooling2D&, const std::string& /*activation*/) {
+    return Tensor();
+  }
   // Index of the input-channel dim in the kernel (2 for Conv2D, 3 for Conv2DTranspose).
   virtual int kernel_in_axis() const = 0;
   std::vector<Tensor> regularization_losses() const override;
@@ -102,7 +106,7 @@ class Conv2D : public ConvBase {
   // two over the output).
   Tensor convolve_fused(const Tensor& inputs, const std::string& activation) override;
   // With a bias: fused_conv2d_max_pool2d (bit-identical values).
-  Tensor convolve_fused_max_pool(const Tensor& inputs, const MaxPooling2D& pool) override;
+  Tensor convolve_fused_max_pool(const Tensor& inputs, const MaxPooling2D& pool, const std::string& activation) override;
   int kernel_in_axis() const override { return 2; }
 };
 

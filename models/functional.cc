@@ -146,8 +146,7 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
     if (s.deferred) {
       values[s.output] = values[s.inputs[0]];  // the pool's step convolves (its only use)
     } else if (s.conv_then_pool) {
-      values[s.output] = s.conv_then_pool->activate(
-          s.conv_then_pool->call_max_pooled(values[s.inputs[0]], *s.node->layer, training));
+      values[s.output] = s.conv_then_pool->call_max_pooled(values[s.inputs[0]], *s.node->layer, training);
     } else if (s.inputs.size() == 1) {
       values[s.output] = (*s.node->layer)(values[s.inputs[0]], training);
     } else {

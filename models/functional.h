@@ -81,7 +81,7 @@ class Functional : public Model {
     std::vector<std::size_t> inputs;
     std::size_t output;
     // The Conv2D(relu) -> MaxPooling2D rewrite (sequential.h): the conv's step passes its input
-    // on; the pool's step runs the conv and the pool (ConvBase::call_max_pooled), then the relu.
+    // on; the pool's step runs the conv, the pool and the relu (ConvBase::call_max_pooled).
     layers::ConvBase* deferred = nullptr;
     layers::ConvBase* conv_then_pool = nullptr;
   };

@@ -28,7 +28,7 @@ Tensor Sequential::call(const Tensor& inputs, bool training) {
   Tensor x = inputs;
   for (std::size_t i = 0; i < ls.size(); ++i) {
     if (auto* conv = i + 1 < ls.size() ? layers::relu_commutes_with(*ls[i], *ls[i + 1]) : nullptr) {
-      x = conv->activate(conv->call_max_pooled(x, *ls[i + 1], training));  // see the header
+      x = conv->call_max_pooled(x, *ls[i + 1], training);  // see the header
       ++i;
     } else {
       x = (*ls[i])(x, training);

@@ -1561,9 +1561,9 @@ bool max_pool2d_grad_grad_with_argmax(const T* ddx, const ArgmaxIndex* argmax, T
 // Otherwise the convolution goes to a temporary and max_pool2d_with_argmax pools it.
 template <class T>
 void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxIndex* argmax,
-                       const Conv2DGeometry& g, const Conv2DGeometry& pool) {
+                       const Conv2DGeometry& g, const Conv2DGeometry& pool, bool relu) {
   if (pool.n * pool.ho * pool.wo * pool.c == 0) return;
-  const ConvEpilogue<T> epilogue{bias, false};
+  const ConvEpilogue<T> epilogue{bias, false}, activation{nullptr, relu};
   if (direct(g) && pool_2x2(pool)) {
     const DirectConv<T> conv(x, filter, g);
     const std::int64_t row = g.wo * g.f;
@@ -1575,6 +1575,7 @@ void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxI
         conv.row(n * g.ho + 2 * ph + 1, rows.data() + row, panel, epilogue);
         pool_2x2_row_with_argmax(rows.data(), rows.data() + row, pool, 2 * ph * row,
                                  y + r * pool.wo * pool.c, argmax + r * pool.wo * pool.c);
+        apply_epilogue(y + r * pool.wo * pool.c, pool.wo, pool.c, activation);
       }
     });
     return;
@@ -1595,6 +1596,10 @@ void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxI
     conv2d(x, filter, z.get(), g, epilogue);
   }
   max_pool2d_with_argmax(z.get(), y, argmax, pool);
+  if (relu)
+    parallel_for(pool.n * pool.ho, pool_row_grain(pool), [&](std::int64_t b, std::int64_t e) {
+      apply_epilogue(y + b * pool.wo * pool.c, (e - b) * pool.wo, pool.c, activation);
+    });
 }
 
 template <class T>
@@ -1643,7 +1648,7 @@ void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g) {
   template bool conv2d_backprop_filter_bias_with_argmax<T>(const T*, const T*, const std::int32_t*, T*, T*, \
                                                             const Conv2DGeometry&, const Conv2DGeometry&); \
   template void conv2d_max_pool2d<T>(const T*, const T*, const T*, T*, std::int32_t*, const Conv2DGeometry&, \
-                                     const Conv2DGeometry&);                            \
+                                     const Conv2DGeometry&, bool);                            \
   template void avg_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \
   template void avg_pool2d_grad<T>(const T*, T*, const Conv2DGeometry&);
 TAPEFLOW_INSTANTIATE_CONV(float)

@@ -138,13 +138,14 @@ bool max_pool2d_grad_with_argmax(const T* dy, const std::int32_t* argmax, T* dx,
 template <class T>
 bool max_pool2d_grad_grad_with_argmax(const T* ddx, const std::int32_t* argmax, T* y, const Conv2DGeometry& g);
 // y, argmax = max_pool2d_with_argmax(conv2d(x, filter) + bias) (bias: conv.f values), pool being the
-// pool's geometry over the convolution's output ([n, ho, wo, f]). Bit-identical to the three kernels
-// run one after the other; for 2x2 stride-2 pools over a direct-kernel convolution the convolution's
+// pool's geometry over the convolution's output ([n, ho, wo, f]), then y = y > 0 ? y : 0 when relu
+// (ConvEpilogue's, on each pooled row while in cache). Bit-identical to the kernels run one after
+// the other; for 2x2 stride-2 pools over a direct-kernel convolution the convolution's
 // output is never materialised (extra memory per task: two output rows); otherwise it goes to a
 // temporary of conv.out_pixels() x conv.f values.
 template <class T>
 void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, std::int32_t* argmax,
-                       const Conv2DGeometry& conv, const Conv2DGeometry& pool);
+                       const Conv2DGeometry& conv, const Conv2DGeometry& pool, bool relu = false);
 // dfilter = conv2d_backprop_filter(x, dz) and dbias = the sum of dz over its pixels (conv.f values,
 // summed in reduce_sum's order) for dz = max_pool2d_grad_with_argmax(dy, argmax) over the
 // convolution's output (pool: the pool's geometry over [n, ho, wo, f]): bit for bit those three

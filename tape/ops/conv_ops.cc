@@ -126,7 +126,8 @@ Attrs pool_part(const Attrs& at) {
       .set("ksize", at.get_ints("ksize"));
 }
 
-// Inputs {input, filters, bias} -> {max_pool2d(conv2d + bias) [N, Hp, Wp, F], argmax int32}.
+// Inputs {input, filters, bias}, attr activation "linear" / "relu" -> {act(max_pool2d(conv2d + bias))
+// [N, Hp, Wp, F], argmax int32}.
 TensorList fused_conv2d_max_pool_forward(std::span<const Tensor> in, const Attrs& at) {
   const char* op = "fused_conv2d_max_pool2d";
   const kernels::Conv2DGeometry g = fused_geometry(op, in, at);
@@ -140,7 +141,7 @@ TensorList fused_conv2d_max_pool_forward(std::span<const Tensor> in, const Attrs
   dispatch_floating(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     kernels::conv2d_max_pool2d(x.data<T>(), f.data<T>(), b.data<T>(), y.mutable_data<T>(),
-                               argmax.mutable_data<std::int32_t>(), g, pg);
+                               argmax.mutable_data<std::int32_t>(), g, pg, at.get_string("activation") == "relu");
   });
   return {y, argmax};
 }
@@ -264,14 +265,19 @@ Tensor pooled_to_conv_gradient(const Shape& input, const Shape& filter, const Te
 // y, argmax = max_pool(conv(x, f) + b): g' = MaxPoolGradWithArgmax(g, argmax) (the gradient at
 // the convolution's output), then conv's gradients of g' and db = Σ_{n,h,w} g'. argmax: none.
 TensorList fused_conv2d_max_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
+  const Tensor pooled = c.attrs().get_string("activation") == "relu" ? relu_grad(g[0], c.output(0)) : g[0];
   if (!c.needs_gradient(0) && (c.needs_gradient(1) || c.needs_gradient(2))) {
     // The input needs none (a model's first layer): filter and bias gradients straight from the
     // argmax, without the gradient at the convolution's output.
-    const TensorList fb = execute(filter_bias_with_argmax_def(), TensorList{c.input(0), g[0], c.output(1)},
-                                  Attrs(c.attrs()).set("filter_sizes", c.input_shape(1).to_vector()));
+    const Attrs at = window_only(c.attrs())
+                         .set("ksize", c.attrs().get_ints("ksize"))
+                         .set("pool_strides", c.attrs().get_ints("pool_strides"))
+                         .set("pool_padding", c.attrs().get_string("pool_padding"))
+                         .set("filter_sizes", c.input_shape(1).to_vector());
+    const TensorList fb = execute(filter_bias_with_argmax_def(), TensorList{c.input(0), pooled, c.output(1)}, at);
     return {Tensor(), c.needs_gradient(1) ? fb[0] : Tensor(), c.needs_gradient(2) ? fb[1] : Tensor()};
   }
-  return conv_bias_gradients(c, pooled_to_conv_gradient(c.input_shape(0), c.input_shape(1), g[0], c.output(1),
+  return conv_bias_gradients(c, pooled_to_conv_gradient(c.input_shape(0), c.input_shape(1), pooled, c.output(1),
                                                          c.attrs()));
 }
 
@@ -440,10 +446,16 @@ Attrs conv_pool_attrs(const char* op, Size2D strides, const Padding2D& padding, 
 
 std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Tensor& filters, const Tensor& bias,
                                                   Size2D strides, const Padding2D& padding, Size2D dilations,
-                                                  Size2D ksize, Size2D pool_strides, const std::string& pool_padding) {
-  const TensorList out = execute(fused_conv2d_max_pool_def(), TensorList{input, filters, bias},
-                                 conv_pool_attrs("fused_conv2d_max_pool2d", strides, padding, dilations, ksize,
-                                                 pool_strides, pool_padding));
+                                                  Size2D ksize, Size2D pool_strides, const std::string& pool_padding,
+                                                  const std::string& activation) {
+  const char* op = "fused_conv2d_max_pool2d";
+  const std::string act = activation.empty() ? "linear" : activation;
+  if (act != "linear" && act != "relu")
+    throw std::invalid_argument(std::string(op) + ": activation must be \"linear\" (or empty) or \"relu\", got \"" +
+                                activation + "\"");
+  const TensorList out =
+      execute(fused_conv2d_max_pool_def(), TensorList{input, filters, bias},
+              conv_pool_attrs(op, strides, padding, dilations, ksize, pool_strides, pool_padding).set("activation", act));
   return {out[0], out[1]};
 }
 
@@ -505,6 +517,7 @@ void register_conv_ops(OpRegistry& r) {
          .check_attrs = [](const Attrs& a) {
            const char* op = "FusedConv2DMaxPool";
            ops_internal::check_window_attrs_of(op, false)(a);
+           check_string_attr(op, a, "activation", {"linear", "relu"});
            constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
            check_ints_attr(op, a, "ksize", 2, 2, 1, kMax);
            check_ints_attr(op, a, "pool_strides", 2, 2, 1, kMax);

@@ -68,26 +68,32 @@ Tensor conv2d(const Tensor& input, const Tensor& filters, Size2D strides = {1, 1
 Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bias, Size2D strides = {1, 1},
                     const Padding2D& padding = "VALID", Size2D dilations = {1, 1}, const std::string& activation = "");
 
-// max_pool2d(conv2d(input, filters) + bias) and its argmax in one op (FusedConv2DMaxPool): for 2x2
-// stride-2 pools over convolutions of at most kernels::kDirectMaxChannels input channels, the
-// convolution's output is pooled two rows at a time while in cache and never stored; otherwise it
-// goes to a temporary. Values are bit-identical to fused_conv2d (linear) then max_pool2d. The
-// models run Conv2D(relu) -> MaxPooling2D as this op and a relu (models/sequential.h). TensorFlow
+// activation(max_pool2d(conv2d(input, filters) + bias)) and the pool's argmax in one op
+// (FusedConv2DMaxPool): for 2x2 stride-2 pools over convolutions of at most
+// kernels::kDirectMaxChannels input channels, the convolution's output is pooled two rows at a
+// time while in cache and never stored; otherwise it goes to a temporary (only the rows and columns
+// some window reads are computed). Values are bit-identical to fused_conv2d (linear), max_pool2d
+// and relu in turn. The models run Conv2D(relu) -> MaxPooling2D as this op with relu (max pooling
+// and relu commute; models/sequential.h). TensorFlow
 // has no such op: it is what grappler's remapper does for Conv2D + BiasAdd, carried one op further,
 // with the argmax kept as tf.nn.max_pool_with_argmax keeps it.
 // Shapes:   input [N, H, W, C], filters [kh, kw, C, F], bias [F] -> {[N, Hp, Wp, F] (the pool of the
 //           [N, Ho, Wo, F] convolution), argmax int32 [N, Hp, Wp, F]}: per output, the flat index
 //           (h * Wo + w) * F + f within its image of the window's first maximum (window order), as
 //           tf.nn.max_pool_with_argmax(include_batch_in_index=False).
-// Gradient: g' = max_pool2d_grad_with_argmax(g) (the gradient at the convolution's output), then
-//           input and filters as conv2d's with g', bias reduce_sum(g', {0, 1, 2}); argmax none.
-// Errors:   std::invalid_argument naming fused_conv2d_max_pool2d: as fused_conv2d; a pool window,
-//           stride or padding as max_pool2d's; an image of 2^31 elements or more.
-// Ref:      tf.nn.conv2d, tf.nn.bias_add, tf.nn.max_pool_with_argmax
+// Gradient: g' = max_pool2d_grad_with_argmax(relu_grad(g, y) (relu) or g) (the gradient at the
+//           convolution's output), then input and filters as conv2d's with g', bias
+//           reduce_sum(g', {0, 1, 2}); when the input needs none, filters and bias come from
+//           fused_conv2d_max_pool2d_backprop_filter instead (the same values); argmax none.
+// Errors:   std::invalid_argument naming fused_conv2d_max_pool2d: as fused_conv2d (activation not
+//           "", "linear" or "relu" included); a pool window, stride or padding as max_pool2d's; an
+//           image of 2^31 elements or more.
+// Ref:      tf.nn.conv2d, tf.nn.bias_add, tf.nn.max_pool_with_argmax, tf.nn.relu
 std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Tensor& filters, const Tensor& bias,
                                                   Size2D strides, const Padding2D& padding, Size2D dilations,
                                                   Size2D ksize, Size2D pool_strides,
-                                                  const std::string& pool_padding = "VALID");
+                                                  const std::string& pool_padding = "VALID",
+                                                  const std::string& activation = "");
 
 // The filter and bias gradients of fused_conv2d_max_pool2d from its pooled output's gradient and
 // argmax, in one op (FusedConv2DMaxPoolBackpropFilter): what its gradient runs when the input needs

@@ -47,9 +47,10 @@ tf::testing::TestFn avg_pool(tf::Size2D k, tf::Size2D s, std::string p) {
   return [k, s, p](const In& in) { return tf::avg_pool2d(in[0], k, s, p); };
 }
 
-tf::testing::TestFn conv_max_pool(tf::Size2D s, tf::Padding2D p, tf::Size2D k, tf::Size2D ps, std::string pp) {
-  return [s, p, k, ps, pp](const In& in) {
-    return tf::fused_conv2d_max_pool2d(in[0], in[1], in[2], s, p, {1, 1}, k, ps, pp).first;
+tf::testing::TestFn conv_max_pool(tf::Size2D s, tf::Padding2D p, tf::Size2D k, tf::Size2D ps, std::string pp,
+                                  std::string activation = "") {
+  return [s, p, k, ps, pp, activation](const In& in) {
+    return tf::fused_conv2d_max_pool2d(in[0], in[1], in[2], s, p, {1, 1}, k, ps, pp, activation).first;
   };
 }
 
@@ -83,10 +84,10 @@ tf::testing::RegisterGradChecks rows({
     {"FusedConv2DMaxPoolBackpropFilter", "SAME stride-2 conv, 5 channels, 3x3 stride-2 SAME pool (temporary)",
      filter_bias_with_argmax({1, 9, 8, 5}, {3, 3, 5, 2}, {2, 2}, "SAME", {3, 3}, {2, 2}, "SAME"),
      inputs({{1, 9, 8, 5}, {1, 3, 2, 2}})},
-    {"FusedConv2DMaxPool", "a first layer: the input a constant (filter and bias gradients from the argmax)",
+    {"FusedConv2DMaxPool", "relu, a first layer: the input a constant (filter and bias gradients from the argmax)",
      [](const In& in) {
        return tf::fused_conv2d_max_pool2d(random_f64({2, 7, 7, 1}, 95), in[0], in[1], {1, 1}, "VALID", {1, 1}, {2, 2},
-                                          {2, 2})
+                                          {2, 2}, "VALID", "relu")
            .first;
      },
      inputs({{3, 3, 1, 3}, {3}})},
@@ -94,6 +95,10 @@ tf::testing::RegisterGradChecks rows({
      conv_max_pool({1, 1}, "VALID", {2, 2}, {2, 2}, "VALID"), inputs({{2, 7, 7, 2}, {3, 3, 2, 3}, {3}})},
     {"FusedConv2DMaxPool", "SAME stride-2 conv, 5 channels (GEMM), 3x3 stride-2 SAME pool (overlapping)",
      conv_max_pool({2, 2}, "SAME", {3, 3}, {2, 2}, "SAME"), inputs({{1, 9, 8, 5}, {3, 3, 5, 2}, {2}})},
+    {"FusedConv2DMaxPool", "relu, 3x3 VALID conv, 2x2 stride-2 pool (fused)",
+     conv_max_pool({1, 1}, "VALID", {2, 2}, {2, 2}, "VALID", "relu"), inputs({{2, 6, 6, 2}, {3, 3, 2, 3}, {3}})},
+    {"FusedConv2DMaxPool", "relu, 5 channels (GEMM), 3x3 stride-2 SAME pool",
+     conv_max_pool({1, 1}, "SAME", {3, 3}, {2, 2}, "SAME", "relu"), inputs({{1, 6, 5, 5}, {3, 3, 5, 2}, {2}})},
     {"MaxPoolGradWithArgmax", "of a 3x3 stride-2 SAME pool (overlapping)",
      [](const In& in) { return tf::max_pool2d_grad_with_argmax({1, 5, 5, 2}, in[0], fixed_argmax(), {3, 3}, {2, 2}, "SAME"); },
      inputs({{1, 3, 3, 2}})},
