@@ -22,6 +22,7 @@
 
 #include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/matmul.h"
+#include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"
 
@@ -1448,9 +1449,26 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
 // Pairs of dz rows made from the argmax as scatter_2x2_row makes them in dx, on the fast path: no
 // dz is materialised, each task makes the rows it needs in cache (W8's conv1: an 11 MB dz written
 // once and read twice per step otherwise). Rows are summed for the bias as reduce_sum sums dz.
+// ArgmaxTaps2x2 fed relu_grad(dy, y) instead of dy: a channel with y <= 0 (or NaN) gets no tap.
+template <class T>
+struct ReluArgmaxTaps2x2 {
+  using P = typename WindowMax<T>::P;
+  const ArgmaxTaps2x2<T>& taps;
+  const T* y;
+  int operator()(const Window2x2& w, std::int64_t c) const {
+    const int t = taps(w, c);  // (checks the index either way)
+    return y[w.pooled + c] > T(0) ? t : 4;
+  }
+  void operator()(const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) const {
+    const P live = ei::pcmp_lt(ei::pset1<P>(T(0)), ei::ploadu<P>(y + w.pooled + c));
+    taps(w, c, ei::pand(live, d), t0, t1, t2, t3);
+  }
+};
+
 template <class T>
 bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const ArgmaxIndex* argmax, T* dfilter,
-                                             T* dbias, const Conv2DGeometry& g, const Conv2DGeometry& pool) {
+                                             T* dbias, const Conv2DGeometry& g, const Conv2DGeometry& pool,
+                                             const T* relu_y) {
   if (pool.n != g.n || pool.h != g.ho || pool.w != g.wo || pool.c != g.f)
     throw std::logic_error("conv2d_backprop_filter_bias_with_argmax: the pool's input " + std::to_string(pool.h) +
                            "x" + std::to_string(pool.w) + "x" + std::to_string(pool.c) +
@@ -1467,6 +1485,11 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
         static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(pixels * F) * sizeof(T), 64)),
         scalable_aligned_free);
     if (!z) throw std::bad_alloc();
+    std::vector<T> masked(relu_y ? static_cast<std::size_t>(pool.out_pixels() * F) : 0);
+    if (relu_y) {
+      relu_grad(dy, relu_y, masked.data(), pool.out_pixels() * F);
+      dy = masked.data();
+    }
     if (!max_pool2d_grad_with_argmax(dy, argmax, z.get(), pool)) return false;
     conv2d_backprop_filter(x, z.get(), dfilter, g);
     reduce_sum(z.get(), Shape{pixels, F}, 1u, dbias);
@@ -1474,6 +1497,7 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
   }
   std::atomic<bool> bad{false};
   const ArgmaxTaps2x2<T> taps{argmax, pool, &bad};
+  const ReluArgmaxTaps2x2<T> relu_taps{taps, relu_y};
   // Per task: a buffer of two rows (the pooled row made last) and a row of zeros (an odd height's
   // last row, in no window).
   const auto dz_rows = [&] {
@@ -1482,7 +1506,10 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
       const std::int64_t n = r / g.ho, oh = r % g.ho, ph = oh / 2;
       if (ph >= pool.ho) return buf.data() + 2 * WF;
       if (const std::int64_t pair = n * pool.ho + ph; pair != made) {
-        scatter_2x2_row(dy, pool, n, ph, buf.data(), buf.data() + WF, false, taps, taps);
+        if (relu_y)
+          scatter_2x2_row(dy, pool, n, ph, buf.data(), buf.data() + WF, false, relu_taps, relu_taps);
+        else
+          scatter_2x2_row(dy, pool, n, ph, buf.data(), buf.data() + WF, false, taps, taps);
         made = pair;
       }
       return buf.data() + (oh % 2) * WF;
@@ -1646,7 +1673,8 @@ void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g) {
   template bool max_pool2d_grad_with_argmax<T>(const T*, const std::int32_t*, T*, const Conv2DGeometry&); \
   template bool max_pool2d_grad_grad_with_argmax<T>(const T*, const std::int32_t*, T*, const Conv2DGeometry&); \
   template bool conv2d_backprop_filter_bias_with_argmax<T>(const T*, const T*, const std::int32_t*, T*, T*, \
-                                                            const Conv2DGeometry&, const Conv2DGeometry&); \
+                                                            const Conv2DGeometry&, const Conv2DGeometry&,   \
+                                                            const T*);                                      \
   template void conv2d_max_pool2d<T>(const T*, const T*, const T*, T*, std::int32_t*, const Conv2DGeometry&, \
                                      const Conv2DGeometry&, bool);                            \
   template void avg_pool2d<T>(const T*, T*, const Conv2DGeometry&);                      \

@@ -147,16 +147,18 @@ template <class T>
 void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, std::int32_t* argmax,
                        const Conv2DGeometry& conv, const Conv2DGeometry& pool, bool relu = false);
 // dfilter = conv2d_backprop_filter(x, dz) and dbias = the sum of dz over its pixels (conv.f values,
-// summed in reduce_sum's order) for dz = max_pool2d_grad_with_argmax(dy, argmax) over the
-// convolution's output (pool: the pool's geometry over [n, ho, wo, f]): bit for bit those three
-// kernels run one after the other (overwrites dfilter and dbias). For 2x2 stride-2 pools over a
+// summed in reduce_sum's order) for dz = max_pool2d_grad_with_argmax(dy', argmax) over the
+// convolution's output (pool: the pool's geometry over [n, ho, wo, f]), dy' = relu_grad(dy, relu_y)
+// if relu_y (the pooled relu's output) is given, else dy: bit for bit those kernels run one after
+// the other (overwrites dfilter and dbias). For 2x2 stride-2 pools over a
 // direct-kernel convolution dz is never materialised (extra memory per task: three output rows);
 // otherwise it goes to a temporary of conv.out_pixels() x conv.f values. Returns false (outputs
 // then unspecified) on an index outside its window, as max_pool2d_grad_with_argmax; throws
 // std::logic_error if the pool's input is not the convolution's output.
 template <class T>
 bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const std::int32_t* argmax, T* dfilter,
-                                             T* dbias, const Conv2DGeometry& conv, const Conv2DGeometry& pool);
+                                             T* dbias, const Conv2DGeometry& conv, const Conv2DGeometry& pool,
+                                             const T* relu_y = nullptr);
 template <class T>
 void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g);
 // dx[window] += dy / count(window) (overwrites dx).

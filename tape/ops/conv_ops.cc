@@ -146,11 +146,13 @@ TensorList fused_conv2d_max_pool_forward(std::span<const Tensor> in, const Attrs
   return {y, argmax};
 }
 
-// Inputs {input, out_backprop (the pooled gradient), argmax}, attr filter_sizes and
+// Inputs {input, out_backprop (the pooled gradient), argmax} and, with activation "relu", the
+// fused op's output (out_backprop is then the gradient at the relu's output); attr filter_sizes and
 // FusedConv2DMaxPool's -> {filter gradient [kh, kw, C, F], bias gradient [F]}.
 TensorList filter_bias_with_argmax_forward(std::span<const Tensor> in, const Attrs& at) {
   const char* op = "fused_conv2d_max_pool2d_backprop_filter";
-  check_arity(op, in, 3);
+  const bool relu = at.get_string("activation") == "relu";
+  check_arity(op, in, relu ? 4 : 3);
   const Tensor &x = in[0], &dy = in[1], &am = in[2];
   check_floats(op, x, dy);
   if (am.dtype() != DType::kInt32)
@@ -166,11 +168,18 @@ TensorList filter_bias_with_argmax_forward(std::span<const Tensor> in, const Att
   if (am.shape() != output_shape(pg))
     throw std::invalid_argument(std::string(op) + ": argmax must have the pooled shape " +
                                 output_shape(pg).to_string() + ", got " + am.shape().to_string());
+  if (relu) {
+    ops_internal::check_same_dtype(op, dy, in[3]);
+    if (in[3].shape() != output_shape(pg))
+      throw std::invalid_argument(std::string(op) + ": output (the relu's) must have the pooled shape " +
+                                  output_shape(pg).to_string() + ", got " + in[3].shape().to_string());
+  }
   Tensor df = Tensor::empty(sizes, x.dtype()), db = Tensor::empty(Shape{g.f}, x.dtype());
   dispatch_floating(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     if (!kernels::conv2d_backprop_filter_bias_with_argmax(x.data<T>(), dy.data<T>(), am.data<std::int32_t>(),
-                                                          df.mutable_data<T>(), db.mutable_data<T>(), g, pg))
+                                                          df.mutable_data<T>(), db.mutable_data<T>(), g, pg,
+                                                          relu ? in[3].data<T>() : nullptr))
       throw std::invalid_argument(std::string(op) + ": argmax holds an index outside its pooling window (ksize " +
                                   ints_to_string(k) + ", pool_strides " + ints_to_string(at.get_ints("pool_strides")) +
                                   ", convolution output " + zs.to_string() +
@@ -265,37 +274,42 @@ Tensor pooled_to_conv_gradient(const Shape& input, const Shape& filter, const Te
 // y, argmax = max_pool(conv(x, f) + b): g' = MaxPoolGradWithArgmax(g, argmax) (the gradient at
 // the convolution's output), then conv's gradients of g' and db = Σ_{n,h,w} g'. argmax: none.
 TensorList fused_conv2d_max_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
-  const Tensor pooled = c.attrs().get_string("activation") == "relu" ? relu_grad(g[0], c.output(0)) : g[0];
+  const bool relu = c.attrs().get_string("activation") == "relu";
   if (!c.needs_gradient(0) && (c.needs_gradient(1) || c.needs_gradient(2))) {
     // The input needs none (a model's first layer): filter and bias gradients straight from the
-    // argmax, without the gradient at the convolution's output.
-    const Attrs at = window_only(c.attrs())
-                         .set("ksize", c.attrs().get_ints("ksize"))
-                         .set("pool_strides", c.attrs().get_ints("pool_strides"))
-                         .set("pool_padding", c.attrs().get_string("pool_padding"))
-                         .set("filter_sizes", c.input_shape(1).to_vector());
-    const TensorList fb = execute(filter_bias_with_argmax_def(), TensorList{c.input(0), pooled, c.output(1)}, at);
+    // argmax (and the relu's output), without the gradient at the convolution's output.
+    TensorList in{c.input(0), g[0], c.output(1)};
+    if (relu) in.push_back(c.output(0));
+    const TensorList fb = execute(filter_bias_with_argmax_def(), in,
+                                  Attrs(c.attrs()).set("filter_sizes", c.input_shape(1).to_vector()));
     return {Tensor(), c.needs_gradient(1) ? fb[0] : Tensor(), c.needs_gradient(2) ? fb[1] : Tensor()};
   }
-  return conv_bias_gradients(c, pooled_to_conv_gradient(c.input_shape(0), c.input_shape(1), pooled, c.output(1),
+  return conv_bias_gradients(c, pooled_to_conv_gradient(c.input_shape(0), c.input_shape(1),
+                                                         relu ? relu_grad(g[0], c.output(0)) : g[0], c.output(1),
                                                          c.attrs()));
 }
 
 // df = BackpropFilter(x, dz), db = Σ dz with dz = S(dy) (S: the argmax scatter, linear): bilinear
 // in (x, dy). <Gf, df> + <Gb, db> gives dx = BackpropInput(x.shape, Gf, dz) and
 // d(dy) = Sᵀ(conv(x, Gf) + Gb) = MaxPoolGradGradWithArgmax(FusedConv2D(x, Gf, Gb)); argmax none.
+// With relu (M: the mask y > 0 of its output y), dy is first M ⊙ dy: dz and d(dy) go through
+// relu_grad with y; y gets none (as ReluGrad's features input: zero almost everywhere).
 TensorList filter_bias_with_argmax_gradient(const GradContext& c, std::span<const Tensor> g) {
-  TensorList out{Tensor(), Tensor(), Tensor()};
+  const bool relu = c.attrs().get_string("activation") == "relu";
+  TensorList out(relu ? 4 : 3);
   const Shape fs = shape_attr(c.attrs(), "filter_sizes");
   if (c.needs_gradient(0))
     out[0] = backprop_input(c.input_shape(0), g[0],
-                            pooled_to_conv_gradient(c.input_shape(0), fs, c.input(1), c.input(2), c.attrs()),
+                            pooled_to_conv_gradient(c.input_shape(0), fs,
+                                                    relu ? relu_grad(c.input(1), c.input(3)) : c.input(1),
+                                                    c.input(2), c.attrs()),
                             c.attrs());
   if (c.needs_gradient(1)) {
     const Tensor z = execute1(fused_conv2d_def(), {c.input(0), g[0], g[1]}, window_only(c.attrs()).set("activation", "linear"));
     static const OpDef& gather = op_def("MaxPoolGradGradWithArgmax");
     const Shape zs = output_shape(conv_geometry("fused_conv2d_max_pool2d", c.input_shape(0), fs, c.attrs()));
     out[1] = execute1(gather, {z, c.input(2)}, pool_part(c.attrs()).set("orig_input_shape", zs.to_vector()));
+    if (relu) out[1] = relu_grad(out[1], c.input(3));
   }
   return out;
 }
@@ -392,9 +406,10 @@ TensorList filter_bias_with_argmax_batch(std::span<const Tensor> in, const Batch
     return reshape(ctx.dense(i), s);
   };
   const Shape sizes(ctx.attrs().get_ints("filter_sizes"));
-  const Tensor dz = unfold(pooled_to_conv_gradient(scaled(in[0].shape(), 0, k), sizes, fold_dense(1), fold_dense(2),
-                                                   ctx.attrs()),
-                           k);
+  const Tensor dy =
+      ctx.attrs().get_string("activation") == "relu" ? relu_grad(fold_dense(1), fold_dense(3)) : fold_dense(1);
+  const Tensor dz =
+      unfold(pooled_to_conv_gradient(scaled(in[0].shape(), 0, k), sizes, dy, fold_dense(2), ctx.attrs()), k);
   return {unstack_last(backprop_filter(in[0], scaled(sizes, 3, k), stack_last(dz), ctx.attrs()), k),
           reduce_sum(dz, std::vector<int>{1, 2, 3})};
 }
@@ -463,13 +478,16 @@ std::pair<Tensor, Tensor> fused_conv2d_max_pool2d_backprop_filter(const Tensor& 
                                                                   const Tensor& out_backprop, const Tensor& argmax,
                                                                   Size2D strides, const Padding2D& padding,
                                                                   Size2D dilations, Size2D ksize, Size2D pool_strides,
-                                                                  const std::string& pool_padding) {
+                                                                  const std::string& pool_padding,
+                                                                  const Tensor& relu_output) {
   const char* op = "fused_conv2d_max_pool2d_backprop_filter";
   check_rank4(op, "filter_sizes", filter_sizes);
-  const TensorList out =
-      execute(filter_bias_with_argmax_def(), TensorList{input, out_backprop, argmax},
-              conv_pool_attrs(op, strides, padding, dilations, ksize, pool_strides, pool_padding)
-                  .set("filter_sizes", filter_sizes.to_vector()));
+  TensorList in{input, out_backprop, argmax};
+  if (relu_output.defined()) in.push_back(relu_output);
+  const TensorList out = execute(filter_bias_with_argmax_def(), in,
+                                 conv_pool_attrs(op, strides, padding, dilations, ksize, pool_strides, pool_padding)
+                                     .set("filter_sizes", filter_sizes.to_vector())
+                                     .set("activation", relu_output.defined() ? "relu" : "linear"));
   return {out[0], out[1]};
 }
 
@@ -528,6 +546,7 @@ void register_conv_ops(OpRegistry& r) {
          .check_attrs = [](const Attrs& a) {
            const char* op = "FusedConv2DMaxPoolBackpropFilter";
            ops_internal::check_window_attrs_of(op, false, "filter_sizes")(a);
+           check_string_attr(op, a, "activation", {"linear", "relu"});
            constexpr std::int64_t kMax = (std::int64_t{1} << 31) - 1;
            check_ints_attr(op, a, "ksize", 2, 2, 1, kMax);
            check_ints_attr(op, a, "pool_strides", 2, 2, 1, kMax);

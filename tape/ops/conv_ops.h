@@ -102,21 +102,25 @@ std::pair<Tensor, Tensor> fused_conv2d_max_pool2d(const Tensor& input, const Ten
 // row pair at a time in cache and never stored (W8's conv1: 11 MB); otherwise it goes to a
 // temporary. Values are bit-identical to max_pool2d_grad_with_argmax, then conv2d_backprop_filter
 // and reduce_sum(·, {0, 1, 2}). TensorFlow has no such op (its grappler fuses forward ops only).
-// Shapes:   input [N, H, W, C], out_backprop and argmax (int32) [N, Hp, Wp, F] (the pooled shape)
-//           -> {filter_sizes [kh, kw, C, F], [F]}.
-// Gradient: with dz = max_pool2d_grad_with_argmax(out_backprop): input
-//           conv2d_backprop_input(input.shape, g_filter, dz); out_backprop
-//           max_pool2d_grad_grad_with_argmax(fused_conv2d(input, g_filter, g_bias)); argmax none.
+// With relu_output (fused_conv2d_max_pool2d's output with activation relu), out_backprop is the
+// gradient at the relu's output and goes through relu_grad(out_backprop, relu_output) first.
+// Shapes:   input [N, H, W, C], out_backprop, argmax (int32) and relu_output [N, Hp, Wp, F] (the
+//           pooled shape) -> {filter_sizes [kh, kw, C, F], [F]}.
+// Gradient: with g' = relu_grad(out_backprop, relu_output) (or out_backprop) and
+//           dz = max_pool2d_grad_with_argmax(g'): input conv2d_backprop_input(input.shape, g_filter,
+//           dz); out_backprop max_pool2d_grad_grad_with_argmax(fused_conv2d(input, g_filter,
+//           g_bias)), through relu_grad with relu_output; argmax and relu_output none.
 // Errors:   std::invalid_argument naming fused_conv2d_max_pool2d_backprop_filter: dtypes that
-//           differ or are not float; argmax not int32 or not the pooled shape; out_backprop not
-//           the pooled shape; an argmax index outside its window; as fused_conv2d_max_pool2d
+//           differ or are not float; argmax, out_backprop or relu_output not the pooled shape;
+//           argmax not int32; an argmax index outside its window; as fused_conv2d_max_pool2d
 //           otherwise.
 // Ref:      tf.raw_ops.Conv2DBackpropFilter, tf.raw_ops.MaxPoolGradWithArgmax, tf.raw_ops.BiasAddGrad
 std::pair<Tensor, Tensor> fused_conv2d_max_pool2d_backprop_filter(const Tensor& input, const Shape& filter_sizes,
                                                                   const Tensor& out_backprop, const Tensor& argmax,
                                                                   Size2D strides, const Padding2D& padding,
                                                                   Size2D dilations, Size2D ksize, Size2D pool_strides,
-                                                                  const std::string& pool_padding = "VALID");
+                                                                  const std::string& pool_padding = "VALID",
+                                                                  const Tensor& relu_output = Tensor());
 
 // The gradient of conv2d w.r.t. its input, as an op of its own (TF's Conv2DBackpropInput).
 // Shapes:   filters [kh, kw, C, F], out_backprop [N, Ho, Wo, F] -> input_sizes [N, H, W, C];

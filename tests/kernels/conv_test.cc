@@ -11,6 +11,7 @@
 #include <limits>
 #include <vector>
 
+#include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"
 #include "tests/kernels/reference.h"
@@ -464,15 +465,21 @@ void check_filter_bias_with_argmax() {
     std::vector<T> pooled(dy.size());
     std::vector<std::int32_t> argmax(dy.size());
     max_pool2d_with_argmax(z.data(), pooled.data(), argmax.data(), pg);
+    for (bool relu : {false, true}) {
+    SCOPED_TRACE(relu ? "relu" : "linear");
+    // With relu: dy is the gradient at relu(pooled), masked by relu_grad first.
+    std::vector<T> y(pooled.size()), masked(dy.size());
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = pooled[i] > T(0) ? pooled[i] : T(0);
+    relu_grad(dy.data(), y.data(), masked.data(), static_cast<std::int64_t>(dy.size()));
     std::vector<T, Eigen::aligned_allocator<T>> dz(z.size());
-    ASSERT_TRUE(max_pool2d_grad_with_argmax(dy.data(), argmax.data(), dz.data(), pg));
+    ASSERT_TRUE(max_pool2d_grad_with_argmax(relu ? masked.data() : dy.data(), argmax.data(), dz.data(), pg));
     std::vector<T> want_f(g.patch_size() * g.f), want_b(g.f), got_f(want_f.size(), T(7)), got_b(g.f, T(7));
     conv2d_backprop_filter(x.data(), dz.data(), want_f.data(), g);
     reduce_sum(dz.data(), Shape{g.n, g.ho, g.wo, g.f}, 7u, want_b.data());
     for (int threads : {1, 2}) {
       const int previous = set_num_threads(threads);
       const bool ok = conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), argmax.data(), got_f.data(),
-                                                              got_b.data(), g, pg);
+                                                              got_b.data(), g, pg, relu ? y.data() : nullptr);
       set_num_threads(previous);
       ASSERT_TRUE(ok);
       EXPECT_EQ(0, std::memcmp(got_f.data(), want_f.data(), want_f.size() * sizeof(T))) << threads;
@@ -481,7 +488,8 @@ void check_filter_bias_with_argmax() {
     auto bad = argmax;
     bad.back() += static_cast<std::int32_t>(pg.h * pg.w * pg.c);  // one image further
     EXPECT_FALSE(conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), bad.data(), got_f.data(),
-                                                         got_b.data(), g, pg));
+                                                         got_b.data(), g, pg, relu ? y.data() : nullptr));
+    }
   }
 }
 

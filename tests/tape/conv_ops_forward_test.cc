@@ -257,6 +257,13 @@ TEST(ArgmaxPoolOpsErrors, NameTheOpAndTheValues) {
   expect_invalid_argument([&] { filter_bias(x, tf::Shape{1, 1, 3, 2}, g, argmax); }, {fb, "channels 2", "3"});
   expect_invalid_argument([&] { filter_bias(x, f.shape(), g, argmax + 2); },
                           {fb, "outside its pooling window", "ksize [2, 2]"});
+  const auto with_relu = [&](const tf::Tensor& out) {
+    return tf::fused_conv2d_max_pool2d_backprop_filter(x, f.shape(), g, argmax, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2},
+                                                       "VALID", out);
+  };
+  EXPECT_NO_THROW(with_relu(y));
+  expect_invalid_argument([&] { with_relu(random_f64({1, 2, 1, 2}, 5)); }, {fb, "output", "[1, 2, 2, 2]", "[1, 2, 1, 2]"});
+  expect_invalid_argument([&] { with_relu(tf::cast(y, tf::DType::kFloat32)); }, {fb, "float64", "float32"});
   expect_invalid_argument(
       [&] { tf::fused_conv2d_max_pool2d_backprop_filter(x, f.shape(), g, argmax, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2}, "FULL"); },
       {fb, "pool_padding", "FULL"});

@@ -67,12 +67,12 @@ tf::Tensor fixed_argmax() {
 // FusedConv2DMaxPoolBackpropFilter's two outputs as one vector (filter gradient, then bias's), the
 // argmax from the fused op on fixed inputs of the same geometry.
 tf::testing::TestFn filter_bias_with_argmax(tf::Shape xs, tf::Shape fs, tf::Size2D s, tf::Padding2D p, tf::Size2D k,
-                                            tf::Size2D ps, std::string pp) {
+                                            tf::Size2D ps, std::string pp, bool relu = false) {
   return [=](const In& in) {
-    const tf::Tensor argmax = tf::fused_conv2d_max_pool2d(random_f64(xs, 98), random_f64(fs, 97),
-                                                          random_f64({fs[3]}, 96), s, p, {1, 1}, k, ps, pp)
-                                  .second;
-    const auto [df, db] = tf::fused_conv2d_max_pool2d_backprop_filter(in[0], fs, in[1], argmax, s, p, {1, 1}, k, ps, pp);
+    const auto [y, argmax] = tf::fused_conv2d_max_pool2d(random_f64(xs, 98), random_f64(fs, 97),
+                                                         random_f64({fs[3]}, 96), s, p, {1, 1}, k, ps, pp, "relu");
+    const auto [df, db] = tf::fused_conv2d_max_pool2d_backprop_filter(in[0], fs, in[1], argmax, s, p, {1, 1}, k, ps,
+                                                                      pp, relu ? y : tf::Tensor());
     return tf::concat({tf::reshape(df, std::vector<std::int64_t>{-1}), db}, 0);
   };
 }
@@ -81,6 +81,12 @@ tf::testing::RegisterGradChecks rows({
     {"FusedConv2DMaxPoolBackpropFilter", "3x3 VALID, 2 channels, 2x2 stride-2 pool (rows made in cache, odd 5 -> 2)",
      filter_bias_with_argmax({2, 7, 7, 2}, {3, 3, 2, 3}, {1, 1}, "VALID", {2, 2}, {2, 2}, "VALID"),
      inputs({{2, 7, 7, 2}, {2, 2, 2, 3}})},
+    {"FusedConv2DMaxPoolBackpropFilter", "relu, 3x3 VALID, 3 channels, 2x2 stride-2 pool (rows made in cache)",
+     filter_bias_with_argmax({2, 6, 7, 3}, {3, 3, 3, 4}, {1, 1}, "VALID", {2, 2}, {2, 2}, "VALID", true),
+     inputs({{2, 6, 7, 3}, {2, 2, 2, 4}})},
+    {"FusedConv2DMaxPoolBackpropFilter", "relu, 5 channels, 3x3 stride-2 SAME pool (temporary)",
+     filter_bias_with_argmax({1, 9, 8, 5}, {3, 3, 5, 2}, {2, 2}, "SAME", {3, 3}, {2, 2}, "SAME", true),
+     inputs({{1, 9, 8, 5}, {1, 3, 2, 2}})},
     {"FusedConv2DMaxPoolBackpropFilter", "SAME stride-2 conv, 5 channels, 3x3 stride-2 SAME pool (temporary)",
      filter_bias_with_argmax({1, 9, 8, 5}, {3, 3, 5, 2}, {2, 2}, "SAME", {3, 3}, {2, 2}, "SAME"),
      inputs({{1, 9, 8, 5}, {1, 3, 2, 2}})},
