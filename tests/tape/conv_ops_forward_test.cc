@@ -92,41 +92,41 @@ TEST(FusedConv2DMaxPool, BitIdenticalToConvBiasAddMaxPool) {
                         Case{{8, 28, 28, 1}, {3, 3, 1, 32}, {2, 2}, {2, 2}, "VALID"}})
     for (tf::DType dt : {tf::DType::kFloat32, tf::DType::kFloat64})
       for (std::string act : {"", "relu"}) {
-      SCOPED_TRACE(::testing::Message() << c.x.to_string() << " " << tf::dtype_name(dt) << " " << act);
-      const auto activate = [&](const tf::Tensor& t) { return act == "relu" ? tf::relu(t) : t; };
-      tf::Variable x(tf::cast(random_f64(c.x, 5), dt)), f(tf::cast(random_f64(c.f, 6), dt)),
-          b(tf::cast(random_f64({c.f[3]}, 7), dt));
-      tf::GradientTape t1, t2;
-      const auto [fused, argmax] =
-          tf::fused_conv2d_max_pool2d(x.read(), f.read(), b.read(), {1, 1}, "VALID", {1, 1}, c.k, c.s, c.padding, act);
-      const tf::Tensor z = tf::fused_conv2d(x.read(), f.read(), b.read());
-      const tf::Tensor plain = activate(tf::max_pool2d(z, c.k, c.s, c.padding));
-      ASSERT_TRUE(all_close(fused, plain, 0, 0));
-      EXPECT_EQ(argmax.dtype(), tf::DType::kInt32);
-      // Each output is z at its argmax.
-      const auto zv = tf::cast(z, tf::DType::kFloat64).to_vector<double>();
-      const auto yv = tf::cast(fused, tf::DType::kFloat64).to_vector<double>();
-      const auto av = argmax.to_vector<std::int32_t>();
-      const std::int64_t image = z.shape()[1] * z.shape()[2] * z.shape()[3], pooled = static_cast<std::int64_t>(av.size()) / c.x[0];
-      for (std::size_t i = 0; i < av.size(); ++i)
-        ASSERT_EQ(yv[i], std::max(act == "relu" ? 0.0 : -1e300,
-                                  zv[static_cast<std::size_t>(static_cast<std::int64_t>(i) / pooled * image + av[i])]))
-            << i;
-      const tf::Tensor w = tf::cast(random_f64(fused.shape(), 8), dt);
-      const auto g1 = t1.gradient(tf::reduce_sum(fused * w), {x, f, b});
-      const auto g2 = t2.gradient(tf::reduce_sum(plain * w), {x, f, b});
-      for (int i = 0; i < 3; ++i) EXPECT_TRUE(all_close(*g1[i], *g2[i], 0, 0)) << "gradient " << i;
-      // A first layer (no gradient for the input): the filter and bias gradients come from
-      // FusedConv2DMaxPoolBackpropFilter, still bit for bit.
-      const tf::Tensor xc = tf::cast(random_f64(c.x, 5), dt);
-      tf::GradientTape t3, t4;
-      const tf::Tensor y3 =
-          tf::fused_conv2d_max_pool2d(xc, f.read(), b.read(), {1, 1}, "VALID", {1, 1}, c.k, c.s, c.padding, act).first;
-      const tf::Tensor y4 = activate(tf::max_pool2d(tf::fused_conv2d(xc, f.read(), b.read()), c.k, c.s, c.padding));
-      const auto g3 = t3.gradient(tf::reduce_sum(y3 * w), {f, b});
-      const auto g4 = t4.gradient(tf::reduce_sum(y4 * w), {f, b});
-      for (int i = 0; i < 2; ++i) EXPECT_TRUE(all_close(*g3[i], *g4[i], 0, 0)) << "first layer, gradient " << i;
-    }
+        SCOPED_TRACE(::testing::Message() << c.x.to_string() << " " << tf::dtype_name(dt) << " " << act);
+        const auto activate = [&](const tf::Tensor& t) { return act == "relu" ? tf::relu(t) : t; };
+        tf::Variable x(tf::cast(random_f64(c.x, 5), dt)), f(tf::cast(random_f64(c.f, 6), dt)),
+            b(tf::cast(random_f64({c.f[3]}, 7), dt));
+        tf::GradientTape t1, t2;
+        const auto [fused, argmax] =
+            tf::fused_conv2d_max_pool2d(x.read(), f.read(), b.read(), {1, 1}, "VALID", {1, 1}, c.k, c.s, c.padding, act);
+        const tf::Tensor z = tf::fused_conv2d(x.read(), f.read(), b.read());
+        const tf::Tensor plain = activate(tf::max_pool2d(z, c.k, c.s, c.padding));
+        ASSERT_TRUE(all_close(fused, plain, 0, 0));
+        EXPECT_EQ(argmax.dtype(), tf::DType::kInt32);
+        // Each output is z at its argmax.
+        const auto zv = tf::cast(z, tf::DType::kFloat64).to_vector<double>();
+        const auto yv = tf::cast(fused, tf::DType::kFloat64).to_vector<double>();
+        const auto av = argmax.to_vector<std::int32_t>();
+        const std::int64_t image = z.shape()[1] * z.shape()[2] * z.shape()[3], pooled = static_cast<std::int64_t>(av.size()) / c.x[0];
+        for (std::size_t i = 0; i < av.size(); ++i)
+          ASSERT_EQ(yv[i], std::max(act == "relu" ? 0.0 : -1e300,
+                                    zv[static_cast<std::size_t>(static_cast<std::int64_t>(i) / pooled * image + av[i])]))
+              << i;
+        const tf::Tensor w = tf::cast(random_f64(fused.shape(), 8), dt);
+        const auto g1 = t1.gradient(tf::reduce_sum(fused * w), {x, f, b});
+        const auto g2 = t2.gradient(tf::reduce_sum(plain * w), {x, f, b});
+        for (int i = 0; i < 3; ++i) EXPECT_TRUE(all_close(*g1[i], *g2[i], 0, 0)) << "gradient " << i;
+        // A first layer (no gradient for the input): the filter and bias gradients come from
+        // FusedConv2DMaxPoolBackpropFilter, still bit for bit.
+        const tf::Tensor xc = tf::cast(random_f64(c.x, 5), dt);
+        tf::GradientTape t3, t4;
+        const tf::Tensor y3 =
+            tf::fused_conv2d_max_pool2d(xc, f.read(), b.read(), {1, 1}, "VALID", {1, 1}, c.k, c.s, c.padding, act).first;
+        const tf::Tensor y4 = activate(tf::max_pool2d(tf::fused_conv2d(xc, f.read(), b.read()), c.k, c.s, c.padding));
+        const auto g3 = t3.gradient(tf::reduce_sum(y3 * w), {f, b});
+        const auto g4 = t4.gradient(tf::reduce_sum(y4 * w), {f, b});
+        for (int i = 0; i < 2; ++i) EXPECT_TRUE(all_close(*g3[i], *g4[i], 0, 0)) << "first layer, gradient " << i;
+      }
 }
 
 TEST(Conv2DTranspose, ShapesAndAdjointIdentity) {
