@@ -330,17 +330,17 @@ void conv2d_direct(const T* x, const T* filter, T* y, const Conv2DGeometry& g, c
   });
 }
 
-// dfilter[i, j, c, :] = sum over output pixels of x at tap (i, j, c) times dy[pixel, :]. Output
-// rows in kDirectFilterTiles fixed tiles; per row, register blocks of kDirectTaps taps x 2
-// packets of channels run along the row, then add into the tile's partial.
 // Output rows per fixed tile of the direct filter gradient (one task runs a tile's rows in order).
 std::int64_t direct_filter_rows_per_tile(const Conv2DGeometry& g) {
   return std::max<std::int64_t>(1, (g.n * g.ho + kDirectFilterTiles - 1) / kDirectFilterTiles);
 }
 
-// Adds into dfilter (zeroed by the caller). dy_rows() makes, per task, a callable that gives output
-// row r of dy ([wo, f] values): a pointer into dy, or into a buffer of its own that it fills; it is
-// called once per row, a tile's rows in order.
+// dfilter[i, j, c, :] = sum over output pixels of x at tap (i, j, c) times dy[pixel, :]. Output
+// rows in kDirectFilterTiles fixed tiles; per row, register blocks of kDirectTaps taps x 2
+// packets of channels run along the row, then add into the tile's partial. Adds into dfilter
+// (zeroed by the caller). dy_rows() makes, per task, a callable that gives output row r of dy
+// ([wo, f] values): a pointer into dy, or into a buffer of its own that it fills; it is called
+// once per row, a tile's rows in order.
 template <class T, class DyRows>
 void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, const Conv2DGeometry& g) {
   using P = typename ei::packet_traits<T>::type;
@@ -1370,6 +1370,8 @@ void max_pool2d_with_argmax(const T* x, T* y, ArgmaxIndex* argmax, const Conv2DG
   });
 }
 
+namespace {
+
 // The masks and tap callbacks of scatter_2x2 (and scatter_2x2_row) from an argmax instead of x:
 // each channel's argmax must be one of its window's four taps with its own channel, else `bad` is
 // set (and the channel gets tap 4: nothing).
@@ -1419,6 +1421,24 @@ struct ArgmaxTaps2x2 {
   }
 };
 
+// ArgmaxTaps2x2 fed relu_grad(dy, y) instead of dy: a channel with y <= 0 (or NaN) gets no tap.
+template <class T>
+struct ReluArgmaxTaps2x2 {
+  using P = typename WindowMax<T>::P;
+  const ArgmaxTaps2x2<T>& taps;
+  const T* y;
+  int operator()(const Window2x2& w, std::int64_t c) const {
+    const int t = taps(w, c);  // (checks the index either way)
+    return y[w.pooled + c] > T(0) ? t : 4;
+  }
+  void operator()(const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) const {
+    const P live = ei::pcmp_lt(ei::pset1<P>(T(0)), ei::ploadu<P>(y + w.pooled + c));
+    taps(w, c, ei::pand(live, d), t0, t1, t2, t3);
+  }
+};
+
+}  // namespace
+
 // As max_pool2d_grad, the taps found from argmax instead of x: the same values in the same order.
 template <class T>
 bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, const Conv2DGeometry& g) {
@@ -1449,22 +1469,6 @@ bool max_pool2d_grad_with_argmax(const T* dy, const ArgmaxIndex* argmax, T* dx, 
 // Pairs of dz rows made from the argmax as scatter_2x2_row makes them in dx, on the fast path: no
 // dz is materialised, each task makes the rows it needs in cache (W8's conv1: an 11 MB dz written
 // once and read twice per step otherwise). Rows are summed for the bias as reduce_sum sums dz.
-// ArgmaxTaps2x2 fed relu_grad(dy, y) instead of dy: a channel with y <= 0 (or NaN) gets no tap.
-template <class T>
-struct ReluArgmaxTaps2x2 {
-  using P = typename WindowMax<T>::P;
-  const ArgmaxTaps2x2<T>& taps;
-  const T* y;
-  int operator()(const Window2x2& w, std::int64_t c) const {
-    const int t = taps(w, c);  // (checks the index either way)
-    return y[w.pooled + c] > T(0) ? t : 4;
-  }
-  void operator()(const Window2x2& w, std::int64_t c, const P& d, P& t0, P& t1, P& t2, P& t3) const {
-    const P live = ei::pcmp_lt(ei::pset1<P>(T(0)), ei::ploadu<P>(y + w.pooled + c));
-    taps(w, c, ei::pand(live, d), t0, t1, t2, t3);
-  }
-};
-
 template <class T>
 bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const ArgmaxIndex* argmax, T* dfilter,
                                              T* dbias, const Conv2DGeometry& g, const Conv2DGeometry& pool,
@@ -1554,8 +1558,8 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
   parallel_for(static_cast<std::int64_t>(rest.size()), 1, [&](std::int64_t b, std::int64_t e) {
     auto row = dz_rows();
     for (std::int64_t i = b; i < e; ++i) {
-      const std::int64_t c = rest[static_cast<std::size_t>(i)];
-      for (std::int64_t r = c * per / g.wo; r <= (std::min(pixels, (c + 1) * per) - 1) / g.wo; ++r) add_row(row(r), r, c);
+      const std::int64_t c = rest[static_cast<std::size_t>(i)], last = (std::min(pixels, (c + 1) * per) - 1) / g.wo;
+      for (std::int64_t r = c * per / g.wo; r <= last; ++r) add_row(row(r), r, c);
     }
   });
   std::fill(dbias, dbias + F, T(0));

@@ -271,8 +271,9 @@ Tensor pooled_to_conv_gradient(const Shape& input, const Shape& filter, const Te
                                      pool.get_string("padding"));
 }
 
-// y, argmax = max_pool(conv(x, f) + b): g' = MaxPoolGradWithArgmax(g, argmax) (the gradient at
-// the convolution's output), then conv's gradients of g' and db = Σ_{n,h,w} g'. argmax: none.
+// y, argmax = act(max_pool(conv(x, f) + b)): g' = MaxPoolGradWithArgmax(relu_grad(g, y) (relu) or
+// g, argmax) (the gradient at the convolution's output), then conv's gradients of g' and
+// db = Σ_{n,h,w} g'; for a first layer, FusedConv2DMaxPoolBackpropFilter. argmax: none.
 TensorList fused_conv2d_max_pool_gradient(const GradContext& c, std::span<const Tensor> g) {
   const bool relu = c.attrs().get_string("activation") == "relu";
   if (!c.needs_gradient(0) && (c.needs_gradient(1) || c.needs_gradient(2))) {
@@ -305,7 +306,8 @@ TensorList filter_bias_with_argmax_gradient(const GradContext& c, std::span<cons
                                                     c.input(2), c.attrs()),
                             c.attrs());
   if (c.needs_gradient(1)) {
-    const Tensor z = execute1(fused_conv2d_def(), {c.input(0), g[0], g[1]}, window_only(c.attrs()).set("activation", "linear"));
+    const Tensor z =
+        execute1(fused_conv2d_def(), {c.input(0), g[0], g[1]}, window_only(c.attrs()).set("activation", "linear"));
     static const OpDef& gather = op_def("MaxPoolGradGradWithArgmax");
     const Shape zs = output_shape(conv_geometry("fused_conv2d_max_pool2d", c.input_shape(0), fs, c.attrs()));
     out[1] = execute1(gather, {z, c.input(2)}, pool_part(c.attrs()).set("orig_input_shape", zs.to_vector()));
