@@ -687,6 +687,32 @@ std::pair<std::int64_t, std::int64_t> nonzero_extent(const T* dy, const Conv2DGe
   return {rows, cols};
 }
 
+// Whether p[0, count) holds no inf or NaN: no value with all exponent bits set (a loop GCC
+// vectorises; std::isfinite per value ran at a few ns each).
+template <class T>
+bool all_finite(const T* p, std::int64_t count) {
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  constexpr U kExponent = static_cast<U>(sizeof(T) == 4 ? 0x7F800000ull : 0x7FF0000000000000ull);
+  U special = 0;
+  for (std::int64_t i = 0; i < count; ++i) special |= (std::bit_cast<U>(p[i]) & kExponent) == kExponent;
+  return special == 0;
+}
+
+// Whether x [N, H, W, C] is finite on its rows from row0 on and its columns from col0 on (the part
+// that output pixels past nonzero_extent's rows / columns read).
+template <class T>
+bool finite_from(const T* x, const Conv2DGeometry& g, std::int64_t row0, std::int64_t col0) {
+  row0 = std::clamp<std::int64_t>(row0, 0, g.h);
+  col0 = std::clamp<std::int64_t>(col0, 0, g.w);
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const T* img = x + n * g.h * g.w * g.c;
+    for (std::int64_t i = 0; i < row0; ++i)
+      if (!all_finite(img + (i * g.w + col0) * g.c, (g.w - col0) * g.c)) return false;
+    if (!all_finite(img + row0 * g.w * g.c, (g.h - row0) * g.w * g.c)) return false;
+  }
+  return true;
+}
+
 // dx [N, H, W, C] = the gradient of conv2d w.r.t. x: A row = a dx pixel, step = a filter tap that
 // reaches it (with strides: only the taps of its phase), reading dy at the output pixel the tap
 // connects it to (F values); B = the filter as [taps * F, C] (row (s, f) = filter[s, :, f]). Every dx
@@ -699,8 +725,7 @@ void conv2d_backprop_input_igemm(const T* filter, const T* dy, T* dx, const Conv
   // Taps that read dy's all-zero trailing lines are left out: each dx element is one FMA chain from
   // 0, to which a zero product adds exactly nothing, so the values are the same bits. Not with a
   // non-finite filter value, where 0 * inf must still give NaN.
-  const bool finite =
-      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(filter, g.patch_size() * g.f).allFinite();
+  const bool finite = all_finite(filter, g.patch_size() * g.f);
   const auto [rows, cols] = finite ? nonzero_extent(dy, g) : std::pair<std::int64_t, std::int64_t>{g.ho, g.wo};
   auto lines = [](std::int64_t in, std::int64_t out, std::int64_t kk, std::int64_t st, std::int64_t pad, std::int64_t d) {
     std::vector<TapLine> l(static_cast<std::size_t>(in));
@@ -842,15 +867,40 @@ std::int64_t filter_partial_rows(const Conv2DGeometry& g) {
 // Threads own column ranges of K (each packs its own patch columns and all of dy). Each run of
 // filter_partial_rows pixels is one FMA chain per element (fma(dy, x) and fma(x, dy) round alike),
 // its partial added to dfilterᵀ in order: the same bits for any thread count or column split.
+//
+// Pixels on dy's all-zero trailing rows and columns (a max pool's gradient where no window reads:
+// W8's conv2, a sixth of the pixels) are left out of their run: a zero product adds exactly
+// nothing to a chain and the runs keep their other pixels, so the bits are the same. The GEMM
+// reads the kept dy rows through a row table. Not when x holds an inf or NaN those pixels read
+// (0 * inf must still give NaN).
 template <class T>
 void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
   constexpr std::int64_t NR = internal::kGemmNR<T>;
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), units = k / NR, hw = g.ho * g.wo;
   const std::int64_t parts = std::clamp<std::int64_t>(num_threads(), 1, units), chunk = filter_partial_rows<T>(g);
-  std::vector<std::int64_t> corner(static_cast<std::size_t>(3 * rows));
-  parallel_for(rows, 1 << 12, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t r = b; r < e; ++r) {
-      std::int64_t* cr = corner.data() + 3 * r;
+  auto [keep_h, keep_w] = nonzero_extent(dy, g);
+  if ((keep_h < g.ho || keep_w < g.wo) && !finite_from(x, g, keep_h * g.sh - g.pad_top, keep_w * g.sw - g.pad_left))
+    keep_h = g.ho, keep_w = g.wo;
+  const bool compact = keep_h < g.ho || keep_w < g.wo;
+  // Per kept pixel, in order: its dy row (compact only) and its window's corner.
+  std::vector<std::int64_t> kept_rows;
+  if (compact) {
+    kept_rows.reserve(static_cast<std::size_t>(g.n * keep_h * keep_w));
+    for (std::int64_t m = 0; m < g.n; ++m)
+      for (std::int64_t a = 0; a < keep_h; ++a)
+        for (std::int64_t b = 0; b < keep_w; ++b) kept_rows.push_back((m * g.ho + a) * g.wo + b);
+  }
+  const std::int64_t n_kept = compact ? static_cast<std::int64_t>(kept_rows.size()) : rows;
+  // Kept pixels before output pixel r.
+  const auto kept_before = [&](std::int64_t r) {
+    return compact ? static_cast<std::int64_t>(std::lower_bound(kept_rows.begin(), kept_rows.end(), r) - kept_rows.begin())
+                   : r;
+  };
+  std::vector<std::int64_t> corner(static_cast<std::size_t>(3 * n_kept));
+  parallel_for(n_kept, 1 << 12, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const std::int64_t r = compact ? kept_rows[static_cast<std::size_t>(i)] : i;
+      std::int64_t* cr = corner.data() + 3 * i;
       cr[0] = (r % hw) / g.wo * g.sh - g.pad_top;
       cr[1] = r % g.wo * g.sw - g.pad_left;
       cr[2] = r / hw * g.h;
@@ -861,15 +911,28 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
     for (std::int64_t q = b; q < e; ++q) {
       const std::int64_t c0 = units * q / parts * NR, n = units * (q + 1) / parts * NR - c0;
       std::vector<T> part;
+      // dy's rows [k0, k0 + kr) of the kept pixels into out (ldc), run by run.
+      const auto product = [&](std::int64_t k0, std::int64_t kr, const PatchSource<T>& src, T* out, std::int64_t ldc) {
+        if (compact)
+          internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, kept_rows.data() + k0, pack_patches<T>, &src, out, ldc);
+        else
+          internal::gemm_avx2<T>(g.f, n, kr, dy + k0 * g.f, g.f, true, pack_patches<T>, &src, out, ldc);
+      };
       for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        const PatchSource<T> src{x, &g, corner.data() + 3 * r0, c0};
-        const std::int64_t kr = std::min(chunk, rows - r0);
+        // The run's kept pixels [k0, k1).
+        const std::int64_t k0 = kept_before(r0), k1 = r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept;
+        const PatchSource<T> src{x, &g, corner.data() + 3 * k0, c0};
+        const std::int64_t kr = k1 - k0;
         if (r0 == 0) {
-          internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, true, pack_patches<T>, &src, t.get() + c0, k);
+          if (kr == 0)
+            for (std::int64_t f = 0; f < g.f; ++f) std::fill_n(t.get() + f * k + c0, n, T(0));
+          else
+            product(k0, kr, src, t.get() + c0, k);
           continue;
         }
+        if (kr == 0) continue;
         part.resize(static_cast<std::size_t>(g.f * n));
-        internal::gemm_avx2<T>(g.f, n, kr, dy + r0 * g.f, g.f, true, pack_patches<T>, &src, part.data(), n);
+        product(k0, kr, src, part.data(), n);
         for (std::int64_t f = 0; f < g.f; ++f) {
           T* out = t.get() + f * k + c0;
           const T* in = part.data() + f * n;

@@ -228,6 +228,51 @@ TEST(ConvKernel, BackpropInputIsOneChainAndSkipsZeroLinesExactly) {
   check_backprop_input_chain<double>(true, false, true);
 }
 
+// conv2d_backprop_filter (packed GEMM path: C a multiple of the panel width) leaves out the pixels
+// on dy's all-zero last row and column, the same bits: against the same product with those pixels
+// kept (an inf in x on one channel, read only by them, keeps them all; the other channels' sums are
+// then the unskipped chains), and against the float64 loops.
+template <class T>
+void check_backprop_filter_zero_lines(double tol) {
+  const Conv2DGeometry g = geometry({3, 13, 13, 16, 3, 3, 24, 1, 1, 1, 1, "VALID"});  // dy 11 x 11, 363 pixels
+  auto x = random_vector<T>(g.n * g.h * g.w * g.c, 51);
+  auto dy = random_vector<T>(g.out_pixels() * g.f, 52);
+  for (std::int64_t p = 0; p < g.out_pixels(); ++p)
+    if (p % (g.ho * g.wo) / g.wo == g.ho - 1 || p % g.wo == g.wo - 1) std::fill_n(dy.begin() + p * g.f, g.f, T(0));
+  std::vector<T> skipped(g.patch_size() * g.f), kept(skipped.size());
+  conv2d_backprop_filter(x.data(), dy.data(), skipped.data(), g);
+  const std::int64_t c_inf = 3;
+  auto x_inf = x;
+  x_inf[static_cast<std::size_t>(((0 * g.h + 12) * g.w + 5) * g.c + c_inf)] = std::numeric_limits<T>::infinity();
+  conv2d_backprop_filter(x_inf.data(), dy.data(), kept.data(), g);
+  std::int64_t nans = 0;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    const std::int64_t c = static_cast<std::int64_t>(i) / g.f % g.c;
+    if (c == c_inf) {
+      nans += std::isnan(kept[i]);
+      continue;
+    }
+    ASSERT_EQ(0, std::memcmp(&kept[i], &skipped[i], sizeof(T))) << i;
+  }
+  EXPECT_GT(nans, 0);  // 0 * inf: the zero pixels were kept there
+  std::vector<double> want(skipped.size(), 0.0);
+  for (std::int64_t n = 0; n < g.n; ++n)
+    for (std::int64_t a = 0; a < g.ho; ++a)
+      for (std::int64_t b = 0; b < g.wo; ++b)
+        for (std::int64_t t = 0; t < g.kh * g.kw; ++t)
+          for (std::int64_t c = 0; c < g.c; ++c)
+            for (std::int64_t f = 0; f < g.f; ++f)
+              want[static_cast<std::size_t>((t * g.c + c) * g.f + f)] +=
+                  static_cast<double>(x[static_cast<std::size_t>(((n * g.h + a + t / g.kw) * g.w + b + t % g.kw) * g.c + c)]) *
+                  static_cast<double>(dy[static_cast<std::size_t>(((n * g.ho + a) * g.wo + b) * g.f + f)]);
+  for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(static_cast<double>(skipped[i]), want[i], tol) << i;
+}
+
+TEST(ConvKernel, BackpropFilterSkipsZeroLinesExactly) {
+  check_backprop_filter_zero_lines<float>(1e-4);
+  check_backprop_filter_zero_lines<double>(1e-12);
+}
+
 TEST(WindowDim, TensorFlowRules) {
   // SAME: out = ceil(in / s); pad_total = max((out - 1) s + eff - in, 0), the extra pixel after.
   WindowDim d = window_dim("t", "SAME", 5, 4, 2, 1);

@@ -261,6 +261,20 @@ void pack_a(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t lda, bool
   }
 }
 
+// pack_a for op(A) = Aᵀ read through a row table: element (i, p) = a[rows[p] * lda + i]. Row by
+// row (each stored row read once, contiguously), its values dealt to the panels.
+template <class T>
+void pack_a_rows(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t lda, const std::int64_t* rows, T* dst) {
+  const std::int64_t full = mc / kMR * kMR;
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const T* src = a + rows[p] * lda;
+    T* d = dst + p * kMR;
+    for (std::int64_t r = 0; r < full; r += kMR, d += kMR * kc) pack_cols6(src + r, 0, 1, d);  // one p
+    if (full < mc)
+      for (std::int64_t i = 0; i < kMR; ++i) d[i] = full + i < mc ? src[full + i] : T(0);
+  }
+}
+
 // Packs op(B)[0:kc, 0:nc] into panels of NR columns: panel j holds kc groups of NR values, zero
 // padded past nc.
 template <class T>
@@ -407,9 +421,10 @@ std::int64_t nc_step_for(std::int64_t n) {
 }
 
 // The GotoBLAS loops; b_block(jc, nc, pc, kc) gives op(B)[pc:pc+kc, jc:jc+nc] packed (pack_b's layout).
+// a_rows (ta only; null: none): op(A)'s column p is row a_rows[p] of the stored A.
 template <class T, class BBlock>
 void gemm_driver(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta, BBlock b_block,
-                 T* c, std::int64_t ldc, const T* a_next) {
+                 T* c, std::int64_t ldc, const T* a_next, const std::int64_t* a_rows = nullptr) {
   constexpr std::int64_t NR = kGemmNR<T>;
   const Blocking& mx = max_blocking<T>();
   const std::int64_t kc_step = kc_step_for<T>(k);
@@ -429,7 +444,7 @@ void gemm_driver(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std
       const T* bp = b_block(jc, nc, pc, kc);
       for (std::int64_t ic = 0; ic < m; ic += mc_step) {
         const std::int64_t mc = std::min(mc_step, m - ic);
-        const T* ablock = ta ? a + pc * lda + ic : a + ic * lda + pc;
+        const T* ablock = a_rows ? a + ic : ta ? a + pc * lda + ic : a + ic * lda + pc;
         T* cblock = c + ic * ldc + jc;
         if (!pack_a_block) {
           Prefetcher none;
@@ -440,7 +455,7 @@ void gemm_driver(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std
         // The A block packed next: rows ic + mc.. of this K block, else the first rows of the next
         // K block, else (last block of the call) the first block of a_next (64 x 256x128x64:
         // 64 -> 76 GFLOP/s).
-        const T* next_a = a;
+        const T* next_a = a_rows ? nullptr : a;  // (no prefetch through a row table)
         std::int64_t next_ic = ic + mc, next_pc = pc;
         if (next_ic >= m) {
           next_ic = 0;
@@ -455,7 +470,10 @@ void gemm_driver(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std
           pf = ta ? Prefetcher(next_a + next_pc * lda + next_ic, lda, next_kc, next_mc, tile_count)
                   : Prefetcher(next_a + next_ic * lda + next_pc, lda, next_mc, next_kc, tile_count);
         }
-        pack_a(mc, kc, ablock, lda, ta, ap);
+        if (a_rows)
+          pack_a_rows(mc, kc, ablock, lda, a_rows + pc, ap);
+        else
+          pack_a(mc, kc, ablock, lda, ta, ap);
         tiles(mc, nc, kc, [&](std::int64_t ir) { return PackedPanel<T>{ap + ir * kc}; }, bp, cblock, ldc, accumulate,
               pf);
       }
@@ -478,9 +496,11 @@ void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
                  c, ldc, a_next);
 }
 
+namespace {
+// The two gemm_avx2 overloads with a B-packing callback (a_rows: see gemm_driver).
 template <class T>
-void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
-               PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc) {
+void gemm_packing_b(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
+                    const std::int64_t* a_rows, PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc) {
   thread_local Scratch<T> b_buf;
   T* bp = b_buf.get(kc_step_for<T>(k) * nc_step_for<T>(n));
   gemm_driver<T>(m, n, k, a, lda, ta,
@@ -488,7 +508,20 @@ void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
                    pack(ctx, jc, nc, pc, kc, bp);
                    return static_cast<const T*>(bp);
                  },
-                 c, ldc, nullptr);
+                 c, ldc, nullptr, a_rows);
+}
+}  // namespace
+
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
+               PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc) {
+  gemm_packing_b(m, n, k, a, lda, ta, nullptr, pack, ctx, c, ldc);
+}
+
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+               const std::int64_t* a_rows, PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc) {
+  gemm_packing_b(m, n, k, a, lda, true, a_rows, pack, ctx, c, ldc);
 }
 
 // Layout: N blocks of nc_step columns in order; each holds all of K (its K blocks in order), every
@@ -542,6 +575,10 @@ template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const 
                                 PackBBlock<double>, const void*, double*, std::int64_t);
 template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
                                 const double*, std::int64_t, bool, double*, std::int64_t, const double*);
+template void gemm_avx2<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t,
+                               const std::int64_t*, PackBBlock<float>, const void*, float*, std::int64_t);
+template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t,
+                                const std::int64_t*, PackBBlock<double>, const void*, double*, std::int64_t);
 
 }  // namespace tapeflow::kernels::internal
 

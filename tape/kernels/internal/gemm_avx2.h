@@ -77,6 +77,14 @@ using PackBBlock = void (*)(const void* ctx, std::int64_t jc, std::int64_t nc, s
 template <class T>
 void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool ta,
                PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc);
+
+// The same with op(A) = Aᵀ over a subset of the stored A's rows: op(A)(i, p) = a[a_rows[p] * lda + i]
+// for p < k, so a product over some of a matrix's rows (the filter gradient over the pixels whose
+// gradient is not all zero) needs no gathered copy. Same arithmetic (and bits) as gemm_avx2 with
+// ta on the gathered rows.
+template <class T>
+void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
+               const std::int64_t* a_rows, PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc);
 #endif
 
 }  // namespace tapeflow::kernels::internal
