@@ -21,6 +21,7 @@
 #include <tbb/scalable_allocator.h>
 
 #include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/internal/simd512.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
@@ -480,6 +481,52 @@ void igemm_tile(std::int64_t steps, const T* const* a, const std::int64_t* boff,
   }
 }
 
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+// igemm_tile for floats over two adjacent B panels (bp and bq, 32 columns: c[q] .. c[q] + 32), in
+// zmm registers: per element the same FMA chain as igemm_tile's, so the same bits (simd512.h).
+TAPEFLOW_AVX512 void igemm_tile_512(std::int64_t steps, const float* const* a, const std::int64_t* boff,
+                                    std::int64_t klen, const float* bp, const float* bq, float* const* c,
+                                    bool accumulate) {
+  constexpr std::int64_t MR = kIgemmMR, NB = 16;
+  __m512 acc[MR][2];
+  if (accumulate) {
+#pragma GCC unroll 6
+    for (std::int64_t q = 0; q < MR; ++q) {
+      acc[q][0] = _mm512_loadu_ps(c[q]);
+      acc[q][1] = _mm512_loadu_ps(c[q] + NB);
+    }
+  } else {
+#pragma GCC unroll 6
+    for (std::int64_t q = 0; q < MR; ++q) {
+      acc[q][0] = acc[q][1] = _mm512_setzero_ps();
+      __builtin_prefetch(c[q], 1);
+      __builtin_prefetch(c[q] + 2 * NB - 1, 1);
+    }
+  }
+  for (std::int64_t s = 0; s < steps; ++s, a += MR) {
+    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    const float* b = bp + boff[s];
+    const float* d = bq + boff[s];
+#pragma GCC unroll 4
+    for (std::int64_t p = 0; p < klen; ++p, b += NB, d += NB) {
+      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(d);
+      __m512 v;
+      v = _mm512_set1_ps(a0[p]); acc[0][0] = _mm512_fmadd_ps(v, b0, acc[0][0]); acc[0][1] = _mm512_fmadd_ps(v, b1, acc[0][1]);
+      v = _mm512_set1_ps(a1[p]); acc[1][0] = _mm512_fmadd_ps(v, b0, acc[1][0]); acc[1][1] = _mm512_fmadd_ps(v, b1, acc[1][1]);
+      v = _mm512_set1_ps(a2[p]); acc[2][0] = _mm512_fmadd_ps(v, b0, acc[2][0]); acc[2][1] = _mm512_fmadd_ps(v, b1, acc[2][1]);
+      v = _mm512_set1_ps(a3[p]); acc[3][0] = _mm512_fmadd_ps(v, b0, acc[3][0]); acc[3][1] = _mm512_fmadd_ps(v, b1, acc[3][1]);
+      v = _mm512_set1_ps(a4[p]); acc[4][0] = _mm512_fmadd_ps(v, b0, acc[4][0]); acc[4][1] = _mm512_fmadd_ps(v, b1, acc[4][1]);
+      v = _mm512_set1_ps(a5[p]); acc[5][0] = _mm512_fmadd_ps(v, b0, acc[5][0]); acc[5][1] = _mm512_fmadd_ps(v, b1, acc[5][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (std::int64_t q = 0; q < MR; ++q) {
+    _mm512_storeu_ps(c[q], acc[q][0]);
+    _mm512_storeu_ps(c[q] + NB, acc[q][1]);
+  }
+}
+#endif
+
 // Output rows [0, rows) of n values, row i at out[i], of an indirect GEMM whose row tile r (MR
 // rows) reads `steps` steps: MR row pointers per step at ind + (r * steps + s) * MR, the step's B
 // rows at offset boff[s] of a panel. Tiles of MR rows x NB columns over groups of `group` steps
@@ -493,15 +540,41 @@ void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const
   const std::int64_t panels = (n + NB - 1) / NB;
   alignas(64) T tmp[MR * NB];
   T* crow[MR];
+  // Floats on AVX-512: full row tiles over two full panels at once (simd512.h).
+  bool wide = false;
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+  if constexpr (std::is_same_v<T, float>) wide = internal::avx512_enabled();
+#endif
   for (std::int64_t s0 = 0; s0 < steps; s0 += group) {
     const std::int64_t ns = std::min(group, steps - s0);
     const bool acc = s0 > 0;
     for (std::int64_t jp = 0; jp < panels; ++jp) {
       const T* bp = packed + jp * k_panel * NB;
       const std::int64_t j0 = jp * NB, nc = std::min(NB, n - j0);
+      const bool pair = wide && n - j0 >= 2 * NB;
       for (std::int64_t r0 = 0; r0 < rows; r0 += MR) {
         const T* const* a = ind + (r0 / MR * steps + s0) * MR;
         const std::int64_t nr = std::min(MR, rows - r0);
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+        if constexpr (std::is_same_v<T, float>)
+          if (pair) {
+            if (nr == MR) {
+              for (std::int64_t q = 0; q < MR; ++q) crow[q] = out[r0 + q] + j0;
+              igemm_tile_512(ns, a, boff + s0, klen, bp, bp + k_panel * NB, crow, acc);
+              continue;
+            }
+            // A short last row tile: each of the two panels on its own below.
+            for (std::int64_t half = 0; half < 2; ++half) {
+              const std::int64_t jh = j0 + half * NB;
+              for (std::int64_t q = 0; q < MR; ++q) crow[q] = tmp + q * NB;
+              if (acc)
+                for (std::int64_t q = 0; q < nr; ++q) std::copy_n(out[r0 + q] + jh, NB, tmp + q * NB);
+              igemm_tile(ns, a, boff + s0, klen, bp + half * k_panel * NB, crow, acc);
+              for (std::int64_t q = 0; q < nr; ++q) std::copy_n(tmp + q * NB, NB, out[r0 + q] + jh);
+            }
+            continue;
+          }
+#endif
         if (nr == MR && nc == NB) {
           for (std::int64_t q = 0; q < MR; ++q) crow[q] = out[r0 + q] + j0;
           igemm_tile(ns, a, boff + s0, klen, bp, crow, acc);
@@ -513,6 +586,7 @@ void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const
         igemm_tile(ns, a, boff + s0, klen, bp, crow, acc);
         for (std::int64_t q = 0; q < nr; ++q) std::copy_n(tmp + q * NB, nc, out[r0 + q] + j0);
       }
+      if (pair) ++jp;  // its second panel is done
     }
   }
 }

@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 
 #include "tape/kernels/internal/gemm.h"
+#include "tape/kernels/internal/simd512.h"
 
 namespace tapeflow::kernels::internal {
 namespace {
@@ -134,6 +136,64 @@ void tile(std::int64_t mr, std::int64_t nr, std::int64_t kc, Panel ap, const T* 
   else rows_kernel<T, 2>(mr, kc, ap, bp, buf, NR, accumulate);
   for (std::int64_t i = 0; i < mr; ++i) std::copy(buf + i * NR, buf + i * NR + nr, c + i * ldc);
 }
+
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+// micro_kernel for floats over two adjacent packed B panels (32 columns: bp and bp + kc * NR) with
+// R rows x 2 zmm accumulators: per element the same FMA chain as micro_kernel's, so the same bits.
+template <int R, class Panel>
+TAPEFLOW_AVX512 void micro_kernel_512(std::int64_t kc, Panel ap, const float* __restrict bp, float* __restrict c,
+                                      std::int64_t ldc, bool accumulate) {
+  constexpr std::int64_t NR = kGemmNR<float>;
+  const float* __restrict bq = bp + kc * NR;
+  __m512 x[R][2];
+  if (accumulate) {
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      x[i][0] = _mm512_loadu_ps(c + i * ldc);
+      x[i][1] = _mm512_loadu_ps(c + i * ldc + NR);
+    }
+  } else {
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      x[i][0] = x[i][1] = _mm512_setzero_ps();
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 2 * NR - 1), _MM_HINT_T0);
+    }
+  }
+#pragma GCC unroll 4
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bq);
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const __m512 a = _mm512_set1_ps(*ap.at(i));
+      x[i][0] = _mm512_fmadd_ps(a, b0, x[i][0]);
+      x[i][1] = _mm512_fmadd_ps(a, b1, x[i][1]);
+    }
+    ap.next();
+    bp += NR;
+    bq += NR;
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    _mm512_storeu_ps(c + i * ldc, x[i][0]);
+    _mm512_storeu_ps(c + i * ldc + NR, x[i][1]);
+  }
+}
+
+// A tile of mr <= MR rows and two full B panels (32 columns).
+template <class Panel>
+TAPEFLOW_AVX512 void tile_512(std::int64_t mr, std::int64_t kc, Panel ap, const float* bp, float* c, std::int64_t ldc,
+                              bool accumulate) {
+  switch (mr) {
+    case 6: return micro_kernel_512<6>(kc, ap, bp, c, ldc, accumulate);
+    case 5: return micro_kernel_512<5>(kc, ap, bp, c, ldc, accumulate);
+    case 4: return micro_kernel_512<4>(kc, ap, bp, c, ldc, accumulate);
+    case 3: return micro_kernel_512<3>(kc, ap, bp, c, ldc, accumulate);
+    case 2: return micro_kernel_512<2>(kc, ap, bp, c, ldc, accumulate);
+    default: return micro_kernel_512<1>(kc, ap, bp, c, ldc, accumulate);
+  }
+}
+#endif
 
 // Transposes 8 rows of 8 floats in place: afterwards r[q] = (r0[q], r1[q], ..., r7[q]).
 inline void transpose8(__m256 r[8]) {
@@ -379,8 +439,13 @@ template <class T, class PanelAt>
 void tiles(std::int64_t mc, std::int64_t nc, std::int64_t kc, PanelAt panel, const T* bp, T* c, std::int64_t ldc,
            bool accumulate, Prefetcher& pf) {
   constexpr std::int64_t NR = kGemmNR<T>;
-  for (std::int64_t jr = 0; jr < nc; jr += NR) {
-    const std::int64_t nr = std::min(NR, nc - jr);
+  // Floats on AVX-512: two B panels per tile while two full ones remain (simd512.h).
+  bool wide = false;
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+  if constexpr (std::is_same_v<T, float>) wide = avx512_enabled();
+#endif
+  for (std::int64_t jr = 0; jr < nc;) {
+    const std::int64_t nr = std::min(NR, nc - jr), width = wide && nc - jr >= 2 * NR ? 2 * NR : NR;
     const T* bpanel = bp + jr * kc;
     for (std::int64_t ir = 0; ir < mc; ir += kMR) {
       const std::int64_t mr = std::min(kMR, mc - ir);
@@ -388,17 +453,27 @@ void tiles(std::int64_t mc, std::int64_t nc, std::int64_t kc, PanelAt panel, con
         // The next tile starts by loading its C, which a large C (a filter gradient's [256, 3200])
         // holds far from L1: fetch it while this tile runs (W9 convT1's filter gradient on one
         // thread: 207 -> 150 ms; 1024^3 product: 38 -> 29 ms).
-        const std::int64_t ni = ir + kMR < mc ? ir + kMR : 0, nj = ir + kMR < mc ? jr : jr + NR;
+        const std::int64_t ni = ir + kMR < mc ? ir + kMR : 0, nj = ir + kMR < mc ? jr : jr + width;
         if (nj < nc)
           for (std::int64_t i = ni; i < std::min(ni + kMR, mc); ++i) {
             const T* row = c + i * ldc + nj;
             _mm_prefetch(reinterpret_cast<const char*>(row), _MM_HINT_T0);
             _mm_prefetch(reinterpret_cast<const char*>(row + NR - 1), _MM_HINT_T0);
+            if (width > NR) _mm_prefetch(reinterpret_cast<const char*>(row + 2 * NR - 1), _MM_HINT_T0);
           }
       }
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+      if constexpr (std::is_same_v<T, float>)
+        if (width > NR) {
+          tile_512(mr, kc, panel(ir), bpanel, c + ir * ldc + jr, ldc, accumulate);
+          pf.step();
+          continue;
+        }
+#endif
       tile<T>(mr, nr, kc, panel(ir), bpanel, c + ir * ldc + jr, ldc, accumulate);
       pf.step();
     }
+    jr += width;
   }
 }
 

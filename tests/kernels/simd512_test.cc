@@ -1,0 +1,217 @@
+// The AVX-512 tiles (kernels/internal/simd512.h) against the AVX2 ones: the same bits, on every
+// edge the wide tiles meet (row tiles short of 6, a single panel left after the pairs, a partial
+// panel, several K blocks accumulating through C), and against float64 loops; the environment switch.
+#include "tape/kernels/internal/simd512.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "tape/kernels/conv.h"
+#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/parallel.h"
+#include "tests/kernels/reference.h"
+
+namespace tapeflow::kernels {
+namespace {
+
+using testref::random_vector;
+
+// Runs f() with the AVX-512 tiles on and with them off; both results must be the same bits.
+template <class F>
+void expect_same_bits_both_ways(F f, const char* what) {
+  const bool previous = internal::set_avx512_enabled(true);
+  ASSERT_TRUE(internal::avx512_enabled());
+  const std::vector<float> wide = f();
+  internal::set_avx512_enabled(false);
+  ASSERT_FALSE(internal::avx512_enabled());
+  const std::vector<float> narrow = f();
+  internal::set_avx512_enabled(previous);
+  ASSERT_EQ(wide.size(), narrow.size()) << what;
+  EXPECT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float))) << what;
+}
+
+#define SKIP_WITHOUT_AVX512()                                                       \
+  if (!internal::avx512_supported()) GTEST_SKIP() << "this CPU has no AVX-512F"
+
+#if TAPEFLOW_GEMM_AVX2
+TEST(Avx512Tiles, GemmSameBitsAsAvx2AndRightValues) {
+  SKIP_WITHOUT_AVX512();
+  // n: one pair of panels, a pair and a partial panel, a pair and a single, several pairs and a
+  // partial one; m: short row tiles; k: one K block and several (C accumulates between them).
+  for (std::int64_t m : {1, 5, 6, 13, 64})
+    for (std::int64_t n : {32, 33, 47, 48, 80, 97})
+      for (std::int64_t k : {1, 19, 700})
+        for (int flags = 0; flags < 4; ++flags) {
+          const bool ta = flags & 1, tb = flags & 2;
+          const auto a = random_vector<float>(m * k, 7), b = random_vector<float>(k * n, 8);
+          const std::int64_t ldc = n + 5;
+          const auto run = [&] {
+            std::vector<float> c(m * ldc, 3.0f);
+            internal::gemm_avx2(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
+            return c;
+          };
+          char what[96];
+          std::snprintf(what, sizeof what, "m%ld n%ld k%ld ta%d tb%d", long(m), long(n), long(k), int(ta), int(tb));
+          expect_same_bits_both_ways(run, what);
+          internal::set_avx512_enabled(true);
+          const std::vector<float> c = run();
+          for (std::int64_t i = 0; i < m; ++i) {
+            for (std::int64_t j = 0; j < n; ++j) {
+              double want = 0;
+              for (std::int64_t p = 0; p < k; ++p)
+                want += double(ta ? a[p * m + i] : a[i * k + p]) * double(tb ? b[j * k + p] : b[p * n + j]);
+              ASSERT_NEAR(c[i * ldc + j], want, 1e-5 * (1 + std::sqrt(double(k)))) << what << " at " << i << "," << j;
+            }
+            for (std::int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 3.0f) << what << ": wrote past n";
+          }
+        }
+}
+
+TEST(Avx512Tiles, PackedBSameBitsAsAvx2) {
+  SKIP_WITHOUT_AVX512();
+  for (std::int64_t n : {32, 40, 64, 96}) {
+    const std::int64_t m = 29, k = 300;
+    const auto a = random_vector<float>(m * k, 9), b = random_vector<float>(k * n, 10);
+    const internal::PackedB<float> packed(k, n, b.data(), n, false);
+    char what[32];
+    std::snprintf(what, sizeof what, "packed n%ld", long(n));
+    expect_same_bits_both_ways(
+        [&] {
+          std::vector<float> c(m * n);
+          internal::gemm_avx2(m, a.data(), k, false, packed, c.data(), n);
+          return c;
+        },
+        what);
+  }
+}
+#endif
+
+struct ConvCase {
+  std::int64_t n, h, w, c, kh, kw, f, s;
+  const char* padding;
+};
+
+Conv2DGeometry geometry(const ConvCase& k) {
+  Conv2DGeometry g{.n = k.n, .h = k.h, .w = k.w, .c = k.c, .kh = k.kh, .kw = k.kw, .f = k.f,
+                   .sh = k.s, .sw = k.s, .dh = 1, .dw = 1};
+  const WindowDim r = window_dim("test", k.padding, k.h, k.kh, k.s, 1, 0, 0);
+  const WindowDim c = window_dim("test", k.padding, k.w, k.kw, k.s, 1, 0, 0);
+  g.ho = r.out;
+  g.wo = c.out;
+  g.pad_top = r.pad_before;
+  g.pad_left = c.pad_before;
+  return g;
+}
+
+// The indirect GEMM (forward and input gradient) and the packed filter gradient with enough
+// channels for the wide tiles: W8's conv2 (two pairs of panels), a pair and a single panel (48),
+// a pair and a partial panel (40), W9's 5x5 stride-2 SAME (border classes, phase classes), one
+// output pixel count that leaves a short row tile.
+TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
+  SKIP_WITHOUT_AVX512();
+  const std::vector<ConvCase> cases = {{4, 13, 13, 32, 3, 3, 64, 1, "VALID"},
+                                       {2, 9, 9, 16, 3, 3, 48, 1, "SAME"},
+                                       {3, 7, 7, 32, 3, 3, 40, 1, "SAME"},
+                                       {2, 14, 14, 64, 5, 5, 128, 2, "SAME"},
+                                       {1, 5, 7, 32, 2, 2, 32, 1, "VALID"}};
+  for (const ConvCase& k : cases) {
+    const Conv2DGeometry g = geometry(k);
+    char name[64];
+    std::snprintf(name, sizeof name, "%ldx%ldx%ld -> %ld k%ld s%ld", long(k.h), long(k.w), long(k.c), long(k.f),
+                  long(k.kh), long(k.s));
+    SCOPED_TRACE(name);
+    const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 21);
+    const auto f = random_vector<float>(g.patch_size() * g.f, 22);
+    const auto dy = random_vector<float>(g.out_pixels() * g.f, 23);
+    for (int threads : {1, 2}) {
+      const int previous = set_num_threads(threads);
+      expect_same_bits_both_ways(
+          [&] {
+            std::vector<float> y(g.out_pixels() * g.f);
+            conv2d(x.data(), f.data(), y.data(), g);
+            return y;
+          },
+          "forward");
+      expect_same_bits_both_ways(
+          [&] {
+            std::vector<float> dx(x.size());
+            conv2d_backprop_input(f.data(), dy.data(), dx.data(), g);
+            return dx;
+          },
+          "input gradient");
+      expect_same_bits_both_ways(
+          [&] {
+            std::vector<float> df(f.size());
+            conv2d_backprop_filter(x.data(), dy.data(), df.data(), g);
+            return df;
+          },
+          "filter gradient");
+      set_num_threads(previous);
+    }
+    // The wide forward against float64 loops.
+    internal::set_avx512_enabled(true);
+    std::vector<float> y(g.out_pixels() * g.f);
+    conv2d(x.data(), f.data(), y.data(), g);
+    for (std::int64_t n = 0; n < g.n; ++n)
+      for (std::int64_t oh = 0; oh < g.ho; ++oh)
+        for (std::int64_t ow = 0; ow < g.wo; ++ow)
+          for (std::int64_t o = 0; o < g.f; ++o) {
+            double want = 0;
+            for (std::int64_t i = 0; i < g.kh; ++i)
+              for (std::int64_t j = 0; j < g.kw; ++j) {
+                const std::int64_t ih = oh * g.sh - g.pad_top + i, iw = ow * g.sw - g.pad_left + j;
+                if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
+                for (std::int64_t c = 0; c < g.c; ++c)
+                  want += double(x[((n * g.h + ih) * g.w + iw) * g.c + c]) * double(f[((i * g.kw + j) * g.c + c) * g.f + o]);
+              }
+            ASSERT_NEAR(y[((n * g.ho + oh) * g.wo + ow) * g.f + o], want, 1e-4) << name;
+          }
+  }
+}
+
+// The fused convolution + 2x2 max pool (its igemm computes only the lines the pool reads).
+TEST(Avx512Tiles, ConvMaxPoolSameBitsAsAvx2) {
+  SKIP_WITHOUT_AVX512();
+  const Conv2DGeometry g = geometry({5, 13, 13, 32, 3, 3, 64, 1, "VALID"});
+  const Conv2DGeometry pool = geometry({g.n, g.ho, g.wo, g.f, 2, 2, g.f, 2, "VALID"});
+  const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 31);
+  const auto f = random_vector<float>(g.patch_size() * g.f, 32);
+  const auto bias = random_vector<float>(g.f, 33);
+  for (bool relu : {false, true})
+    expect_same_bits_both_ways(
+        [&] {
+          std::vector<float> y(pool.out_pixels() * pool.c);
+          std::vector<std::int32_t> argmax(y.size());
+          conv2d_max_pool2d(x.data(), f.data(), bias.data(), y.data(), argmax.data(), g, pool, relu);
+          for (std::int32_t a : argmax) y.push_back(static_cast<float>(a));
+          return y;
+        },
+        relu ? "conv + pool + relu" : "conv + pool");
+}
+
+TEST(Avx512Tiles, EnvironmentSwitch) {
+  EXPECT_TRUE(internal::avx512_allowed_by(nullptr));
+  EXPECT_TRUE(internal::avx512_allowed_by("1"));
+  EXPECT_FALSE(internal::avx512_allowed_by("0"));
+  try {
+    internal::avx512_allowed_by("yes");
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("TAPEFLOW_AVX512"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"yes\""), std::string::npos) << e.what();
+  }
+  // Off stays off whatever the CPU; on only where it has AVX-512.
+  const bool previous = internal::set_avx512_enabled(false);
+  EXPECT_FALSE(internal::avx512_enabled());
+  internal::set_avx512_enabled(true);
+  EXPECT_EQ(internal::avx512_enabled(), internal::avx512_supported());
+  internal::set_avx512_enabled(previous);
+}
+
+}  // namespace
+}  // namespace tapeflow::kernels
