@@ -254,6 +254,65 @@ void apply_epilogue(T* y, std::int64_t rows, std::int64_t f, const ConvEpilogue<
   }
 }
 
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+// The direct kernels' register blocks for floats on AVX-512 (simd512.h): 32 channels (two zmm)
+// per block instead of 16; per element the same FMA chain, so the same bits.
+constexpr std::int64_t kWide = 32;
+
+// Forward: kDirectPixels pixels (panel values x0 + p * step + tap offset) x 32 channels of the
+// padded filter (fq, row stride fp) over the k taps, stored at y + p * ldy.
+TAPEFLOW_AVX512 void direct_block_512(const float* x0, std::int64_t step, const std::int64_t* tap_offset,
+                                      std::int64_t k, const float* fq, std::int64_t fp, float* y, std::int64_t ldy) {
+  constexpr std::int64_t PX = kDirectPixels;
+  __m512 acc[PX][2];
+#pragma GCC unroll 6
+  for (std::int64_t p = 0; p < PX; ++p) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+  for (std::int64_t t = 0; t < k; ++t, fq += fp) {
+    const float* xt = x0 + tap_offset[t];
+    const __m512 w0 = _mm512_loadu_ps(fq), w1 = _mm512_loadu_ps(fq + 16);
+#pragma GCC unroll 6
+    for (std::int64_t p = 0; p < PX; ++p) {
+      const __m512 v = _mm512_set1_ps(xt[p * step]);
+      acc[p][0] = _mm512_fmadd_ps(v, w0, acc[p][0]);
+      acc[p][1] = _mm512_fmadd_ps(v, w1, acc[p][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (std::int64_t p = 0; p < PX; ++p) {
+    _mm512_storeu_ps(y + p * ldy, acc[p][0]);
+    _mm512_storeu_ps(y + p * ldy + 16, acc[p][1]);
+  }
+}
+
+// Filter gradient: kDirectTaps taps (offsets off) x 32 channels of one output row's dy (d_row, row
+// stride fp) summed over its wo pixels from 0, then added to part (row stride fp) for the first nq taps.
+TAPEFLOW_AVX512 void direct_filter_block_512(const float* panel, std::int64_t step, const std::int64_t* off,
+                                             std::int64_t wo, const float* d_row, std::int64_t fp, float* part,
+                                             std::int64_t nq) {
+  constexpr std::int64_t TB = kDirectTaps;
+  __m512 acc[TB][2];
+#pragma GCC unroll 6
+  for (std::int64_t q = 0; q < TB; ++q) acc[q][0] = acc[q][1] = _mm512_setzero_ps();
+  for (std::int64_t ow = 0; ow < wo; ++ow) {
+    const float* xp = panel + ow * step;
+    const __m512 d0 = _mm512_loadu_ps(d_row + ow * fp), d1 = _mm512_loadu_ps(d_row + ow * fp + 16);
+#pragma GCC unroll 6
+    for (std::int64_t q = 0; q < TB; ++q) {
+      const __m512 v = _mm512_set1_ps(xp[off[q]]);
+      acc[q][0] = _mm512_fmadd_ps(v, d0, acc[q][0]);
+      acc[q][1] = _mm512_fmadd_ps(v, d1, acc[q][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (std::int64_t q = 0; q < TB; ++q) {
+    if (q >= nq) continue;
+    float* out = part + q * fp;
+    _mm512_storeu_ps(out, _mm512_add_ps(_mm512_loadu_ps(out), acc[q][0]));
+    _mm512_storeu_ps(out + 16, _mm512_add_ps(_mm512_loadu_ps(out + 16), acc[q][1]));
+  }
+}
+#endif
+
 // The direct forward kernel, one output row at a time (conv2d_direct, and conv2d_max_pool2d's
 // fused path, which pools pairs of rows while they are in cache).
 template <class T>
@@ -265,7 +324,11 @@ class DirectConv {
   DirectConv(const T* x, const T* filter, const Conv2DGeometry& g)
       : x_(x), g_(g), k_(g.patch_size()), fp_(round_up(g.f, FB)),
         width_((round_up(g.wo, PX) - 1) * g.sw + (g.kw - 1) * g.dw + 1), fpad_(pad_columns(filter, k_, g.f, fp_)),
-        tap_offset_(panel_tap_offsets(g, width_, k_)) {}
+        tap_offset_(panel_tap_offsets(g, width_, k_)) {
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>) wide_ = internal::avx512_enabled();
+#endif
+  }
   // Scratch one thread passes to row().
   std::vector<T> panel() const { return std::vector<T>(static_cast<std::size_t>(g_.kh * width_ * g_.c)); }
   // Output rows per task of a parallel sweep (~64k multiply-adds).
@@ -280,6 +343,23 @@ class DirectConv {
     fill_panel(x_, g, r / g.ho, r % g.ho, width_, panel.data());
     for (std::int64_t ow0 = 0; ow0 < g.wo; ow0 += PX)
       for (std::int64_t f0 = 0; f0 < fp_; f0 += FB) {
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+        if constexpr (std::is_same_v<T, float>)
+          if (wide_ && f0 + kWide <= fp_) {
+            const std::int64_t np = std::min(PX, g.wo - ow0);
+            const float* x0 = panel.data() + ow0 * step;
+            if (np == PX && f0 + kWide <= g.f) {
+              direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, y_row + ow0 * g.f + f0, g.f);
+            } else {
+              float wide_tail[PX * kWide];
+              direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, wide_tail, kWide);
+              const std::int64_t nf = std::min(kWide, g.f - f0);
+              for (std::int64_t p = 0; p < np; ++p) std::copy_n(wide_tail + p * kWide, nf, y_row + (ow0 + p) * g.f + f0);
+            }
+            f0 += kWide - FB;  // the loop adds the other FB
+            continue;
+          }
+#endif
         P acc[PX][2];
 #pragma GCC unroll 6
         for (std::int64_t p = 0; p < PX; ++p) acc[p][0] = acc[p][1] = ei::pset1<P>(T(0));
@@ -320,6 +400,7 @@ class DirectConv {
   std::int64_t k_, fp_, width_;
   std::vector<T> fpad_;
   std::vector<std::int64_t> tap_offset_;
+  bool wide_ = false;  // floats: 32-channel AVX-512 blocks (direct_block_512)
 };
 
 template <class T>
@@ -353,6 +434,10 @@ void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, con
   // Taps past k read offset 0 and are dropped.
   const std::vector<std::int64_t> tap_offset = panel_tap_offsets(g, width, round_up(k, TB));
   std::vector<T> partial(static_cast<std::size_t>(tiles * kfp), T(0));
+  bool wide = false;  // floats: 32-channel AVX-512 blocks (direct_filter_block_512)
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+  if constexpr (std::is_same_v<T, float>) wide = internal::avx512_enabled();
+#endif
   parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> panel(static_cast<std::size_t>(g.kh * width * g.c));
     std::vector<T> dy_pad(g.f == fp ? 0 : static_cast<std::size_t>(g.wo * fp), T(0));
@@ -366,7 +451,17 @@ void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, con
           copy_padded_rows(d_row, g.wo, g.f, fp, dy_pad.data());
           d_row = dy_pad.data();
         }
-        for (std::int64_t f0 = 0; f0 < fp; f0 += FB)
+        for (std::int64_t f0 = 0; f0 < fp; f0 += FB) {
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+          if constexpr (std::is_same_v<T, float>)
+            if (wide && f0 + kWide <= fp) {
+              for (std::int64_t t0 = 0; t0 < k; t0 += TB)
+                direct_filter_block_512(panel.data(), step, tap_offset.data() + t0, g.wo, d_row + f0, fp,
+                                        part + t0 * fp + f0, std::min(TB, k - t0));
+              f0 += kWide - FB;  // the loop adds the other FB
+              continue;
+            }
+#endif
           for (std::int64_t t0 = 0; t0 < k; t0 += TB) {
             const std::int64_t* off = tap_offset.data() + t0;
             P acc[TB][2];
@@ -393,6 +488,7 @@ void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, con
               ei::pstoreu(out + L, ei::padd(ei::ploadu<P>(out + L), acc[q][1]));
             }
           }
+        }
       }
     }
   });

@@ -118,7 +118,14 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
                                        {2, 9, 9, 16, 3, 3, 48, 1, "SAME"},
                                        {3, 7, 7, 32, 3, 3, 40, 1, "SAME"},
                                        {2, 14, 14, 64, 5, 5, 128, 2, "SAME"},
-                                       {1, 5, 7, 32, 2, 2, 32, 1, "VALID"}};
+                                       {1, 5, 7, 32, 2, 2, 32, 1, "VALID"},
+                                       // the direct kernels (<= 4 input channels): W8's conv1, W9's
+                                       // 5x5 stride-2 conv1, a wide block and a narrow one (48), a
+                                       // partial wide block (20), 26 columns (a short pixel block)
+                                       {3, 28, 28, 1, 3, 3, 32, 1, "VALID"},
+                                       {2, 28, 28, 1, 5, 5, 64, 2, "SAME"},
+                                       {2, 12, 11, 3, 3, 3, 48, 1, "SAME"},
+                                       {2, 9, 10, 2, 3, 3, 20, 1, "VALID"}};
   for (const ConvCase& k : cases) {
     const Conv2DGeometry g = geometry(k);
     char name[64];
@@ -174,10 +181,12 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
   }
 }
 
-// The fused convolution + 2x2 max pool (its igemm computes only the lines the pool reads).
+// The fused convolution + 2x2 max pool (on the igemm, which computes only the lines the pool
+// reads, and on the direct kernel, pooled in cache) and its filter and bias gradients from the argmax.
 TEST(Avx512Tiles, ConvMaxPoolSameBitsAsAvx2) {
   SKIP_WITHOUT_AVX512();
-  const Conv2DGeometry g = geometry({5, 13, 13, 32, 3, 3, 64, 1, "VALID"});
+  for (const ConvCase& k : {ConvCase{5, 13, 13, 32, 3, 3, 64, 1, "VALID"}, ConvCase{6, 28, 28, 1, 3, 3, 32, 1, "VALID"}}) {
+  const Conv2DGeometry g = geometry(k);
   const Conv2DGeometry pool = geometry({g.n, g.ho, g.wo, g.f, 2, 2, g.f, 2, "VALID"});
   const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 31);
   const auto f = random_vector<float>(g.patch_size() * g.f, 32);
@@ -192,6 +201,20 @@ TEST(Avx512Tiles, ConvMaxPoolSameBitsAsAvx2) {
           return y;
         },
         relu ? "conv + pool + relu" : "conv + pool");
+  std::vector<float> y(pool.out_pixels() * pool.c);
+  std::vector<std::int32_t> argmax(y.size());
+  conv2d_max_pool2d(x.data(), f.data(), bias.data(), y.data(), argmax.data(), g, pool, false);
+  const auto dy = random_vector<float>(y.size(), 34);
+  expect_same_bits_both_ways(
+      [&] {
+        std::vector<float> df(f.size()), db(g.f);
+        EXPECT_TRUE(conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), argmax.data(), df.data(), db.data(),
+                                                            g, pool, static_cast<const float*>(nullptr)));
+        df.insert(df.end(), db.begin(), db.end());
+        return df;
+      },
+      "filter and bias gradients from the argmax");
+  }
 }
 
 TEST(Avx512Tiles, EnvironmentSwitch) {
