@@ -1012,6 +1012,57 @@ void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_
   }
 }
 
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+// The filter gradient's tile on AVX-512 with both operands read in place: rows f0.. f0 + R of
+// dfilterᵀ (dy's channels, broadcast from dy row dp[p] + f0) by 32 columns (one tap's 32 input
+// channels: x at xp[p], or zeros where the tap lies in the padding), summed over the np pixels of
+// one run as one FMA chain per element from 0, then stored to out (row stride ldo) or, for a later
+// run, added to it: conv2d_backprop_filter_packed's GEMM arithmetic, the same bits, with no patch
+// or dy packing.
+template <int R>
+TAPEFLOW_AVX512 void filter_tile_512(std::int64_t np, const float* const* xp, const float* const* dp,
+                                     std::int64_t f0, float* out, std::int64_t ldo, bool add) {
+  __m512 acc[R][2];
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+#pragma GCC unroll 2
+  for (std::int64_t p = 0; p < np; ++p) {
+    const __m512 b0 = _mm512_loadu_ps(xp[p]), b1 = _mm512_loadu_ps(xp[p] + 16);
+    const float* d = dp[p] + f0;
+#pragma GCC unroll 6
+    for (int i = 0; i < R; ++i) {
+      const __m512 v = _mm512_set1_ps(d[i]);
+      acc[i][0] = _mm512_fmadd_ps(v, b0, acc[i][0]);
+      acc[i][1] = _mm512_fmadd_ps(v, b1, acc[i][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < R; ++i) {
+    float* o = out + i * ldo;
+    if (add) {
+      _mm512_storeu_ps(o, _mm512_add_ps(_mm512_loadu_ps(o), acc[i][0]));
+      _mm512_storeu_ps(o + 16, _mm512_add_ps(_mm512_loadu_ps(o + 16), acc[i][1]));
+    } else {
+      _mm512_storeu_ps(o, acc[i][0]);
+      _mm512_storeu_ps(o + 16, acc[i][1]);
+    }
+  }
+}
+
+TAPEFLOW_AVX512 void filter_tile_512_rows(std::int64_t rows, std::int64_t np, const float* const* xp,
+                                          const float* const* dp, std::int64_t f0, float* out, std::int64_t ldo,
+                                          bool add) {
+  switch (rows) {
+    case 6: return filter_tile_512<6>(np, xp, dp, f0, out, ldo, add);
+    case 5: return filter_tile_512<5>(np, xp, dp, f0, out, ldo, add);
+    case 4: return filter_tile_512<4>(np, xp, dp, f0, out, ldo, add);
+    case 3: return filter_tile_512<3>(np, xp, dp, f0, out, ldo, add);
+    case 2: return filter_tile_512<2>(np, xp, dp, f0, out, ldo, add);
+    default: return filter_tile_512<1>(np, xp, dp, f0, out, ldo, add);
+  }
+}
+#endif
+
 // Whether conv2d_backprop_filter_packed takes g: whole B panels per tap and at least one full row
 // tile of dfilterᵀ.
 template <class T>
@@ -1077,6 +1128,54 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
     }
   });
   const std::unique_ptr<T[]> t(new T[static_cast<std::size_t>(g.f * k)]);  // dfilterᵀ
+  bool in_place = false;
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+  if constexpr (std::is_same_v<T, float>) in_place = g.c % 32 == 0 && internal::avx512_enabled();
+#endif
+  if (in_place) {
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float>) {
+      // Same runs, same chains as the GEMM below, both operands read in place (filter_tile_512).
+      // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles); each runs its tiles
+      // over every run in order.
+      constexpr std::int64_t MR = internal::kGemmMR;
+      const std::int64_t pairs = g.c / 32, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
+      std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
+      for (std::int64_t i = 0; i < n_kept; ++i) dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
+      const std::vector<float> zeros(static_cast<std::size_t>(g.c), 0.0f);
+      const std::int64_t taps = g.kh * g.kw;
+      parallel_for(taps * pairs * halves, 1, [&](std::int64_t b, std::int64_t e) {
+        std::vector<const float*> xp(static_cast<std::size_t>(std::min(chunk, n_kept)));
+        for (std::int64_t item = b; item < e; ++item) {
+          const std::int64_t tap = item / (pairs * halves), pair = item / halves % pairs, half = item % halves;
+          const std::int64_t di = tap / g.kw * g.dh, dj = tap % g.kw * g.dw, col = tap * g.c + pair * 32;
+          const std::int64_t tile0 = half * row_tiles / halves, tile1 = (half + 1) * row_tiles / halves;
+          for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+            const std::int64_t k0 = kept_before(r0), k1 = r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept;
+            const std::int64_t kr = k1 - k0;
+            if (kr == 0) {
+              if (r0 == 0)
+                for (std::int64_t f = tile0 * MR; f < std::min(g.f, tile1 * MR); ++f) std::fill_n(t.get() + f * k + col, 32, 0.0f);
+              continue;
+            }
+            for (std::int64_t i = 0; i < kr; ++i) {
+              const std::int64_t* cr = corner.data() + 3 * (k0 + i);
+              const std::int64_t ih = cr[0] + di, iw = cr[1] + dj;
+              xp[static_cast<std::size_t>(i)] = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w
+                                                    ? x + ((cr[2] + ih) * g.w + iw) * g.c + pair * 32
+                                                    : zeros.data();
+            }
+            for (std::int64_t tile = tile0; tile < tile1; ++tile) {
+              const std::int64_t f0 = tile * MR;
+              filter_tile_512_rows(std::min(MR, g.f - f0), kr, xp.data(), dp.data() + k0, f0, t.get() + f0 * k + col, k,
+                                   r0 > 0);
+            }
+          }
+        }
+      });
+    }
+#endif
+  } else
   parallel_for(parts, 1, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t q = b; q < e; ++q) {
       const std::int64_t c0 = units * q / parts * NR, n = units * (q + 1) / parts * NR - c0;

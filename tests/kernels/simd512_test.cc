@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -178,6 +179,37 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
               }
             ASSERT_NEAR(y[((n * g.ho + oh) * g.wo + ow) * g.f + o], want, 1e-4) << name;
           }
+  }
+}
+
+// The filter gradient with both operands read in place (C a multiple of 32): W8's conv2 with its
+// pool's zero lines (the pixels left out of each run), the same with an inf in x where those
+// pixels read (then kept: 0 * inf is NaN), and an inf in dy over a SAME border (products with the
+// padding's zeros: NaN on both paths).
+TEST(Avx512Tiles, FilterGradientInPlaceSameBitsWithZeroLinesAndInfinities) {
+  SKIP_WITHOUT_AVX512();
+  for (int variant = 0; variant < 3; ++variant) {
+    SCOPED_TRACE(variant);
+    const Conv2DGeometry g = geometry(variant < 2 ? ConvCase{6, 13, 13, 32, 3, 3, 64, 1, "VALID"}
+                                                  : ConvCase{2, 9, 9, 64, 5, 5, 20, 2, "SAME"});
+    auto x = random_vector<float>(g.n * g.h * g.w * g.c, 61);
+    auto dy = random_vector<float>(g.out_pixels() * g.f, 62);
+    if (variant < 2)
+      for (std::int64_t p = 0; p < g.out_pixels(); ++p)
+        if (p % (g.ho * g.wo) / g.wo == g.ho - 1 || p % g.wo == g.wo - 1) std::fill_n(dy.begin() + p * g.f, g.f, 0.0f);
+    if (variant == 1) x[static_cast<std::size_t>(((2 * g.h + 12) * g.w + 4) * g.c + 7)] = INFINITY;
+    if (variant == 2) dy[5] = INFINITY;
+    std::vector<float> df;
+    expect_same_bits_both_ways(
+        [&] {
+          df.assign(static_cast<std::size_t>(g.patch_size() * g.f), 7.0f);
+          conv2d_backprop_filter(x.data(), dy.data(), df.data(), g);
+          return df;
+        },
+        "filter gradient");
+    if (variant > 0) {
+      EXPECT_TRUE(std::any_of(df.begin(), df.end(), [](float v) { return std::isnan(v); }));
+    }
   }
 }
 
