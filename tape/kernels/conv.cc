@@ -1136,23 +1136,26 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
 #if TAPEFLOW_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>) {
       // Same runs, same chains as the GEMM below, both operands read in place (filter_tile_512).
-      // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles); each runs its tiles
-      // over every run in order.
+      // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles).
       constexpr std::int64_t MR = internal::kGemmMR;
       const std::int64_t pairs = g.c / 32, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
       std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
       for (std::int64_t i = 0; i < n_kept; ++i) dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
       const std::vector<float> zeros(static_cast<std::size_t>(g.c), 0.0f);
       const std::int64_t taps = g.kh * g.kw;
-      parallel_for(taps * pairs * halves, 1, [&](std::int64_t b, std::int64_t e) {
+      // Each task runs its items run by run (the run's x, about 60 KB for W8's conv2, stays in L2
+      // for all of them; item by item, each would stream all of x from memory again): two tasks
+      // per thread, fixed by the shape.
+      const std::int64_t items = taps * pairs * halves;
+      parallel_for(items, std::max<std::int64_t>(1, items / 4), [&](std::int64_t b, std::int64_t e) {
         std::vector<const float*> xp(static_cast<std::size_t>(std::min(chunk, n_kept)));
-        for (std::int64_t item = b; item < e; ++item) {
-          const std::int64_t tap = item / (pairs * halves), pair = item / halves % pairs, half = item % halves;
-          const std::int64_t di = tap / g.kw * g.dh, dj = tap % g.kw * g.dw, col = tap * g.c + pair * 32;
-          const std::int64_t tile0 = half * row_tiles / halves, tile1 = (half + 1) * row_tiles / halves;
-          for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-            const std::int64_t k0 = kept_before(r0), k1 = r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept;
-            const std::int64_t kr = k1 - k0;
+        for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          const std::int64_t k0 = kept_before(r0), k1 = r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept;
+          const std::int64_t kr = k1 - k0;
+          for (std::int64_t item = b; item < e; ++item) {
+            const std::int64_t tap = item / (pairs * halves), pair = item / halves % pairs, half = item % halves;
+            const std::int64_t di = tap / g.kw * g.dh, dj = tap % g.kw * g.dw, col = tap * g.c + pair * 32;
+            const std::int64_t tile0 = half * row_tiles / halves, tile1 = (half + 1) * row_tiles / halves;
             if (kr == 0) {
               if (r0 == 0)
                 for (std::int64_t f = tile0 * MR; f < std::min(g.f, tile1 * MR); ++f) std::fill_n(t.get() + f * k + col, 32, 0.0f);
