@@ -1013,6 +1013,10 @@ void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_
 }
 
 #if TAPEFLOW_HAVE_AVX512_KERNELS
+// Rows of dfilterᵀ per tile of the in-place filter gradient: 24 zmm accumulators, each pair of x
+// loads serving 24 FMAs (with 6 rows, 12: that path ran at ~60% of peak, fed from L2).
+constexpr std::int64_t kFilterInPlaceRows = 12;
+
 // The filter gradient's tile on AVX-512 with both operands read in place: rows f0.. f0 + R of
 // dfilterᵀ (dy's channels, broadcast from dy row dp[p] + f0) by 32 columns (one tap's 32 input
 // channels: x at xp[p], or zeros where the tap lies in the padding), summed over the np pixels of
@@ -1023,20 +1027,20 @@ template <int R>
 TAPEFLOW_AVX512 void filter_tile_512(std::int64_t np, const float* const* xp, const float* const* dp,
                                      std::int64_t f0, float* out, std::int64_t ldo, bool add) {
   __m512 acc[R][2];
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
 #pragma GCC unroll 2
   for (std::int64_t p = 0; p < np; ++p) {
     const __m512 b0 = _mm512_loadu_ps(xp[p]), b1 = _mm512_loadu_ps(xp[p] + 16);
     const float* d = dp[p] + f0;
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (int i = 0; i < R; ++i) {
       const __m512 v = _mm512_set1_ps(d[i]);
       acc[i][0] = _mm512_fmadd_ps(v, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(v, b1, acc[i][1]);
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int i = 0; i < R; ++i) {
     float* o = out + i * ldo;
     if (add) {
@@ -1053,6 +1057,12 @@ TAPEFLOW_AVX512 void filter_tile_512_rows(std::int64_t rows, std::int64_t np, co
                                           const float* const* dp, std::int64_t f0, float* out, std::int64_t ldo,
                                           bool add) {
   switch (rows) {
+    case 12: return filter_tile_512<12>(np, xp, dp, f0, out, ldo, add);
+    case 11: return filter_tile_512<11>(np, xp, dp, f0, out, ldo, add);
+    case 10: return filter_tile_512<10>(np, xp, dp, f0, out, ldo, add);
+    case 9: return filter_tile_512<9>(np, xp, dp, f0, out, ldo, add);
+    case 8: return filter_tile_512<8>(np, xp, dp, f0, out, ldo, add);
+    case 7: return filter_tile_512<7>(np, xp, dp, f0, out, ldo, add);
     case 6: return filter_tile_512<6>(np, xp, dp, f0, out, ldo, add);
     case 5: return filter_tile_512<5>(np, xp, dp, f0, out, ldo, add);
     case 4: return filter_tile_512<4>(np, xp, dp, f0, out, ldo, add);
@@ -1137,7 +1147,7 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
     if constexpr (std::is_same_v<T, float>) {
       // Same runs, same chains as the GEMM below, both operands read in place (filter_tile_512).
       // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles).
-      constexpr std::int64_t MR = internal::kGemmMR;
+      constexpr std::int64_t MR = kFilterInPlaceRows;
       const std::int64_t pairs = g.c / 32, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
       std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
       for (std::int64_t i = 0; i < n_kept; ++i) dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
