@@ -37,9 +37,11 @@ for line in sys.stdin:
 }
 ours() { "$B/$1" --benchmark_filter="$2" 2>&1 | grep '^BM_' | sed 's/^/  tapeflow /'; }
 cd "$WORK"
+# Both sides use AVX-512 where the CPU has it (oneDNN; tapeflow's float tiles, simd512.h).
+ISA=$(grep -qw avx512f /proc/cpuinfo && echo "AVX-512 CPU" || echo "AVX2 CPU")
 for t in ${THREADS:-2}; do
   for w in ${WL:-w1 w2 w3 w4 w5}; do
-    echo "== $w, $t thread(s), $(date +%T), load $(cut -d' ' -f1 /proc/loadavg)"
+    echo "== $w, $t thread(s), $(date +%T), load $(cut -d' ' -f1 /proc/loadavg), $ISA"
     case $w in
       w1) peer /usr/bin/python3 py/w1_mlp.py "$t" step; peer build/libtorch_bench "$t" w1step
           ours bench_train_bench "W1TrainStep/$t/" ;;

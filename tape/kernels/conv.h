@@ -30,6 +30,13 @@
 //           output pixels x 2 packets of channels (forward) or 6 taps x 2 packets (filter
 //           gradient, per fixed tile of output rows) in registers over a zero-padded copy of the
 //           kh input rows each output row reads; extra memory per task kh x (padded row) x C.
+//           On a CPU with AVX-512F (kernels/internal/simd512.h; TAPEFLOW_AVX512=0 turns it off),
+//           float tiles are twice as wide (32 channels: the indirect GEMM's, the packed GEMM's,
+//           the direct kernels' blocks), and conv2d_backprop_filter with C a multiple of 32
+//           reads both operands in place (tiles of 12 rows of dfilterᵀ x one tap's 32 channels,
+//           dy broadcast from its rows, x loaded at the tap, zeros in the padding: no packing;
+//           extra memory one pointer per output pixel and per task one per pixel of a run).
+//           Every element is the same FMA chain as on the AVX2 tiles: the same bits either way.
 //           Deterministic: every partition depends on the shape only, each output element sums in
 //           one fixed order, so results are bitwise identical for any thread count.
 //           Pooling: max pooling ignores padded positions (TF's -inf padding); average pooling
