@@ -659,15 +659,13 @@ void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const
               igemm_tile_512(ns, a, boff + s0, klen, bp, bp + k_panel * NB, crow, acc);
               continue;
             }
-            // A short last row tile: each of the two panels on its own below.
-            for (std::int64_t half = 0; half < 2; ++half) {
-              const std::int64_t jh = j0 + half * NB;
-              for (std::int64_t q = 0; q < MR; ++q) crow[q] = tmp + q * NB;
-              if (acc)
-                for (std::int64_t q = 0; q < nr; ++q) std::copy_n(out[r0 + q] + jh, NB, tmp + q * NB);
-              igemm_tile(ns, a, boff + s0, klen, bp + half * k_panel * NB, crow, acc);
-              for (std::int64_t q = 0; q < nr; ++q) std::copy_n(tmp + q * NB, NB, out[r0 + q] + jh);
-            }
+            // A short last row tile (border classes): through a tile on the stack.
+            alignas(64) float wide_tmp[MR * 2 * NB];
+            for (std::int64_t q = 0; q < MR; ++q) crow[q] = wide_tmp + q * 2 * NB;
+            if (acc)
+              for (std::int64_t q = 0; q < nr; ++q) std::copy_n(out[r0 + q] + j0, 2 * NB, wide_tmp + q * 2 * NB);
+            igemm_tile_512(ns, a, boff + s0, klen, bp, bp + k_panel * NB, crow, acc);
+            for (std::int64_t q = 0; q < nr; ++q) std::copy_n(wide_tmp + q * 2 * NB, 2 * NB, out[r0 + q] + j0);
             continue;
           }
 #endif
