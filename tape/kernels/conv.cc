@@ -354,7 +354,8 @@ class DirectConv {
               float wide_tail[PX * kWide];
               direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, wide_tail, kWide);
               const std::int64_t nf = std::min(kWide, g.f - f0);
-              for (std::int64_t p = 0; p < np; ++p) std::copy_n(wide_tail + p * kWide, nf, y_row + (ow0 + p) * g.f + f0);
+              for (std::int64_t p = 0; p < np; ++p)
+                std::copy_n(wide_tail + p * kWide, nf, y_row + (ow0 + p) * g.f + f0);
             }
             f0 += kWide - FB;  // the loop adds the other FB
             continue;
@@ -600,19 +601,18 @@ TAPEFLOW_AVX512 void igemm_tile_512(std::int64_t steps, const float* const* a, c
     }
   }
   for (std::int64_t s = 0; s < steps; ++s, a += MR) {
-    const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3], *a4 = a[4], *a5 = a[5];
+    const float* const rows[MR] = {a[0], a[1], a[2], a[3], a[4], a[5]};
     const float* b = bp + boff[s];
     const float* d = bq + boff[s];
 #pragma GCC unroll 4
     for (std::int64_t p = 0; p < klen; ++p, b += NB, d += NB) {
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(d);
-      __m512 v;
-      v = _mm512_set1_ps(a0[p]); acc[0][0] = _mm512_fmadd_ps(v, b0, acc[0][0]); acc[0][1] = _mm512_fmadd_ps(v, b1, acc[0][1]);
-      v = _mm512_set1_ps(a1[p]); acc[1][0] = _mm512_fmadd_ps(v, b0, acc[1][0]); acc[1][1] = _mm512_fmadd_ps(v, b1, acc[1][1]);
-      v = _mm512_set1_ps(a2[p]); acc[2][0] = _mm512_fmadd_ps(v, b0, acc[2][0]); acc[2][1] = _mm512_fmadd_ps(v, b1, acc[2][1]);
-      v = _mm512_set1_ps(a3[p]); acc[3][0] = _mm512_fmadd_ps(v, b0, acc[3][0]); acc[3][1] = _mm512_fmadd_ps(v, b1, acc[3][1]);
-      v = _mm512_set1_ps(a4[p]); acc[4][0] = _mm512_fmadd_ps(v, b0, acc[4][0]); acc[4][1] = _mm512_fmadd_ps(v, b1, acc[4][1]);
-      v = _mm512_set1_ps(a5[p]); acc[5][0] = _mm512_fmadd_ps(v, b0, acc[5][0]); acc[5][1] = _mm512_fmadd_ps(v, b1, acc[5][1]);
+#pragma GCC unroll 6
+      for (std::int64_t q = 0; q < MR; ++q) {
+        const __m512 v = _mm512_set1_ps(rows[q][p]);
+        acc[q][0] = _mm512_fmadd_ps(v, b0, acc[q][0]);
+        acc[q][1] = _mm512_fmadd_ps(v, b1, acc[q][1]);
+      }
     }
   }
 #pragma GCC unroll 6
@@ -1012,7 +1012,7 @@ void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_
 
 #if TAPEFLOW_HAVE_AVX512_KERNELS
 // Rows of dfilterᵀ per tile of the in-place filter gradient: 24 zmm accumulators, each pair of x
-// loads serving 24 FMAs (with 6 rows, 12: that path ran at ~60% of peak, fed from L2).
+// loads (from L2) feeding 24 FMAs (6-row tiles: W9 convT1's filter gradient 57-63 ms, 12: 49-54).
 constexpr std::int64_t kFilterInPlaceRows = 12;
 // Pixels ahead that filter_tile_512 prefetches (24 measured best of 8-32 on W9's convT1).
 constexpr std::int64_t kFilterInPlacePrefetch = 24;
@@ -1159,7 +1159,8 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
       constexpr std::int64_t MR = kFilterInPlaceRows;
       const std::int64_t pairs = g.c / 32, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
       std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
-      for (std::int64_t i = 0; i < n_kept; ++i) dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
+      for (std::int64_t i = 0; i < n_kept; ++i)
+        dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
       const std::vector<float> zeros(static_cast<std::size_t>(g.c), 0.0f);
       const std::int64_t taps = g.kh * g.kw;
       // Each task runs its items run by run (the run's x, about 60 KB for W8's conv2, stays in L2
@@ -1177,7 +1178,8 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
             const std::int64_t tile0 = half * row_tiles / halves, tile1 = (half + 1) * row_tiles / halves;
             if (kr == 0) {
               if (r0 == 0)
-                for (std::int64_t f = tile0 * MR; f < std::min(g.f, tile1 * MR); ++f) std::fill_n(t.get() + f * k + col, 32, 0.0f);
+                for (std::int64_t f = tile0 * MR; f < std::min(g.f, tile1 * MR); ++f)
+                  std::fill_n(t.get() + f * k + col, 32, 0.0f);
               continue;
             }
             for (std::int64_t i = 0; i < kr; ++i) {

@@ -175,7 +175,8 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
                 const std::int64_t ih = oh * g.sh - g.pad_top + i, iw = ow * g.sw - g.pad_left + j;
                 if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) continue;
                 for (std::int64_t c = 0; c < g.c; ++c)
-                  want += double(x[((n * g.h + ih) * g.w + iw) * g.c + c]) * double(f[((i * g.kw + j) * g.c + c) * g.f + o]);
+                  want += double(x[((n * g.h + ih) * g.w + iw) * g.c + c]) *
+                          double(f[((i * g.kw + j) * g.c + c) * g.f + o]);
               }
             ASSERT_NEAR(y[((n * g.ho + oh) * g.wo + ow) * g.f + o], want, 1e-4) << name;
           }
@@ -217,35 +218,36 @@ TEST(Avx512Tiles, FilterGradientInPlaceSameBitsWithZeroLinesAndInfinities) {
 // reads, and on the direct kernel, pooled in cache) and its filter and bias gradients from the argmax.
 TEST(Avx512Tiles, ConvMaxPoolSameBitsAsAvx2) {
   SKIP_WITHOUT_AVX512();
-  for (const ConvCase& k : {ConvCase{5, 13, 13, 32, 3, 3, 64, 1, "VALID"}, ConvCase{6, 28, 28, 1, 3, 3, 32, 1, "VALID"}}) {
-  const Conv2DGeometry g = geometry(k);
-  const Conv2DGeometry pool = geometry({g.n, g.ho, g.wo, g.f, 2, 2, g.f, 2, "VALID"});
-  const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 31);
-  const auto f = random_vector<float>(g.patch_size() * g.f, 32);
-  const auto bias = random_vector<float>(g.f, 33);
-  for (bool relu : {false, true})
+  for (const ConvCase& k :
+       {ConvCase{5, 13, 13, 32, 3, 3, 64, 1, "VALID"}, ConvCase{6, 28, 28, 1, 3, 3, 32, 1, "VALID"}}) {
+    const Conv2DGeometry g = geometry(k);
+    const Conv2DGeometry pool = geometry({g.n, g.ho, g.wo, g.f, 2, 2, g.f, 2, "VALID"});
+    const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 31);
+    const auto f = random_vector<float>(g.patch_size() * g.f, 32);
+    const auto bias = random_vector<float>(g.f, 33);
+    for (bool relu : {false, true})
+      expect_same_bits_both_ways(
+          [&] {
+            std::vector<float> y(pool.out_pixels() * pool.c);
+            std::vector<std::int32_t> argmax(y.size());
+            conv2d_max_pool2d(x.data(), f.data(), bias.data(), y.data(), argmax.data(), g, pool, relu);
+            for (std::int32_t a : argmax) y.push_back(static_cast<float>(a));
+            return y;
+          },
+          relu ? "conv + pool + relu" : "conv + pool");
+    std::vector<float> y(pool.out_pixels() * pool.c);
+    std::vector<std::int32_t> argmax(y.size());
+    conv2d_max_pool2d(x.data(), f.data(), bias.data(), y.data(), argmax.data(), g, pool, false);
+    const auto dy = random_vector<float>(y.size(), 34);
     expect_same_bits_both_ways(
         [&] {
-          std::vector<float> y(pool.out_pixels() * pool.c);
-          std::vector<std::int32_t> argmax(y.size());
-          conv2d_max_pool2d(x.data(), f.data(), bias.data(), y.data(), argmax.data(), g, pool, relu);
-          for (std::int32_t a : argmax) y.push_back(static_cast<float>(a));
-          return y;
+          std::vector<float> df(f.size()), db(g.f);
+          EXPECT_TRUE(conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), argmax.data(), df.data(), db.data(),
+                                                              g, pool, static_cast<const float*>(nullptr)));
+          df.insert(df.end(), db.begin(), db.end());
+          return df;
         },
-        relu ? "conv + pool + relu" : "conv + pool");
-  std::vector<float> y(pool.out_pixels() * pool.c);
-  std::vector<std::int32_t> argmax(y.size());
-  conv2d_max_pool2d(x.data(), f.data(), bias.data(), y.data(), argmax.data(), g, pool, false);
-  const auto dy = random_vector<float>(y.size(), 34);
-  expect_same_bits_both_ways(
-      [&] {
-        std::vector<float> df(f.size()), db(g.f);
-        EXPECT_TRUE(conv2d_backprop_filter_bias_with_argmax(x.data(), dy.data(), argmax.data(), df.data(), db.data(),
-                                                            g, pool, static_cast<const float*>(nullptr)));
-        df.insert(df.end(), db.begin(), db.end());
-        return df;
-      },
-      "filter and bias gradients from the argmax");
+        "filter and bias gradients from the argmax");
   }
 }
 

@@ -6,7 +6,8 @@
 // Facts:    Only defined when the compiler targets AVX2 and FMA (TAPEFLOW_GEMM_AVX2 is then 1).
 //           Register tile kGemmMR x kGemmNR (6 x 16 floats / 6 x 8 doubles, 12 ymm accumulators,
 //           A broadcast, B loaded); for floats on a CPU with AVX-512F, tiles of 6 x 32 (two
-//           adjacent B panels, 12 zmm accumulators) while two full panels remain (simd512.h); B packed in KC x NR panels, A in MC x KC blocks of MR-row
+//           adjacent B panels, 12 zmm accumulators) while two full panels remain (simd512.h);
+//           B packed in KC x NR panels, A in MC x KC blocks of MR-row
 //           panels (read in place when n <= 2 NR and A is not transposed); KC, MC, NC from the
 //           cache sizes in /sys (cpu_cache_sizes).
 //           Serial on the calling thread; packing buffers are thread_local and only grow, so
