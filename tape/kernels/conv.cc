@@ -260,9 +260,12 @@ void apply_epilogue(T* y, std::int64_t rows, std::int64_t f, const ConvEpilogue<
 constexpr std::int64_t kWide = 32;
 
 // Forward: kDirectPixels pixels (panel values x0 + p * step + tap offset) x 32 channels of the
-// padded filter (fq, row stride fp) over the k taps, stored at y + p * ldy.
+// padded filter (fq, row stride fp) over the k taps, then the epilogue (bias: its 32 values for
+// these channels, or null; relu), stored at y + p * ldy. The epilogue is apply_epilogue's: the
+// chain's sum + bias, then v > 0 ? v : 0.
 TAPEFLOW_AVX512 void direct_block_512(const float* x0, std::int64_t step, const std::int64_t* tap_offset,
-                                      std::int64_t k, const float* fq, std::int64_t fp, float* y, std::int64_t ldy) {
+                                      std::int64_t k, const float* fq, std::int64_t fp, float* y, std::int64_t ldy,
+                                      const float* bias, bool relu) {
   constexpr std::int64_t PX = kDirectPixels;
   __m512 acc[PX][2];
 #pragma GCC unroll 6
@@ -275,6 +278,22 @@ TAPEFLOW_AVX512 void direct_block_512(const float* x0, std::int64_t step, const 
       const __m512 v = _mm512_set1_ps(xt[p * step]);
       acc[p][0] = _mm512_fmadd_ps(v, w0, acc[p][0]);
       acc[p][1] = _mm512_fmadd_ps(v, w1, acc[p][1]);
+    }
+  }
+  if (bias) {
+    const __m512 b0 = _mm512_loadu_ps(bias), b1 = _mm512_loadu_ps(bias + 16);
+#pragma GCC unroll 6
+    for (std::int64_t p = 0; p < PX; ++p) {
+      acc[p][0] = _mm512_add_ps(acc[p][0], b0);
+      acc[p][1] = _mm512_add_ps(acc[p][1], b1);
+    }
+  }
+  if (relu) {
+    const __m512 zero = _mm512_setzero_ps();
+#pragma GCC unroll 6
+    for (std::int64_t p = 0; p < PX; ++p) {
+      acc[p][0] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(zero, acc[p][0], _CMP_LT_OQ), acc[p][0]);
+      acc[p][1] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(zero, acc[p][1], _CMP_LT_OQ), acc[p][1]);
     }
   }
 #pragma GCC unroll 6
@@ -340,6 +359,12 @@ class DirectConv {
     const Conv2DGeometry& g = g_;
     const std::int64_t step = g.sw * g.c;  // panel values between neighbouring pixels
     T tail[PX * FB];
+    // Floats whose channels are all in wide blocks (F a multiple of 32): the epilogue is applied
+    // in the blocks, in registers, instead of in a pass over the row.
+    bool fused = false;
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+    fused = wide_ && g.f % kWide == 0;
+#endif
     fill_panel(x_, g, r / g.ho, r % g.ho, width_, panel.data());
     for (std::int64_t ow0 = 0; ow0 < g.wo; ow0 += PX)
       for (std::int64_t f0 = 0; f0 < fp_; f0 += FB) {
@@ -348,11 +373,14 @@ class DirectConv {
           if (wide_ && f0 + kWide <= fp_) {
             const std::int64_t np = std::min(PX, g.wo - ow0);
             const float* x0 = panel.data() + ow0 * step;
+            const float* bias = fused && epilogue.bias ? epilogue.bias + f0 : nullptr;
+            const bool relu = fused && epilogue.relu;
             if (np == PX && f0 + kWide <= g.f) {
-              direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, y_row + ow0 * g.f + f0, g.f);
+              direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, y_row + ow0 * g.f + f0, g.f,
+                               bias, relu);
             } else {
               float wide_tail[PX * kWide];
-              direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, wide_tail, kWide);
+              direct_block_512(x0, step, tap_offset_.data(), k_, fpad_.data() + f0, fp_, wide_tail, kWide, bias, relu);
               const std::int64_t nf = std::min(kWide, g.f - f0);
               for (std::int64_t p = 0; p < np; ++p)
                 std::copy_n(wide_tail + p * kWide, nf, y_row + (ow0 + p) * g.f + f0);
@@ -392,7 +420,7 @@ class DirectConv {
           for (std::int64_t p = 0; p < np; ++p) std::copy_n(tail + p * FB, nf, y_row + (ow0 + p) * g.f + f0);
         }
       }
-    apply_epilogue(y_row, g.wo, g.f, epilogue);
+    if (!fused) apply_epilogue(y_row, g.wo, g.f, epilogue);
   }
 
  private:

@@ -183,6 +183,30 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
   }
 }
 
+// The direct kernel's epilogue applied in its wide blocks (F a multiple of 32) against the AVX2
+// path's pass over each row: bias, relu, and both; with a NaN input (relu sends it to 0 on both).
+TEST(Avx512Tiles, DirectEpilogueInTheBlocksSameBits) {
+  SKIP_WITHOUT_AVX512();
+  for (const ConvCase& k :
+       {ConvCase{3, 28, 28, 1, 3, 3, 32, 1, "VALID"}, ConvCase{2, 12, 11, 3, 5, 5, 64, 2, "SAME"}}) {
+    const Conv2DGeometry g = geometry(k);
+    auto x = random_vector<float>(g.n * g.h * g.w * g.c, 71);
+    x[17] = NAN;
+    const auto f = random_vector<float>(g.patch_size() * g.f, 72);
+    const auto bias = random_vector<float>(g.f, 73);
+    for (int e = 1; e < 4; ++e) {
+      const ConvEpilogue<float> epilogue{(e & 1) ? bias.data() : nullptr, (e & 2) != 0};
+      expect_same_bits_both_ways(
+          [&] {
+            std::vector<float> y(g.out_pixels() * g.f);
+            conv2d(x.data(), f.data(), y.data(), g, epilogue);
+            return y;
+          },
+          e == 1 ? "bias" : e == 2 ? "relu" : "bias + relu");
+    }
+  }
+}
+
 // The filter gradient with both operands read in place (C a multiple of 32): W8's conv2 with its
 // pool's zero lines (the pixels left out of each run), the same with an inf in x where those
 // pixels read (then kept: 0 * inf is NaN), and an inf in dy over a SAME border (products with the
