@@ -254,10 +254,12 @@ void apply_epilogue(T* y, std::int64_t rows, std::int64_t f, const ConvEpilogue<
   }
 }
 
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-// The direct kernels' register blocks for floats on AVX-512 (simd512.h): 32 channels (two zmm)
-// per block instead of 16; per element the same FMA chain, so the same bits.
+// Channels (columns) of the AVX-512 float tiles and blocks (simd512.h): two zmm registers.
 constexpr std::int64_t kWide = 32;
+
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+// The direct kernels' register blocks for floats on AVX-512: kWide channels per block instead of
+// 16; per element the same FMA chain, so the same bits.
 
 // Forward: kDirectPixels pixels (panel values x0 + p * step + tap offset) x 32 channels of the
 // padded filter (fq, row stride fp) over the k taps, then the epilogue (bias: its 32 values for
@@ -343,11 +345,7 @@ class DirectConv {
   DirectConv(const T* x, const T* filter, const Conv2DGeometry& g)
       : x_(x), g_(g), k_(g.patch_size()), fp_(round_up(g.f, FB)),
         width_((round_up(g.wo, PX) - 1) * g.sw + (g.kw - 1) * g.dw + 1), fpad_(pad_columns(filter, k_, g.f, fp_)),
-        tap_offset_(panel_tap_offsets(g, width_, k_)) {
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-    if constexpr (std::is_same_v<T, float>) wide_ = internal::avx512_enabled();
-#endif
-  }
+        tap_offset_(panel_tap_offsets(g, width_, k_)), wide_(internal::avx512_tiles<T>()) {}
   // Scratch one thread passes to row().
   std::vector<T> panel() const { return std::vector<T>(static_cast<std::size_t>(g_.kh * width_ * g_.c)); }
   // Output rows per task of a parallel sweep (~64k multiply-adds).
@@ -361,10 +359,7 @@ class DirectConv {
     T tail[PX * FB];
     // Floats whose channels are all in wide blocks (F a multiple of 32): the epilogue is applied
     // in the blocks, in registers, instead of in a pass over the row.
-    bool fused = false;
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-    fused = wide_ && g.f % kWide == 0;
-#endif
+    const bool fused = wide_ && g.f % kWide == 0;
     fill_panel(x_, g, r / g.ho, r % g.ho, width_, panel.data());
     for (std::int64_t ow0 = 0; ow0 < g.wo; ow0 += PX)
       for (std::int64_t f0 = 0; f0 < fp_; f0 += FB) {
@@ -429,7 +424,7 @@ class DirectConv {
   std::int64_t k_, fp_, width_;
   std::vector<T> fpad_;
   std::vector<std::int64_t> tap_offset_;
-  bool wide_ = false;  // floats: 32-channel AVX-512 blocks (direct_block_512)
+  bool wide_;  // floats: 32-channel AVX-512 blocks (direct_block_512)
 };
 
 template <class T>
@@ -463,10 +458,7 @@ void conv2d_backprop_filter_direct(const T* x, DyRows&& dy_rows, T* dfilter, con
   // Taps past k read offset 0 and are dropped.
   const std::vector<std::int64_t> tap_offset = panel_tap_offsets(g, width, round_up(k, TB));
   std::vector<T> partial(static_cast<std::size_t>(tiles * kfp), T(0));
-  bool wide = false;  // floats: 32-channel AVX-512 blocks (direct_filter_block_512)
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-  if constexpr (std::is_same_v<T, float>) wide = internal::avx512_enabled();
-#endif
+  [[maybe_unused]] const bool wide = internal::avx512_tiles<T>();  // 32-channel blocks (direct_filter_block_512)
   parallel_for(tiles, 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<T> panel(static_cast<std::size_t>(g.kh * width * g.c));
     std::vector<T> dy_pad(g.f == fp ? 0 : static_cast<std::size_t>(g.wo * fp), T(0));
@@ -664,11 +656,8 @@ void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const
   const std::int64_t panels = (n + NB - 1) / NB;
   alignas(64) T tmp[MR * NB];
   T* crow[MR];
-  // Floats on AVX-512: full row tiles over two full panels at once (simd512.h).
-  bool wide = false;
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-  if constexpr (std::is_same_v<T, float>) wide = internal::avx512_enabled();
-#endif
+  // Floats on AVX-512: row tiles over two full panels at once (simd512.h).
+  const bool wide = internal::avx512_tiles<T>();
   for (std::int64_t s0 = 0; s0 < steps; s0 += group) {
     const std::int64_t ns = std::min(group, steps - s0);
     const bool acc = s0 > 0;
@@ -1175,47 +1164,52 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
     }
   });
   const std::unique_ptr<T[]> t(new T[static_cast<std::size_t>(g.f * k)]);  // dfilterᵀ
-  bool in_place = false;
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-  if constexpr (std::is_same_v<T, float>) in_place = g.c % 32 == 0 && internal::avx512_enabled();
-#endif
-  if (in_place) {
+  // The kept pixels of the run starting at output pixel r0: [first, end).
+  const auto run_of = [&](std::int64_t r0) {
+    return std::pair<std::int64_t, std::int64_t>{kept_before(r0), r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept};
+  };
+  if (g.c % kWide == 0 && internal::avx512_tiles<T>()) {
 #if TAPEFLOW_HAVE_AVX512_KERNELS
     if constexpr (std::is_same_v<T, float>) {
       // Same runs, same chains as the GEMM below, both operands read in place (filter_tile_512).
       // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles).
       constexpr std::int64_t MR = kFilterInPlaceRows;
-      const std::int64_t pairs = g.c / 32, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
+      const std::int64_t pairs = g.c / kWide, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
       std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
       for (std::int64_t i = 0; i < n_kept; ++i)
         dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
       const std::vector<float> zeros(static_cast<std::size_t>(g.c), 0.0f);
       const std::int64_t taps = g.kh * g.kw;
       // Each task runs its items run by run (the run's x, about 60 KB for W8's conv2, stays in L2
-      // for all of them; item by item, each would stream all of x from memory again): two tasks
-      // per thread, fixed by the shape.
+      // for all of them; item by item, each would stream all of x from memory again), in tasks of
+      // about a quarter of the items (fixed by the shape).
       const std::int64_t items = taps * pairs * halves;
       parallel_for(items, std::max<std::int64_t>(1, items / 4), [&](std::int64_t b, std::int64_t e) {
         std::vector<const float*> xp(static_cast<std::size_t>(std::min(chunk, n_kept)));
         for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-          const std::int64_t k0 = kept_before(r0), k1 = r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept;
+          const auto [k0, k1] = run_of(r0);
           const std::int64_t kr = k1 - k0;
+          std::int64_t xp_for = -1;  // the (tap, pair) whose pointers xp holds for this run
           for (std::int64_t item = b; item < e; ++item) {
             const std::int64_t tap = item / (pairs * halves), pair = item / halves % pairs, half = item % halves;
-            const std::int64_t di = tap / g.kw * g.dh, dj = tap % g.kw * g.dw, col = tap * g.c + pair * 32;
+            const std::int64_t col = tap * g.c + pair * kWide;
             const std::int64_t tile0 = half * row_tiles / halves, tile1 = (half + 1) * row_tiles / halves;
             if (kr == 0) {
               if (r0 == 0)
                 for (std::int64_t f = tile0 * MR; f < std::min(g.f, tile1 * MR); ++f)
-                  std::fill_n(t.get() + f * k + col, 32, 0.0f);
+                  std::fill_n(t.get() + f * k + col, kWide, 0.0f);
               continue;
             }
-            for (std::int64_t i = 0; i < kr; ++i) {
-              const std::int64_t* cr = corner.data() + 3 * (k0 + i);
-              const std::int64_t ih = cr[0] + di, iw = cr[1] + dj;
-              xp[static_cast<std::size_t>(i)] = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w
-                                                    ? x + ((cr[2] + ih) * g.w + iw) * g.c + pair * 32
-                                                    : zeros.data();
+            if (xp_for != item / halves) {  // the other half of the rows reuses the table
+              const std::int64_t di = tap / g.kw * g.dh, dj = tap % g.kw * g.dw;
+              for (std::int64_t i = 0; i < kr; ++i) {
+                const std::int64_t* cr = corner.data() + 3 * (k0 + i);
+                const std::int64_t ih = cr[0] + di, iw = cr[1] + dj;
+                xp[static_cast<std::size_t>(i)] = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w
+                                                      ? x + ((cr[2] + ih) * g.w + iw) * g.c + pair * kWide
+                                                      : zeros.data();
+              }
+              xp_for = item / halves;
             }
             for (std::int64_t tile = tile0; tile < tile1; ++tile) {
               const std::int64_t f0 = tile * MR;
@@ -1227,41 +1221,42 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
       });
     }
 #endif
-  } else
-  parallel_for(parts, 1, [&](std::int64_t b, std::int64_t e) {
-    for (std::int64_t q = b; q < e; ++q) {
-      const std::int64_t c0 = units * q / parts * NR, n = units * (q + 1) / parts * NR - c0;
-      std::vector<T> part;
-      // dy's rows [k0, k0 + kr) of the kept pixels into out (ldc), run by run.
-      const auto product = [&](std::int64_t k0, std::int64_t kr, const PatchSource<T>& src, T* out, std::int64_t ldc) {
-        if (compact)
-          internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, kept_rows.data() + k0, pack_patches<T>, &src, out, ldc);
-        else
-          internal::gemm_avx2<T>(g.f, n, kr, dy + k0 * g.f, g.f, true, pack_patches<T>, &src, out, ldc);
-      };
-      for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
-        // The run's kept pixels [k0, k1).
-        const std::int64_t k0 = kept_before(r0), k1 = r0 + chunk < rows ? kept_before(r0 + chunk) : n_kept;
-        const PatchSource<T> src{x, &g, corner.data() + 3 * k0, c0};
-        const std::int64_t kr = k1 - k0;
-        if (r0 == 0) {
-          if (kr == 0)
-            for (std::int64_t f = 0; f < g.f; ++f) std::fill_n(t.get() + f * k + c0, n, T(0));
+  } else {
+    parallel_for(parts, 1, [&](std::int64_t b, std::int64_t e) {
+      for (std::int64_t q = b; q < e; ++q) {
+        const std::int64_t c0 = units * q / parts * NR, n = units * (q + 1) / parts * NR - c0;
+        std::vector<T> part;
+        // dy's rows [k0, k0 + kr) of the kept pixels into out (ldc), run by run.
+        const auto product = [&](std::int64_t k0, std::int64_t kr, const PatchSource<T>& src, T* out,
+                                 std::int64_t ldc) {
+          if (compact)
+            internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, kept_rows.data() + k0, pack_patches<T>, &src, out, ldc);
           else
-            product(k0, kr, src, t.get() + c0, k);
-          continue;
-        }
-        if (kr == 0) continue;
-        part.resize(static_cast<std::size_t>(g.f * n));
-        product(k0, kr, src, part.data(), n);
-        for (std::int64_t f = 0; f < g.f; ++f) {
-          T* out = t.get() + f * k + c0;
-          const T* in = part.data() + f * n;
-          for (std::int64_t j = 0; j < n; ++j) out[j] += in[j];
+            internal::gemm_avx2<T>(g.f, n, kr, dy + k0 * g.f, g.f, true, pack_patches<T>, &src, out, ldc);
+        };
+        for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
+          const auto [k0, k1] = run_of(r0);
+          const PatchSource<T> src{x, &g, corner.data() + 3 * k0, c0};
+          const std::int64_t kr = k1 - k0;
+          if (r0 == 0) {
+            if (kr == 0)
+              for (std::int64_t f = 0; f < g.f; ++f) std::fill_n(t.get() + f * k + c0, n, T(0));
+            else
+              product(k0, kr, src, t.get() + c0, k);
+            continue;
+          }
+          if (kr == 0) continue;
+          part.resize(static_cast<std::size_t>(g.f * n));
+          product(k0, kr, src, part.data(), n);
+          for (std::int64_t f = 0; f < g.f; ++f) {
+            T* out = t.get() + f * k + c0;
+            const T* in = part.data() + f * n;
+            for (std::int64_t j = 0; j < n; ++j) out[j] += in[j];
+          }
         }
       }
-    }
-  });
+    });
+  }
   parallel_for(k, std::max<std::int64_t>(1, 4096 / g.f), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t r = b; r < e; ++r)
       for (std::int64_t f = 0; f < g.f; ++f) dfilter[r * g.f + f] = t[static_cast<std::size_t>(f * k + r)];

@@ -22,16 +22,33 @@ namespace {
 
 using testref::random_vector;
 
+// The AVX-512 tiles switched on or off for a scope, the previous setting restored after it (also
+// when an assertion returns early).
+class Avx512Setting {
+ public:
+  explicit Avx512Setting(bool on) : previous_(internal::set_avx512_enabled(on)) {}
+  ~Avx512Setting() { internal::set_avx512_enabled(previous_); }
+  Avx512Setting(const Avx512Setting&) = delete;
+  Avx512Setting& operator=(const Avx512Setting&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Runs f() with the AVX-512 tiles on and with them off; both results must be the same bits.
 template <class F>
 void expect_same_bits_both_ways(F f, const char* what) {
-  const bool previous = internal::set_avx512_enabled(true);
-  ASSERT_TRUE(internal::avx512_enabled());
-  const std::vector<float> wide = f();
-  internal::set_avx512_enabled(false);
-  ASSERT_FALSE(internal::avx512_enabled());
-  const std::vector<float> narrow = f();
-  internal::set_avx512_enabled(previous);
+  std::vector<float> wide, narrow;
+  {
+    const Avx512Setting on(true);
+    ASSERT_TRUE(internal::avx512_enabled());
+    wide = f();
+  }
+  {
+    const Avx512Setting off(false);
+    ASSERT_FALSE(internal::avx512_enabled());
+    narrow = f();
+  }
   ASSERT_EQ(wide.size(), narrow.size()) << what;
   EXPECT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float))) << what;
 }
@@ -59,7 +76,7 @@ TEST(Avx512Tiles, GemmSameBitsAsAvx2AndRightValues) {
           char what[96];
           std::snprintf(what, sizeof what, "m%ld n%ld k%ld ta%d tb%d", long(m), long(n), long(k), int(ta), int(tb));
           expect_same_bits_both_ways(run, what);
-          internal::set_avx512_enabled(true);
+          const Avx512Setting on(true);
           const std::vector<float> c = run();
           for (std::int64_t i = 0; i < m; ++i) {
             for (std::int64_t j = 0; j < n; ++j) {
@@ -162,7 +179,7 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
       set_num_threads(previous);
     }
     // The wide forward against float64 loops.
-    internal::set_avx512_enabled(true);
+    const Avx512Setting on(true);
     std::vector<float> y(g.out_pixels() * g.f);
     conv2d(x.data(), f.data(), y.data(), g);
     for (std::int64_t n = 0; n < g.n; ++n)
@@ -287,11 +304,12 @@ TEST(Avx512Tiles, EnvironmentSwitch) {
     EXPECT_NE(std::string(e.what()).find("\"yes\""), std::string::npos) << e.what();
   }
   // Off stays off whatever the CPU; on only where it has AVX-512.
-  const bool previous = internal::set_avx512_enabled(false);
-  EXPECT_FALSE(internal::avx512_enabled());
-  internal::set_avx512_enabled(true);
+  {
+    const Avx512Setting off(false);
+    EXPECT_FALSE(internal::avx512_enabled());
+  }
+  const Avx512Setting on(true);
   EXPECT_EQ(internal::avx512_enabled(), internal::avx512_supported());
-  internal::set_avx512_enabled(previous);
 }
 
 }  // namespace

@@ -440,10 +440,7 @@ void tiles(std::int64_t mc, std::int64_t nc, std::int64_t kc, PanelAt panel, con
            bool accumulate, Prefetcher& pf) {
   constexpr std::int64_t NR = kGemmNR<T>;
   // Floats on AVX-512: two B panels per tile while two full ones remain (simd512.h).
-  bool wide = false;
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-  if constexpr (std::is_same_v<T, float>) wide = avx512_enabled();
-#endif
+  const bool wide = avx512_tiles<T>();
   for (std::int64_t jr = 0; jr < nc;) {
     const std::int64_t nr = std::min(NR, nc - jr), width = wide && nc - jr >= 2 * NR ? 2 * NR : NR;
     const T* bpanel = bp + jr * kc;

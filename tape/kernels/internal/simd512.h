@@ -13,6 +13,8 @@
 //           variable and the value, on the first kernel call that asks.
 #pragma once
 
+#include <type_traits>
+
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__) && (defined(__GNUC__) || defined(__clang__))
 #define TAPEFLOW_HAVE_AVX512_KERNELS 1
 #define TAPEFLOW_AVX512 __attribute__((target("avx512f")))
@@ -29,6 +31,13 @@ bool avx512_enabled();
 // Turns the AVX-512 tiles off (false) or back on where the CPU has them (true), for tests and
 // benchmarks that compare the two; returns the previous setting. Not for use while kernels run.
 bool set_avx512_enabled(bool on);
+// Whether the tiles for element type T run: avx512_enabled() for floats, never for doubles (their
+// kernels keep the AVX2 tiles). The one place kernels ask.
+template <class T>
+bool avx512_tiles() {
+  if constexpr (std::is_same_v<T, float>) return avx512_enabled();
+  return false;
+}
 // Whether this CPU (and OS) could run them at all.
 bool avx512_supported();
 // What a value of TAPEFLOW_AVX512 says: null (unset) or "1": allowed, "0": not; anything else
