@@ -601,33 +601,38 @@ void igemm_tile(std::int64_t steps, const T* const* a, const std::int64_t* boff,
 #if TAPEFLOW_HAVE_AVX512_KERNELS
 // igemm_tile for floats over two adjacent B panels (bp and bq, 32 columns: c[q] .. c[q] + 32), in
 // zmm registers: per element the same FMA chain as igemm_tile's, so the same bits (simd512.h).
-TAPEFLOW_AVX512 void igemm_tile_512(std::int64_t steps, const float* const* a, const std::int64_t* boff,
-                                    std::int64_t klen, const float* bp, const float* bq, float* const* c,
-                                    bool accumulate) {
-  constexpr std::int64_t MR = kIgemmMR, NB = 16;
+// TILES consecutive row tiles (TILES * kIgemmMR rows, tile u's pointers at a + u * a_stride) share
+// each pair of B loads: 12 rows x 32 columns keep 24 zmm accumulators.
+template <int TILES>
+TAPEFLOW_AVX512 void igemm_tile_512_rows(std::int64_t steps, const float* const* a, std::int64_t a_stride,
+                                         const std::int64_t* boff, std::int64_t klen, const float* bp, const float* bq,
+                                         float* const* c, bool accumulate) {
+  constexpr std::int64_t MR = kIgemmMR * TILES, NB = 16;
   __m512 acc[MR][2];
   if (accumulate) {
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (std::int64_t q = 0; q < MR; ++q) {
       acc[q][0] = _mm512_loadu_ps(c[q]);
       acc[q][1] = _mm512_loadu_ps(c[q] + NB);
     }
   } else {
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (std::int64_t q = 0; q < MR; ++q) {
       acc[q][0] = acc[q][1] = _mm512_setzero_ps();
       __builtin_prefetch(c[q], 1);
       __builtin_prefetch(c[q] + 2 * NB - 1, 1);
     }
   }
-  for (std::int64_t s = 0; s < steps; ++s, a += MR) {
-    const float* const rows[MR] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+  for (std::int64_t s = 0; s < steps; ++s, a += kIgemmMR) {
+    const float* rows[MR];
+#pragma GCC unroll 12
+    for (std::int64_t q = 0; q < MR; ++q) rows[q] = a[q / kIgemmMR * a_stride + q % kIgemmMR];
     const float* b = bp + boff[s];
     const float* d = bq + boff[s];
-#pragma GCC unroll 4
+#pragma GCC unroll 2
     for (std::int64_t p = 0; p < klen; ++p, b += NB, d += NB) {
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(d);
-#pragma GCC unroll 6
+#pragma GCC unroll 12
       for (std::int64_t q = 0; q < MR; ++q) {
         const __m512 v = _mm512_set1_ps(rows[q][p]);
         acc[q][0] = _mm512_fmadd_ps(v, b0, acc[q][0]);
@@ -635,11 +640,16 @@ TAPEFLOW_AVX512 void igemm_tile_512(std::int64_t steps, const float* const* a, c
       }
     }
   }
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (std::int64_t q = 0; q < MR; ++q) {
     _mm512_storeu_ps(c[q], acc[q][0]);
     _mm512_storeu_ps(c[q] + NB, acc[q][1]);
   }
+}
+TAPEFLOW_AVX512 void igemm_tile_512(std::int64_t steps, const float* const* a, const std::int64_t* boff,
+                                    std::int64_t klen, const float* bp, const float* bq, float* const* c,
+                                    bool accumulate) {
+  igemm_tile_512_rows<1>(steps, a, 0, boff, klen, bp, bq, c, accumulate);
 }
 #endif
 
@@ -671,6 +681,13 @@ void igemm_rows(std::int64_t rows, std::int64_t steps, std::int64_t group, const
 #if TAPEFLOW_HAVE_AVX512_KERNELS
         if constexpr (std::is_same_v<T, float>)
           if (pair) {
+            if (rows - r0 >= 2 * MR) {  // two full row tiles at once
+              T* crow2[2 * MR];
+              for (std::int64_t q = 0; q < 2 * MR; ++q) crow2[q] = out[r0 + q] + j0;
+              igemm_tile_512_rows<2>(ns, a, steps * MR, boff + s0, klen, bp, bp + k_panel * NB, crow2, acc);
+              r0 += MR;  // the loop adds the other MR
+              continue;
+            }
             if (nr == MR) {
               for (std::int64_t q = 0; q < MR; ++q) crow[q] = out[r0 + q] + j0;
               igemm_tile_512(ns, a, boff + s0, klen, bp, bp + k_panel * NB, crow, acc);
@@ -780,7 +797,7 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
   parallel_for(static_cast<std::int64_t>(items.size()), 1, [&](std::int64_t b, std::int64_t e) {
     std::vector<const T*> ind;
     std::vector<T*> out;
-    std::vector<std::int64_t> boff;
+    std::vector<std::int64_t> boff, hoff, woff;
     for (std::int64_t it = b; it < e; ++it) {
       const Item& item = items[static_cast<std::size_t>(it)];
       const std::vector<std::int64_t>& lr = rc.lines[static_cast<std::size_t>(item.r)];
@@ -799,18 +816,35 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
       ind.resize(static_cast<std::size_t>(padded * steps));
       out.resize(static_cast<std::size_t>(nr));
       // Row q of the class: image n0 + q / (la * lb), line lr[(q / lb) % la], column lc[q % lb]; its
-      // output row and, per step, the pointer it reads.
-      for (std::int64_t q = 0; q < nr; ++q) {
-        const std::int64_t row = item.row0 + q, m = item.n0 + row / (la * lb);
-        const std::int64_t a = lr[static_cast<std::size_t>((row / lb) % la)], c = lc[static_cast<std::size_t>(row % lb)];
-        out[static_cast<std::size_t>(q)] = dst + ((m * oh + a) * ow + c) * nout;
-        const TapLine& hl = rows_h[static_cast<std::size_t>(a)];
-        const TapLine& wl = cols_w[static_cast<std::size_t>(c)];
-        const T** slot = ind.data() + (q / MR) * steps * MR + q % MR;
+      // output row and, per step (u, v), the pointer it reads: the image's base plus the line's row
+      // offset for u plus the column's offset for v (both tabled once per item, no divisions per row).
+      hoff.resize(static_cast<std::size_t>(la * ni));
+      woff.resize(static_cast<std::size_t>(lb * nj));
+      for (std::int64_t ai = 0; ai < la; ++ai)
         for (std::int64_t u = 0; u < ni; ++u)
-          for (std::int64_t v = 0; v < nj; ++v)
-            slot[(u * nj + v) * MR] = src + ((m * src_h + hl[static_cast<std::size_t>(u)].second) * src_w +
-                                             wl[static_cast<std::size_t>(v)].second) * klen;
+          hoff[static_cast<std::size_t>(ai * ni + u)] =
+              rows_h[static_cast<std::size_t>(lr[static_cast<std::size_t>(ai)])][static_cast<std::size_t>(u)].second *
+              src_w * klen;
+      for (std::int64_t ci = 0; ci < lb; ++ci)
+        for (std::int64_t v = 0; v < nj; ++v)
+          woff[static_cast<std::size_t>(ci * nj + v)] =
+              cols_w[static_cast<std::size_t>(lc[static_cast<std::size_t>(ci)])][static_cast<std::size_t>(v)].second * klen;
+      std::int64_t m = item.n0 + item.row0 / (la * lb), ai = item.row0 / lb % la, ci = item.row0 % lb;
+      for (std::int64_t q = 0; q < nr; ++q) {
+        out[static_cast<std::size_t>(q)] =
+            dst + ((m * oh + lr[static_cast<std::size_t>(ai)]) * ow + lc[static_cast<std::size_t>(ci)]) * nout;
+        const T* base = src + m * src_h * src_w * klen;
+        const std::int64_t* h = hoff.data() + ai * ni;
+        const std::int64_t* w = woff.data() + ci * nj;
+        const T** slot = ind.data() + (q / MR) * steps * MR + q % MR;
+        for (std::int64_t u = 0; u < ni; ++u, slot += nj * MR) {
+          const T* bu = base + h[u];
+          for (std::int64_t v = 0; v < nj; ++v) slot[v * MR] = bu + w[v];
+        }
+        if (++ci == lb) {
+          ci = 0;
+          if (++ai == la) ai = 0, ++m;
+        }
       }
       if (steps == 0) {
         for (T* o : out) std::fill(o, o + nout, T(0));
@@ -1028,9 +1062,11 @@ void pack_patches(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_
 }
 
 #if TAPEFLOW_HAVE_AVX512_KERNELS
-// Rows of dfilterᵀ per tile of the in-place filter gradient: 24 zmm accumulators, each pair of x
-// loads (from L2) feeding 24 FMAs (6-row tiles: W9 convT1's filter gradient 57-63 ms, 12: 49-54).
-constexpr std::int64_t kFilterInPlaceRows = 12;
+// Rows of dfilterᵀ per tile of the in-place filter gradient: 28 zmm accumulators (31 registers in
+// all), each pair of x loads (from L2) feeding 28 FMAs (6-row tiles: W9 convT1's filter gradient
+// 57-63 ms, 12: 49-54; W8 conv2's tiles of 14, 14, 14, 11, 11 rows against 12 x 5 + 4: 6% less
+// time in the tiles).
+constexpr std::int64_t kFilterInPlaceRows = 14;
 // Pixels ahead that filter_tile_512 prefetches (24 measured best of 8-32 on W9's convT1).
 constexpr std::int64_t kFilterInPlacePrefetch = 24;
 
@@ -1044,7 +1080,7 @@ template <int R>
 TAPEFLOW_AVX512 void filter_tile_512(std::int64_t np, const float* const* xp, const float* const* dp,
                                      std::int64_t f0, float* out, std::int64_t ldo, bool add) {
   __m512 acc[R][2];
-#pragma GCC unroll 12
+#pragma GCC unroll 14
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   // The pixels' x and dy lines are fetched kFilterInPlacePrefetch pixels ahead: the hardware
   // prefetchers miss the dy lines of wide layers (W9 convT1, 1 KB rows: its filter gradient
@@ -1059,14 +1095,14 @@ TAPEFLOW_AVX512 void filter_tile_512(std::int64_t np, const float* const* xp, co
     }
     const __m512 b0 = _mm512_loadu_ps(xp[p]), b1 = _mm512_loadu_ps(xp[p] + 16);
     const float* d = dp[p] + f0;
-#pragma GCC unroll 12
+#pragma GCC unroll 14
     for (int i = 0; i < R; ++i) {
       const __m512 v = _mm512_set1_ps(d[i]);
       acc[i][0] = _mm512_fmadd_ps(v, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(v, b1, acc[i][1]);
     }
   }
-#pragma GCC unroll 12
+#pragma GCC unroll 14
   for (int i = 0; i < R; ++i) {
     float* o = out + i * ldo;
     if (add) {
@@ -1083,6 +1119,8 @@ TAPEFLOW_AVX512 void filter_tile_512_rows(std::int64_t rows, std::int64_t np, co
                                           const float* const* dp, std::int64_t f0, float* out, std::int64_t ldo,
                                           bool add) {
   switch (rows) {
+    case 14: return filter_tile_512<14>(np, xp, dp, f0, out, ldo, add);
+    case 13: return filter_tile_512<13>(np, xp, dp, f0, out, ldo, add);
     case 12: return filter_tile_512<12>(np, xp, dp, f0, out, ldo, add);
     case 11: return filter_tile_512<11>(np, xp, dp, f0, out, ldo, add);
     case 10: return filter_tile_512<10>(np, xp, dp, f0, out, ldo, add);
@@ -1173,8 +1211,14 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
     if constexpr (std::is_same_v<T, float>) {
       // Same runs, same chains as the GEMM below, both operands read in place (filter_tile_512).
       // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles).
+      // Row tiles of MR rows, the last two splitting the rest evenly (no short last tile).
       constexpr std::int64_t MR = kFilterInPlaceRows;
       const std::int64_t pairs = g.c / kWide, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
+      const std::int64_t full = row_tiles >= 2 ? row_tiles - 2 : 0, rest = g.f - full * MR;
+      const std::int64_t last = row_tiles >= 2 ? (rest + 1) / 2 : rest;
+      const auto tile_begin = [&](std::int64_t tile) {
+        return tile <= full ? tile * MR : std::min(g.f, full * MR + (tile - full) * last);
+      };
       std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
       for (std::int64_t i = 0; i < n_kept; ++i)
         dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
@@ -1196,7 +1240,7 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
             const std::int64_t tile0 = half * row_tiles / halves, tile1 = (half + 1) * row_tiles / halves;
             if (kr == 0) {
               if (r0 == 0)
-                for (std::int64_t f = tile0 * MR; f < std::min(g.f, tile1 * MR); ++f)
+                for (std::int64_t f = tile_begin(tile0); f < tile_begin(tile1); ++f)
                   std::fill_n(t.get() + f * k + col, kWide, 0.0f);
               continue;
             }
@@ -1212,8 +1256,8 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
               xp_for = item / halves;
             }
             for (std::int64_t tile = tile0; tile < tile1; ++tile) {
-              const std::int64_t f0 = tile * MR;
-              filter_tile_512_rows(std::min(MR, g.f - f0), kr, xp.data(), dp.data() + k0, f0, t.get() + f0 * k + col, k,
+              const std::int64_t f0 = tile_begin(tile);
+              filter_tile_512_rows(tile_begin(tile + 1) - f0, kr, xp.data(), dp.data() + k0, f0, t.get() + f0 * k + col, k,
                                    r0 > 0);
             }
           }
@@ -1908,12 +1952,26 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
   const auto in_one_tile = [&](std::int64_t c) {
     return c * per / g.wo / per_tile == (std::min(pixels, (c + 1) * per) - 1) / g.wo / per_tile;
   };
-  // Adds the pixels of row r (values `row`) that lie in partial c.
+  // Adds the pixels of row r (values `row`) that lie in partial c: per channel the same adds in
+  // pixel order, a packet of channels held in a register along the row (adding through memory
+  // stalled on a store-to-load round trip per pixel).
   const auto add_row = [&](const T* row, std::int64_t r, std::int64_t c) {
+    using P = typename ei::packet_traits<T>::type;
+    constexpr std::int64_t L = ei::packet_traits<T>::size;
     T* pr = part.data() + c * F;
     const std::int64_t p0 = std::max(r * g.wo, c * per), p1 = std::min({(r + 1) * g.wo, (c + 1) * per, pixels});
-    for (const T* v = row + (p0 - r * g.wo) * F; v < row + (p1 - r * g.wo) * F; v += F)
-      for (std::int64_t j = 0; j < F; ++j) pr[j] = pr[j] + v[j];
+    const T *first = row + (p0 - r * g.wo) * F, *end = row + (p1 - r * g.wo) * F;
+    std::int64_t j = 0;
+    for (; j + L <= F; j += L) {
+      P acc = ei::ploadu<P>(pr + j);
+      for (const T* v = first + j; v < end; v += F) acc = ei::padd(acc, ei::ploadu<P>(v));
+      ei::pstoreu(pr + j, acc);
+    }
+    for (; j < F; ++j) {
+      T acc = pr[j];
+      for (const T* v = first + j; v < end; v += F) acc = acc + *v;
+      pr[j] = acc;
+    }
   };
   const auto partials_of = [&](std::int64_t r) {
     return std::pair<std::int64_t, std::int64_t>{r * g.wo / per, ((r + 1) * g.wo - 1) / per};
