@@ -39,8 +39,7 @@ Tensor Dropout::call(const Tensor& x, bool training) {
     T* m = mask.mutable_data<T>();
     const T keep = static_cast<T>(1.0 / (1.0 - rate)), r = static_cast<T>(rate);
     const std::int64_t n = x.num_elements();
-    generator().fill_uniform<T>(m, n, T(0), T(1));  // bulk draw (inlined generator), then threshold
-    for (std::int64_t i = 0; i < n; ++i) m[i] = m[i] >= r ? keep : T(0);
+    generator().fill_keep_mask<T>(m, n, r, keep);  // u >= rate ? keep : 0, u fill_uniform's [0, 1) draw
   });
   return x * mask;
 }

@@ -1,5 +1,7 @@
 #include "tape/core/random.h"
 
+#include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -34,6 +36,85 @@ inline NormalPair box_muller(std::uint64_t a, std::uint64_t b) {
   return {r * std::cos(kTwoPi * u2), r * std::sin(kTwoPi * u2)};
 }
 
+using State = std::array<std::uint64_t, 4>;
+
+// xoshiro256**: a draw is a function of the state; the step is linear over GF(2) (xors, shifts,
+// rotations of the state bits).
+inline std::uint64_t xoshiro_output(const State& s) { return rotl(s[1] * 5, 7) * 9; }
+inline void xoshiro_step(State& s) {
+  const std::uint64_t t = s[1] << 17;
+  s[2] ^= s[0];
+  s[3] ^= s[1];
+  s[1] ^= s[2];
+  s[0] ^= s[3];
+  s[2] ^= t;
+  s[3] = rotl(s[3], 45);
+}
+
+// Draws per chunk of a long fill: each chunk starts from the state kChunkDraws steps after the
+// previous chunk's, found by a jump (a 256 x 256 matrix over GF(2) applied to the state), so the
+// chunks run in parallel and give the same draws as one thread drawing in order.
+constexpr std::int64_t kChunkDraws = std::int64_t{1} << 14;
+
+// Column j: the state kChunkDraws steps after the state with only bit j set (about 4M steps, once
+// per process).
+const std::array<State, 256>& chunk_jump_columns() {
+  static const std::array<State, 256> columns = [] {
+    std::array<State, 256> c{};
+    for (int j = 0; j < 256; ++j) {
+      c[j][j / 64] = std::uint64_t{1} << (j % 64);
+      for (std::int64_t k = 0; k < kChunkDraws; ++k) xoshiro_step(c[j]);
+    }
+    return c;
+  }();
+  return columns;
+}
+
+State jump_one_chunk(const State& s) {
+  const std::array<State, 256>& c = chunk_jump_columns();
+  State r{};
+  for (int j = 0; j < 256; ++j)
+    if ((s[j / 64] >> (j % 64)) & 1)
+      for (int w = 0; w < 4; ++w) r[w] ^= c[j][w];
+  return r;
+}
+
+// f(i, bits) for draws i = 0 .. n-1 of the stream at s, in parallel chunks for long streams (the
+// same values as drawing in order); s ends n draws on.
+template <class F>
+void draw_stream(State& s, std::int64_t n, F f) {
+  const std::int64_t chunks = (n + kChunkDraws - 1) / kChunkDraws;
+  if (chunks < 2) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      f(i, xoshiro_output(s));
+      xoshiro_step(s);
+    }
+    return;
+  }
+  std::vector<State> start(static_cast<std::size_t>(chunks));
+  start[0] = s;
+  for (std::size_t c = 1; c < start.size(); ++c) start[c] = jump_one_chunk(start[c - 1]);
+  // Core sits below kernels/parallel.h: oneTBB directly, capped by the same tbb::global_control.
+  tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, chunks, 1), [&](const tbb::blocked_range<std::int64_t>& r) {
+    for (std::int64_t c = r.begin(); c < r.end(); ++c) {
+      State st = start[static_cast<std::size_t>(c)];
+      const std::int64_t end = std::min(n, (c + 1) * kChunkDraws);
+      for (std::int64_t i = c * kChunkDraws; i < end; ++i) {
+        f(i, xoshiro_output(st));
+        xoshiro_step(st);
+      }
+      if (c == chunks - 1) s = st;
+    }
+  });
+}
+
+// The uniform [0, 1) value of a draw: its top 24 (float) or 53 (double) bits.
+template <class T>
+T unit_uniform(std::uint64_t bits) {
+  if constexpr (sizeof(T) == 4) return static_cast<T>(bits >> 40) * T(0x1.0p-24);
+  else return static_cast<T>(bits >> 11) * T(0x1.0p-53);
+}
+
 }  // namespace
 
 Generator::Generator(std::uint64_t seed) {
@@ -42,14 +123,8 @@ Generator::Generator(std::uint64_t seed) {
 }
 
 std::uint64_t Generator::next_u64() {
-  const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-  const std::uint64_t t = s_[1] << 17;
-  s_[2] ^= s_[0];
-  s_[3] ^= s_[1];
-  s_[1] ^= s_[2];
-  s_[0] ^= s_[3];
-  s_[2] ^= t;
-  s_[3] = rotl(s_[3], 45);
+  const std::uint64_t result = xoshiro_output(s_);
+  xoshiro_step(s_);
   return result;
 }
 
@@ -70,14 +145,19 @@ double Generator::next_normal() {
 template <class T>
 void Generator::fill_uniform(T* y, std::int64_t n, T lo, T hi) {
   const T width = hi - lo;
-  for (std::int64_t i = 0; i < n; ++i) {
-    T u;
-    if constexpr (sizeof(T) == 4) u = static_cast<T>(next_u64() >> 40) * T(0x1.0p-24);
-    else u = static_cast<T>(next_u64() >> 11) * T(0x1.0p-53);
-    T v = lo + width * u;
+  draw_stream(s_, n, [&](std::int64_t i, std::uint64_t bits) {
+    T v = lo + width * unit_uniform<T>(bits);
     if (v >= hi && hi > lo) v = std::nextafter(hi, lo);  // rounding can reach hi
     y[i] = v;
-  }
+  });
+}
+
+template <class T>
+void Generator::fill_keep_mask(T* y, std::int64_t n, T rate, T scale) {
+  // fill_uniform(y, n, 0, 1)'s value is unit_uniform itself (0 + 1 * u, and u < 1).
+  // Picked from a table, not branched on: the branch goes either way at random (5x slower).
+  const T value[2] = {T(0), scale};
+  draw_stream(s_, n, [&](std::int64_t i, std::uint64_t bits) { y[i] = value[unit_uniform<T>(bits) >= rate]; });
 }
 
 template <class T>
@@ -89,7 +169,7 @@ void Generator::fill_normal(T* y, std::int64_t n, T mean, T stddev) {
   // the Box-Muller transform (log, sqrt, sin, cos: ~90% of the time) runs in parallel on them.
   const std::int64_t pairs = (n - i) / 2;
   std::vector<std::uint64_t> bits(static_cast<std::size_t>(2 * pairs));
-  for (auto& b : bits) b = next_u64();
+  draw_stream(s_, 2 * pairs, [&](std::int64_t j, std::uint64_t b) { bits[static_cast<std::size_t>(j)] = b; });
   T* out = y + i;
   // Each pair depends on its own two draws only, so any partition gives the same values (core sits
   // below kernels/parallel.h; oneTBB directly, capped by the same tbb::global_control).
@@ -158,6 +238,8 @@ Generator Generator::split() { return Generator(next_u64() ^ 0x5DEECE66DA3B1F27u
 
 template void Generator::fill_uniform<float>(float*, std::int64_t, float, float);
 template void Generator::fill_uniform<double>(double*, std::int64_t, double, double);
+template void Generator::fill_keep_mask<float>(float*, std::int64_t, float, float);
+template void Generator::fill_keep_mask<double>(double*, std::int64_t, double, double);
 template void Generator::fill_normal<float>(float*, std::int64_t, float, float);
 template void Generator::fill_normal<double>(double*, std::int64_t, double, double);
 template void Generator::fill_truncated_normal<float>(float*, std::int64_t, float, float);

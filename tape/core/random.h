@@ -23,9 +23,15 @@ class Generator {
 
   // The next 64 random bits.
   std::uint64_t next_u64();
-  // y[i] uniform in [lo, hi).
+  // y[i] uniform in [lo, hi): draw i's top 24 (float) or 53 (double) bits scaled into [0, 1), then
+  // lo + (hi - lo) * u. Long fills draw in parallel chunks of the same stream (the values and the
+  // state after are those of drawing in order, for any thread count).
   template <class T>
   void fill_uniform(T* y, std::int64_t n, T lo, T hi);
+  // y[i] = u_i >= rate ? scale : 0, u_i the [0, 1) values fill_uniform(y, n, 0, 1) would give
+  // (Dropout's keep mask, in one pass over the same stream).
+  template <class T>
+  void fill_keep_mask(T* y, std::int64_t n, T rate, T scale);
   // y[i] ~ Normal(mean, stddev).
   template <class T>
   void fill_normal(T* y, std::int64_t n, T mean, T stddev);

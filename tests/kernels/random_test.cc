@@ -1,6 +1,7 @@
 #include "tape/core/random.h"
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <cmath>
 #include <cstdint>
@@ -88,6 +89,34 @@ TEST(Generator, NormalMeanAndStd) {
 
 // fill_normal transforms its pairs in parallel; the values and the state it leaves must be those
 // of next_normal() called once per element (odd and even lengths, with a cached normal pending).
+// Long fills draw in parallel chunks, each started by a jump: the values and the state after must
+// be those of next_u64 in order, on one thread or two, at chunk boundaries and past them.
+template <class T>
+void expect_uniform_and_mask_are_the_stream(int threads) {
+  for (std::int64_t n : {std::int64_t{100}, std::int64_t{1} << 14, (std::int64_t{3} << 14) + 5}) {
+    Generator a(7), b(7), c(7);
+    std::vector<T> got(static_cast<std::size_t>(n)), mask(static_cast<std::size_t>(n));
+    tbb::task_arena(threads).execute([&] {
+      a.fill_uniform(got.data(), n, T(-2), T(6));
+      c.fill_keep_mask(mask.data(), n, T(0.5), T(2));
+    });
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t bits = b.next_u64();
+      const T u = sizeof(T) == 4 ? static_cast<T>(bits >> 40) * T(0x1.0p-24) : static_cast<T>(bits >> 11) * T(0x1.0p-53);
+      ASSERT_EQ(got[static_cast<std::size_t>(i)], T(-2) + T(8) * u) << "n=" << n << " i=" << i << " threads=" << threads;
+      ASSERT_EQ(mask[static_cast<std::size_t>(i)], u >= T(0.5) ? T(2) : T(0)) << "n=" << n << " i=" << i;
+    }
+    EXPECT_EQ(a.state(), b.state()) << "n=" << n << " threads=" << threads;
+    EXPECT_EQ(c.state(), b.state()) << "n=" << n << " threads=" << threads;
+  }
+}
+TEST(Generator, LongFillsAreTheNextU64StreamOnAnyThreadCount) {
+  for (int threads : {1, 2}) {
+    expect_uniform_and_mask_are_the_stream<float>(threads);
+    expect_uniform_and_mask_are_the_stream<double>(threads);
+  }
+}
+
 TEST(Generator, FillNormalIsTheNextNormalStreamBitForBit) {
   for (int n : {1, 2, 7, 5000, 50001}) {
     for (bool pending : {false, true}) {
