@@ -105,7 +105,8 @@ class Conv2D : public ConvBase {
   // With a bias and no activation or relu: fused_conv2d (bit-identical values, one pass fewer or
   // two over the output).
   Tensor convolve_fused(const Tensor& inputs, const std::string& activation) override;
-  // With a bias: fused_conv2d_max_pool2d (bit-identical values).
+  // With a bias: fused_conv2d_max_pool2d (bit-identical values, or within rounding where it runs
+  // Winograd: float 3x3 VALID convolutions under a 2x2 pool; tape/ops/conv_ops.h).
   Tensor convolve_fused_max_pool(const Tensor& inputs, const MaxPooling2D& pool, const std::string& activation) override;
   int kernel_in_axis() const override { return 2; }
 };

@@ -15,7 +15,8 @@
 //           (a window whose maximum is <= 0 gets a zero gradient either way), while the relu and
 //           its gradient touch the pooled tensor, a quarter of the size for 2x2 pools. A Conv2D
 //           with a bias runs conv + bias + pool + relu as one op (fused_conv2d_max_pool2d,
-//           values bit-identical): with a 2x2 pool over few input channels (W8's conv1) the
+//           values bit-identical but for float 3x3 VALID convolutions under a 2x2 pool, which
+//           run Winograd F(2x2, 3x3) within rounding; tape/ops/conv_ops.h): with a 2x2 pool over few input channels (W8's conv1) the
 //           convolution's output is never stored, and the pool's gradient scatters from the
 //           argmax without reading it. Only a NaN in a window can tell the orders apart (it may
 //           hide the window's maximum from the pool). This is the one rewrite the model makes;

@@ -73,7 +73,11 @@ Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bi
 // kernels::kDirectMaxChannels input channels, the convolution's output is pooled two rows at a
 // time while in cache and never stored; otherwise it goes to a temporary (only the rows and columns
 // some window reads are computed). Values are bit-identical to fused_conv2d (linear), max_pool2d
-// and relu in turn. The models run Conv2D(relu) -> MaxPooling2D as this op with relu (max pooling
+// and relu in turn, except for float 3x3 stride-1 VALID convolutions of >= 16 input and output
+// channels under a 2x2 stride-2 pool (W8's conv2): those run Winograd F(2x2, 3x3), each 2x2 output
+// block being one pool window (2.25x fewer FMAs), within rounding of the direct product (relative
+// ~1e-6), an argmax differing only between values that close, and exactly the direct product's
+// results when x or the filter holds an inf or NaN (kernels::conv2d_max_pool2d). The models run Conv2D(relu) -> MaxPooling2D as this op with relu (max pooling
 // and relu commute; models/sequential.h). TensorFlow
 // has no such op: it is what grappler's remapper does for Conv2D + BiasAdd, carried one op further,
 // with the argmax kept as tf.nn.max_pool_with_argmax keeps it.

@@ -480,6 +480,62 @@ TEST(ConvMaxPoolKernel, BitIdenticalToConvThenPool) {
   check_conv_max_pool<float>();
 }
 
+// Float 3x3 VALID convolutions under a 2x2 stride-2 pool go through Winograd F(2x2, 3x3): within
+// rounding of conv2d then max_pool2d_with_argmax (the same argmax wherever the window's top two
+// values are apart), with and without bias and relu, an odd size leaving a row and a column out.
+// An inf in x or NaN in the filter (the transforms would turn inf into NaN) falls back to the
+// direct product: then bit for bit.
+TEST(ConvMaxPoolKernel, FloatWinogradUnderThePoolWithinRoundingAndExactFallback) {
+  const std::vector<Case> cases = {{3, 13, 13, 32, 3, 3, 64, 1, 1, 1, 1, "VALID"},   // W8's conv2
+                                   {2, 12, 9, 16, 3, 3, 16, 1, 1, 1, 1, "VALID"},    // 10x7: last column unread
+                                   {1, 7, 8, 24, 3, 3, 40, 1, 1, 1, 1, "VALID"}};    // 5x6: last row unread
+  for (const Case& k : cases)
+    for (int variant = 0; variant < 5; ++variant) {  // 0 bias, 1 bias+relu, 2 no bias, 3 inf in x, 4 NaN in filter
+      SCOPED_TRACE(::testing::Message() << k.n << "x" << k.h << "x" << k.w << "x" << k.c << " -> " << k.f
+                                        << " variant " << variant);
+      const Conv2DGeometry g = geometry(k);
+      const Conv2DGeometry pg = geometry({g.n, g.ho, g.wo, g.f, 2, 2, g.f, 2, 2, 1, 1, "VALID"});
+      auto x = random_vector<float>(g.n * g.h * g.w * g.c, 31);
+      auto f = random_vector<float>(g.kh * g.kw * g.c * g.f, 32);
+      auto b = random_vector<float>(g.f, 33);
+      if (variant == 3) x[static_cast<std::size_t>((g.n - 1) * g.h * g.w * g.c + 2 * g.w * g.c + 5)] = INFINITY;
+      if (variant == 4) f[7] = NAN;
+      const bool relu = variant == 1;
+      const float* bias = variant == 2 ? nullptr : b.data();
+      std::vector<float> z(static_cast<std::size_t>(g.out_pixels() * g.f)), want(static_cast<std::size_t>(pg.out_pixels() * pg.c));
+      std::vector<float> got(want.size(), 7.0f);
+      std::vector<std::int32_t> want_arg(want.size()), got_arg(want.size(), -1);
+      conv2d(x.data(), f.data(), z.data(), g, ConvEpilogue<float>{bias, false});
+      max_pool2d_with_argmax(z.data(), want.data(), want_arg.data(), pg);
+      if (relu)
+        for (float& v : want) v = v > 0.0f ? v : 0.0f;
+      conv2d_max_pool2d(x.data(), f.data(), bias, got.data(), got_arg.data(), g, pg, relu);
+      if (variant >= 3) {
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
+        EXPECT_EQ(got_arg, want_arg);
+        continue;
+      }
+      std::int64_t exact = 0, apart = 0;
+      for_pool_windows(pg, [&](std::int64_t o, const std::vector<std::int64_t>& taps) {
+        const std::size_t i = static_cast<std::size_t>(o);
+        // Sums of 9 C products of values in [-1, 1]: both sides round at about eps * 9 C / 4 (~4e-6 seen).
+        ASSERT_NEAR(got[i], want[i], 3e-5f) << o;
+        exact += got[i] == want[i];
+        float second = -INFINITY;  // the window's runner-up
+        const std::int64_t image = o / (pg.ho * pg.wo * pg.c) * pg.h * pg.w * pg.c;
+        for (auto t : taps)
+          if (t - image != want_arg[i]) second = std::max(second, z[static_cast<std::size_t>(t)]);
+        if (z[static_cast<std::size_t>(want_arg[i] + image)] - second > 1e-4f) {
+          ++apart;
+          EXPECT_EQ(got_arg[i], want_arg[i]) << o;
+        }
+      });
+      EXPECT_GT(apart, static_cast<std::int64_t>(want.size()) * 9 / 10);
+      // Rounding differs somewhere (else this test is not looking at the Winograd path).
+      EXPECT_LT(exact, static_cast<std::int64_t>(want.size()));
+    }
+}
+
 // conv2d_backprop_filter_bias_with_argmax: bit for bit max_pool2d_grad_with_argmax, then
 // conv2d_backprop_filter and reduce_sum of dz over its pixels, on the fast path (direct kernel, 2x2
 // stride-2 pool: odd sizes leave a row / column in no window; enough pixels for reduce_sum's
