@@ -1157,6 +1157,199 @@ std::int64_t filter_partial_rows(const Conv2DGeometry& g) {
   return filter_tile_rows<T>(g);
 }
 
+// The output rows and columns of dy the filter gradient reads: nonzero_extent's, or all of them
+// when x holds an inf or NaN that the dropped pixels read (0 * inf must still give NaN).
+template <class T>
+std::pair<std::int64_t, std::int64_t> filter_kept_extent(const T* x, const T* dy, const Conv2DGeometry& g) {
+  const auto [keep_h, keep_w] = nonzero_extent(dy, g);
+  if ((keep_h < g.ho || keep_w < g.wo) && !finite_from(x, g, keep_h * g.sh - g.pad_top, keep_w * g.sw - g.pad_left))
+    return {g.ho, g.wo};
+  return {keep_h, keep_w};
+}
+
+// ---- Shared by the Winograd kernels below ----
+// Scratch from TBB's allocator, not zeroed (every value read is written first): std::vector's
+// zeroing and fresh mappings (page faults) took longer than the Winograd products.
+template <class T>
+std::unique_ptr<T, void (*)(void*)> winograd_scratch(std::int64_t count) {
+  std::unique_ptr<T, void (*)(void*)> p(
+      static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(count) * sizeof(T), 64)), scalable_aligned_free);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+// r[i][col] = (Bᵀ d)[i][col] over the 4x4 block at d0 (rows row_stride apart, columns C apart),
+// channels c .. c + L: Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] for F(2, 3), the last row
+// negated ([0 -1 0 1]) for F(3, 2).
+template <class T, class P = typename ei::packet_traits<T>::type>
+void winograd_input_rows(const T* d0, std::int64_t row_stride, std::int64_t C, std::int64_t c, bool f32, P r[4][4]) {
+#pragma GCC unroll 4
+  for (int col = 0; col < 4; ++col) {
+    const P a0 = ei::ploadu<P>(d0 + col * C + c), a1 = ei::ploadu<P>(d0 + row_stride + col * C + c);
+    const P a2 = ei::ploadu<P>(d0 + 2 * row_stride + col * C + c), a3 = ei::ploadu<P>(d0 + 3 * row_stride + col * C + c);
+    r[0][col] = ei::psub(a0, a2);
+    r[1][col] = ei::padd(a1, a2);
+    r[2][col] = ei::psub(a2, a1);
+    r[3][col] = f32 ? ei::psub(a3, a1) : ei::psub(a1, a3);
+  }
+}
+
+// Whether a packet of (y - y) sums holds a nonzero lane: some y was inf or NaN.
+template <class T, class P>
+bool any_nonfinite(const P& sums) {
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  alignas(64) T lanes[L];
+  ei::pstoreu(lanes, sums);
+  for (std::int64_t l = 0; l < L; ++l)
+    if (lanes[l] != T(0)) return true;
+  return false;
+}
+
+// ---- The filter gradient by Winograd F(3x3, 2x2) (Lavin & Gray 2016) ----
+// dfilter[i, j] = sum over output pixels of x at (p + i, q + j) times dy at (p, q): over each 2x2
+// block of dy (pixels 2ty.., 2tx..) that is a 3x3 correlation of the 4x4 block of x under it with
+// the 2x2 block of dy, F(3, 2) in each direction. Per block V = Bᵀ x B (per channel c) and
+// W = G dy Gᵀ (per channel f); S_k = sum over blocks of V_k W_kᵀ (16 products [C, blocks] x
+// [blocks, F]: 16 FMAs per block and (c, f) where the direct sum takes 36); then dfilter = Aᵀ S A
+// per (c, f). Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 -1 0 1], G = [1 0; .5 .5; .5 -.5; 0 1],
+// Aᵀ = [1 1 1 0; 0 1 -1 0; 0 1 1 1].
+// The blocks run in fixed units of whole images; per unit and k one FMA chain per element of S_k
+// from 0 (filter_tile_512 on AVX-512, gemm_avx2 otherwise: the same chain), added to S_k in unit
+// order: the same bits for any thread count (threads own k's, not blocks) and on either tile.
+constexpr std::int64_t kWinogradFilterUnitBlocks = 96;  // dy blocks per unit at least (whole images)
+
+// Float, 3x3 stride-1 undilated VALID, channels in whole packets.
+template <class T>
+bool winograd_filter(const Conv2DGeometry& g) {
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  return std::is_same_v<T, float> && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 && g.dw == 1 &&
+         g.pad_top == 0 && g.pad_left == 0 && g.ho == g.h - 2 && g.wo == g.w - 2 && g.c % L == 0 && g.f % L == 0 &&
+         g.c >= 16 && g.f >= 16;
+}
+
+// dfilter for winograd_filter shapes whose kept extent (filter_kept_extent: kh x kw) is even in
+// both directions, so that 2x2 blocks cover it exactly (a max pool's gradient: W8's conv2, 10 x 10
+// of 11 x 11). Returns false (dfilter to be overwritten) when a value came out inf or NaN: an inf
+// or NaN in x or dy, or a sum overflowing (the transforms' differences turn inf into NaN).
+template <class T>
+bool conv2d_backprop_filter_winograd(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g, std::int64_t kh,
+                                     std::int64_t kw) {
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  const std::int64_t C = g.c, F = g.f, bh = kh / 2, bw = kw / 2, per_image = bh * bw;
+  const std::int64_t images = std::max<std::int64_t>(1, (kWinogradFilterUnitBlocks + per_image - 1) / per_image);
+  const std::int64_t units = (g.n + images - 1) / images, most = images * per_image;
+  const auto scratch = [](std::int64_t count) { return winograd_scratch<T>(count); };
+  const auto s_buf = scratch(16 * C * F);  // S_k [C, F]
+  T* const s = s_buf.get();
+  [[maybe_unused]] const bool wide = internal::avx512_tiles<T>() && F % kWide == 0;
+  // Threads own rows i of k = 4 i + j: the first half of the rows or all four.
+  parallel_for(4, 2, [&](std::int64_t i0, std::int64_t i1) {
+    const std::int64_t nk = 4 * (i1 - i0);
+    const auto v_buf = scratch(nk * most * C), w_buf = scratch(nk * most * F), part_buf = scratch(C * F);
+    T *const v = v_buf.get(), *const w = w_buf.get(), *const part = part_buf.get();
+    std::vector<const T*> vp(static_cast<std::size_t>(most)), wp(static_cast<std::size_t>(most));
+    for (std::int64_t unit = 0; unit < units; ++unit) {
+      const std::int64_t n0 = unit * images, blocks = (std::min(g.n, n0 + images) - n0) * per_image;
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t n = n0 + b / per_image, ty = b % per_image / bw, tx = b % bw;
+        // V_k[b, c] for this thread's rows i of k (i unrolled, so that r stays in registers).
+        const T* x0 = x + ((n * g.h + 2 * ty) * g.w + 2 * tx) * C;
+        for (std::int64_t c = 0; c < C; c += L) {
+          P r[4][4];  // (Bᵀ x)[i][column]
+          winograd_input_rows<T>(x0, g.w * C, C, c, true, r);
+#pragma GCC unroll 4
+          for (std::int64_t i = 0; i < 4; ++i) {
+            if (i < i0 || i >= i1) continue;
+            T* vt = v + ((i - i0) * 4 * most + b) * C + c;
+            ei::pstoreu(vt, ei::psub(r[i][0], r[i][2]));
+            ei::pstoreu(vt + most * C, ei::padd(r[i][1], r[i][2]));
+            ei::pstoreu(vt + 2 * most * C, ei::psub(r[i][2], r[i][1]));
+            ei::pstoreu(vt + 3 * most * C, ei::psub(r[i][3], r[i][1]));
+          }
+        }
+        // W_k[b, f] = (G dy Gᵀ)[k]: G times each column of the dy block, then each row times Gᵀ.
+        const T* d0 = dy + ((n * g.ho + 2 * ty) * g.wo + 2 * tx) * F;
+        const P half = ei::pset1<P>(T(0.5));
+        const auto g4 = [&](const P& a, const P& b, P out[4]) {
+          out[0] = a;
+          out[1] = ei::pmul(ei::padd(a, b), half);
+          out[2] = ei::pmul(ei::psub(a, b), half);
+          out[3] = b;
+        };
+        for (std::int64_t f = 0; f < F; f += L) {
+          P t0[4], t1[4], row[4];
+          g4(ei::ploadu<P>(d0 + f), ei::ploadu<P>(d0 + g.wo * F + f), t0);          // column 0 of dy
+          g4(ei::ploadu<P>(d0 + F + f), ei::ploadu<P>(d0 + (g.wo + 1) * F + f), t1);  // column 1
+#pragma GCC unroll 4
+          for (std::int64_t i = 0; i < 4; ++i) {
+            if (i < i0 || i >= i1) continue;
+            g4(t0[i], t1[i], row);
+            T* wt = w + ((i - i0) * 4 * most + b) * F + f;
+            for (int j = 0; j < 4; ++j) ei::pstoreu(wt + j * most * F, row[j]);
+          }
+        }
+      }
+      // S_k (+)= V_kᵀ W_k over the unit's blocks.
+      for (std::int64_t q = 0; q < nk; ++q) {
+        T* sk = s + (4 * i0 + q) * C * F;
+        const T* vq = v + q * most * C;
+        const T* wq = w + q * most * F;
+#if TAPEFLOW_HAVE_AVX512_KERNELS
+        if constexpr (std::is_same_v<T, float>)
+          if (wide) {
+            // Rows c of S_k (V broadcast) by 32 columns f (W read in place), rows in tiles of at
+            // most kFilterInPlaceRows, the last two splitting the rest evenly.
+            constexpr std::int64_t MR = kFilterInPlaceRows;
+            const std::int64_t row_tiles = (C + MR - 1) / MR, full = row_tiles >= 2 ? row_tiles - 2 : 0;
+            const std::int64_t last = row_tiles >= 2 ? (C - full * MR + 1) / 2 : C;
+            const auto begin = [&](std::int64_t t) { return t <= full ? t * MR : std::min(C, full * MR + (t - full) * last); };
+            for (std::int64_t b = 0; b < blocks; ++b) vp[static_cast<std::size_t>(b)] = vq + b * C;
+            for (std::int64_t col = 0; col < F; col += kWide) {
+              for (std::int64_t b = 0; b < blocks; ++b) wp[static_cast<std::size_t>(b)] = wq + b * F + col;
+              for (std::int64_t t = 0; t < row_tiles; ++t)
+                filter_tile_512_rows(begin(t + 1) - begin(t), blocks, wp.data(), vp.data(), begin(t),
+                                     sk + begin(t) * F + col, F, unit > 0);
+            }
+            continue;
+          }
+#endif
+        internal::gemm_avx2<T>(C, F, blocks, vq, C, true, wq, F, false, unit == 0 ? sk : part, F);
+        if (unit > 0)
+          for (std::int64_t e = 0; e < C * F; ++e) sk[e] += part[e];
+      }
+    }
+  });
+  // dfilter[i, j, c, f] = (Aᵀ S A)[i, j] per (c, f); a sum of the values' y - y: 0 while all are finite.
+  std::atomic<bool> nonfinite{false};
+  parallel_for(C, std::max<std::int64_t>(1, C / 2), [&](std::int64_t c0, std::int64_t c1) {
+    P bad = ei::pset1<P>(T(0));
+    for (std::int64_t c = c0; c < c1; ++c)
+      for (std::int64_t f = 0; f < F; f += L) {
+        P q[4][4], r[3][4];
+#pragma GCC unroll 16
+        for (int k = 0; k < 16; ++k) q[k / 4][k % 4] = ei::ploadu<P>(s + (k * C + c) * F + f);
+#pragma GCC unroll 4
+        for (int l = 0; l < 4; ++l) {
+          r[0][l] = ei::padd(ei::padd(q[0][l], q[1][l]), q[2][l]);
+          r[1][l] = ei::psub(q[1][l], q[2][l]);
+          r[2][l] = ei::padd(ei::padd(q[1][l], q[2][l]), q[3][l]);
+        }
+#pragma GCC unroll 3
+        for (int i = 0; i < 3; ++i) {
+          const P y[3] = {ei::padd(ei::padd(r[i][0], r[i][1]), r[i][2]), ei::psub(r[i][1], r[i][2]),
+                          ei::padd(ei::padd(r[i][1], r[i][2]), r[i][3])};
+          for (int j = 0; j < 3; ++j) {
+            bad = ei::padd(bad, ei::psub(y[j], y[j]));
+            ei::pstoreu(dfilter + ((i * 3 + j) * C + c) * F + f, y[j]);
+          }
+        }
+      }
+    if (any_nonfinite<T>(bad)) nonfinite.store(true, std::memory_order_relaxed);
+  });
+  return !nonfinite.load();
+}
+
 // dfilterᵀ [F, K] = dyᵀ [F, rows] @ patches [rows, K] on the packed GEMM, the patches packed
 // straight from x block by block (no im2col tile written and read back, no transposed A to pack).
 // Threads own column ranges of K (each packs its own patch columns and all of dy). Each run of
@@ -1173,9 +1366,7 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
   constexpr std::int64_t NR = internal::kGemmNR<T>;
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), units = k / NR, hw = g.ho * g.wo;
   const std::int64_t parts = std::clamp<std::int64_t>(num_threads(), 1, units), chunk = filter_partial_rows<T>(g);
-  auto [keep_h, keep_w] = nonzero_extent(dy, g);
-  if ((keep_h < g.ho || keep_w < g.wo) && !finite_from(x, g, keep_h * g.sh - g.pad_top, keep_w * g.sw - g.pad_left))
-    keep_h = g.ho, keep_w = g.wo;
+  const auto [keep_h, keep_w] = filter_kept_extent(x, dy, g);
   const bool compact = keep_h < g.ho || keep_w < g.wo;
   // Per kept pixel, in order: its dy row (compact only) and its window's corner.
   std::vector<std::int64_t> kept_rows;
@@ -1315,6 +1506,12 @@ void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeo
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
   const bool pw = pointwise(g);
 #if TAPEFLOW_GEMM_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (rows > 0 && winograd_filter<T>(g)) {
+      const auto [kh, kw] = filter_kept_extent(x, dy, g);
+      if (kh % 2 == 0 && kw % 2 == 0 && kh > 0 && kw > 0 && conv2d_backprop_filter_winograd(x, dy, dfilter, g, kh, kw))
+        return;
+    }
   // Writes every element (C >= 16 here, so never the direct case): no zeroing first.
   if (rows > 0 && !pw && filter_packed<T>(g)) {
     conv2d_backprop_filter_packed(x, dy, dfilter, g);
@@ -2054,14 +2251,7 @@ bool conv2d_max_pool2d_winograd(const T* x, const T* filter, const T* bias, T* y
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t L = ei::packet_traits<T>::size, MR = kIgemmMR;
   const std::int64_t C = g.c, F = g.f, th = pool.ho, tw = pool.wo, per_image = th * tw;
-  // Scratch from TBB's allocator, not zeroed (every value read is written first): std::vector's
-  // zeroing and fresh mappings (page faults) took longer than the products.
-  const auto scratch = [](std::int64_t count) {
-    std::unique_ptr<T, void (*)(void*)> p(
-        static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(count) * sizeof(T), 64)), scalable_aligned_free);
-    if (!p) throw std::bad_alloc();
-    return p;
-  };
+  const auto scratch = [](std::int64_t count) { return winograd_scratch<T>(count); };
   // U_k = G g Gᵀ per (c, f), G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1], packed as igemm B panels.
   std::vector<std::vector<T>> packed(16);
   {
@@ -2112,14 +2302,7 @@ bool conv2d_max_pool2d_winograd(const T* x, const T* filter, const T* bias, T* y
         const T* d0 = x + n * image_in + (2 * ty * g.w + 2 * tx) * C;
         for (std::int64_t c = 0; c < C; c += L) {
           P r[4][4];
-          for (int j = 0; j < 4; ++j) {
-            const P a0 = ei::ploadu<P>(d0 + j * C + c), a1 = ei::ploadu<P>(d0 + (g.w + j) * C + c);
-            const P a2 = ei::ploadu<P>(d0 + (2 * g.w + j) * C + c), a3 = ei::ploadu<P>(d0 + (3 * g.w + j) * C + c);
-            r[0][j] = ei::psub(a0, a2);
-            r[1][j] = ei::padd(a1, a2);
-            r[2][j] = ei::psub(a2, a1);
-            r[3][j] = ei::psub(a1, a3);
-          }
+          winograd_input_rows<T>(d0, g.w * C, C, c, false, r);
           T* vt = v + t * C + c;
           for (int i = 0; i < 4; ++i) {
             ei::pstoreu(vt + (i * 4 + 0) * padded * C, ei::psub(r[i][0], r[i][2]));
@@ -2166,10 +2349,7 @@ bool conv2d_max_pool2d_winograd(const T* x, const T* filter, const T* bias, T* y
           apply_epilogue(yr, tw, F, activation);
         }
     }
-    alignas(64) T lanes[L];
-    ei::pstoreu(lanes, bad);
-    for (std::int64_t l = 0; l < L; ++l)
-      if (lanes[l] != T(0)) nonfinite.store(true, std::memory_order_relaxed);
+    if (any_nonfinite<T>(bad)) nonfinite.store(true, std::memory_order_relaxed);
   });
   return !nonfinite.load();
 }

@@ -33,10 +33,19 @@
 //           On a CPU with AVX-512F (kernels/internal/simd512.h; TAPEFLOW_AVX512=0 turns it off),
 //           float tiles are twice as wide (32 channels: the indirect GEMM's, the packed GEMM's,
 //           the direct kernels' blocks), and conv2d_backprop_filter with C a multiple of 32
-//           reads both operands in place (tiles of 12 rows of dfilterᵀ x one tap's 32 channels,
-//           dy broadcast from its rows, x loaded at the tap, zeros in the padding: no packing;
-//           extra memory one pointer per output pixel and per task one per pixel of a run).
+//           reads both operands in place (tiles of up to 14 rows of dfilterᵀ x one tap's 32
+//           channels, dy broadcast from its rows, x loaded at the tap, zeros in the padding: no
+//           packing; extra memory one pointer per output pixel and per task one per pixel of a run).
 //           Every element is the same FMA chain as on the AVX2 tiles: the same bits either way.
+//           Winograd (Lavin & Gray 2016, float only, 3x3 stride-1 undilated VALID, C and F whole
+//           packets >= 16): conv2d_backprop_filter when the part of dy it reads (nonzero_extent:
+//           a 2x2 max pool's gradient leaves W8's conv2 10 x 10 of 11 x 11) has even sides runs
+//           F(3x3, 2x2) (16 FMAs per 2x2 block and (c, f) instead of 36; units of >= 96 blocks,
+//           extra memory per thread about 16 x (C + F) values per block of a unit), and
+//           conv2d_max_pool2d under a 2x2 pool runs F(2x2, 3x3); both within rounding of the
+//           direct products (relative ~1e-6), the same bits on the AVX2 and AVX-512 tiles and for
+//           any thread count; an inf or NaN among the results sends the call to the direct
+//           product (the transforms' differences would turn inf into NaN).
 //           Deterministic: every partition depends on the shape only, each output element sums in
 //           one fixed order, so results are bitwise identical for any thread count.
 //           Pooling: max pooling ignores padded positions (TF's -inf padding); average pooling

@@ -11,7 +11,11 @@
 //           channels of input and filters differ, a non-float or mismatched dtype, strides /
 //           dilations / window sizes < 1, an unknown padding, an output size < 1, an output gradient whose shape is not the forward output's.
 // Facts:    Kernels in tape/kernels/conv.h (indirect GEMMs, the packed GEMM, direct kernels for
-//           few channels; deterministic and bit-identical for any thread count).
+//           few channels; deterministic and bit-identical for any thread count). Float 3x3
+//           stride-1 VALID filter gradients whose dy has an even read extent, and such
+//           convolutions under a 2x2 max pool (fused_conv2d_max_pool2d), run Winograd: within
+//           rounding of the direct product, not bit-identical to it (TF's backends pick
+//           Winograd the same way).
 // Ref:      tf.nn.conv2d, tf.nn.conv2d_transpose, tf.raw_ops.Conv2DBackpropInput,
 //           tf.raw_ops.Conv2DBackpropFilter, tf.nn.max_pool2d, tf.nn.avg_pool2d,
 //           tensorflow/python/ops/nn_grad.py

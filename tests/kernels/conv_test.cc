@@ -2,6 +2,7 @@
 #include "tape/kernels/conv.h"
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <Eigen/Core>
 
@@ -228,13 +229,69 @@ TEST(ConvKernel, BackpropInputIsOneChainAndSkipsZeroLinesExactly) {
   check_backprop_input_chain<double>(true, false, true);
 }
 
+// Float 3x3 VALID filter gradients whose read part of dy has even sides (a 2x2 pool's gradient
+// leaves the last row and column zero) run Winograd F(3x3, 2x2): within rounding of the float64
+// loops, the same bits on one thread as on two. An inf in x (one channel) falls back to the direct
+// product: that channel's values are inf or NaN exactly where the loops' are (the transforms would
+// turn inf into NaN), the others finite.
+TEST(ConvKernel, FloatWinogradFilterGradientWithinRoundingAndExactFallback) {
+  struct W {
+    Case conv;
+    bool zero_lines;
+  };
+  for (const W& k : {W{{9, 13, 13, 32, 3, 3, 64, 1, 1, 1, 1, "VALID"}, true},   // W8's conv2: 10 x 10 of 11 x 11, 3 units
+                     W{{2, 10, 12, 16, 3, 3, 24, 1, 1, 1, 1, "VALID"}, false},  // 8 x 10: every pixel
+                     W{{5, 9, 7, 24, 3, 3, 16, 1, 1, 1, 1, "VALID"}, true}})    // 6 x 4 of 7 x 5
+    for (bool with_inf : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << k.conv.n << "x" << k.conv.h << "x" << k.conv.w << "x" << k.conv.c << " -> "
+                                        << k.conv.f << (with_inf ? ", inf in x" : ""));
+      const Conv2DGeometry g = geometry(k.conv);
+      auto x = random_vector<float>(g.n * g.h * g.w * g.c, 61);
+      auto dy = random_vector<float>(g.out_pixels() * g.f, 62);
+      if (k.zero_lines)
+        for (std::int64_t p = 0; p < g.out_pixels(); ++p)
+          if (p % (g.ho * g.wo) / g.wo == g.ho - 1 || p % g.wo == g.wo - 1) std::fill_n(dy.begin() + p * g.f, g.f, 0.0f);
+      const std::int64_t c_inf = 5;
+      if (with_inf) x[static_cast<std::size_t>(((1 * g.h + 2) * g.w + 3) * g.c + c_inf)] = INFINITY;
+      std::vector<float> got(static_cast<std::size_t>(g.patch_size() * g.f));
+      conv2d_backprop_filter(x.data(), dy.data(), got.data(), g);
+      std::vector<float> one_thread(got.size());  // threads own k's, not blocks: the same bits
+      tbb::task_arena(1).execute([&] { conv2d_backprop_filter(x.data(), dy.data(), one_thread.data(), g); });
+      EXPECT_EQ(0, std::memcmp(one_thread.data(), got.data(), got.size() * sizeof(float)));
+      std::vector<double> want(got.size(), 0.0);
+      for (std::int64_t n = 0; n < g.n; ++n)
+        for (std::int64_t a = 0; a < g.ho; ++a)
+          for (std::int64_t b = 0; b < g.wo; ++b)
+            for (std::int64_t t = 0; t < 9; ++t)
+              for (std::int64_t c = 0; c < g.c; ++c) {
+                const double xv = x[static_cast<std::size_t>(((n * g.h + a + t / 3) * g.w + b + t % 3) * g.c + c)];
+                for (std::int64_t f = 0; f < g.f; ++f)
+                  want[static_cast<std::size_t>((t * g.c + c) * g.f + f)] +=
+                      xv * double(dy[static_cast<std::size_t>(((n * g.ho + a) * g.wo + b) * g.f + f)]);
+              }
+      std::int64_t specials = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        if (!std::isfinite(want[i])) {
+          ++specials;
+          EXPECT_EQ(std::isnan(got[i]), std::isnan(want[i])) << i;
+          EXPECT_EQ(std::isinf(got[i]) && got[i] > 0, std::isinf(want[i]) && want[i] > 0) << i;
+          continue;
+        }
+        // Sums of N Ho Wo products of values in [-1, 1]: float rounding well under 2e-6 of that.
+        ASSERT_NEAR(got[i], want[i], 2e-6 * static_cast<double>(g.n * g.ho * g.wo)) << i;
+      }
+      EXPECT_EQ(specials > 0, with_inf);
+    }
+}
+
 // conv2d_backprop_filter (packed GEMM path: C a multiple of the panel width) leaves out the pixels
 // on dy's all-zero last row and column, the same bits: against the same product with those pixels
 // kept (an inf in x on one channel, read only by them, keeps them all; the other channels' sums are
 // then the unskipped chains), and against the float64 loops.
 template <class T>
 void check_backprop_filter_zero_lines(double tol) {
-  const Conv2DGeometry g = geometry({3, 13, 13, 16, 3, 3, 24, 1, 1, 1, 1, "VALID"});  // dy 11 x 11, 363 pixels
+  // dy 11 x 11, 363 pixels; 20 output channels, not whole packets, keep floats off the Winograd path.
+  const Conv2DGeometry g = geometry({3, 13, 13, 16, 3, 3, 20, 1, 1, 1, 1, "VALID"});
   auto x = random_vector<T>(g.n * g.h * g.w * g.c, 51);
   auto dy = random_vector<T>(g.out_pixels() * g.f, 52);
   for (std::int64_t p = 0; p < g.out_pixels(); ++p)
