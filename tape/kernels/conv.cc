@@ -1173,7 +1173,8 @@ std::pair<std::int64_t, std::int64_t> filter_kept_extent(const T* x, const T* dy
 template <class T>
 std::unique_ptr<T, void (*)(void*)> winograd_scratch(std::int64_t count) {
   std::unique_ptr<T, void (*)(void*)> p(
-      static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(count) * sizeof(T), 64)), scalable_aligned_free);
+      static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T), 64)),
+      scalable_aligned_free);
   if (!p) throw std::bad_alloc();
   return p;
 }
@@ -1214,9 +1215,11 @@ bool any_nonfinite(const P& sums) {
 // per (c, f). Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 -1 0 1], G = [1 0; .5 .5; .5 -.5; 0 1],
 // Aᵀ = [1 1 1 0; 0 1 -1 0; 0 1 1 1].
 // The blocks run in fixed units of whole images; per unit and k one FMA chain per element of S_k
-// from 0 (filter_tile_512 on AVX-512, gemm_avx2 otherwise: the same chain), added to S_k in unit
-// order: the same bits for any thread count (threads own k's, not blocks) and on either tile.
-constexpr std::int64_t kWinogradFilterUnitBlocks = 96;  // dy blocks per unit at least (whole images)
+// from 0 (filter_tile_512 on AVX-512, gemm_avx2 otherwise: the same chain), added in unit order
+// within fixed groups of units, the groups' sums then added in group order: the same bits for any
+// thread count (threads own groups; every split depends on the shape only) and on either tile.
+constexpr std::int64_t kWinogradFilterUnitBlocks = 48;  // dy blocks per unit at least (whole images)
+constexpr std::int64_t kWinogradFilterGroups = 4;       // groups of units summed apart (at most)
 
 // Float, 3x3 stride-1 undilated VALID, channels in whole packets.
 template <class T>
@@ -1243,25 +1246,30 @@ bool conv2d_backprop_filter_winograd(const T* x, const T* dy, T* dfilter, const 
   const auto s_buf = scratch(16 * C * F);  // S_k [C, F]
   T* const s = s_buf.get();
   [[maybe_unused]] const bool wide = internal::avx512_tiles<T>() && F % kWide == 0;
-  // Threads own rows i of k = 4 i + j: the first half of the rows or all four.
-  parallel_for(4, 2, [&](std::int64_t i0, std::int64_t i1) {
-    const std::int64_t nk = 4 * (i1 - i0);
-    const auto v_buf = scratch(nk * most * C), w_buf = scratch(nk * most * F), part_buf = scratch(C * F);
+  // Fixed groups of units, each summed in unit order into its own S (group 0's is s), then added
+  // to s in group order: a thread reads only its groups' x and dy.
+  const std::int64_t groups = std::min(kWinogradFilterGroups, units);
+  const auto gs_buf = scratch((groups - 1) * 16 * C * F);
+  parallel_for(groups, 1, [&](std::int64_t gb, std::int64_t ge) {
+    const auto v_buf = scratch(16 * most * C), w_buf = scratch(16 * most * F), part_buf = scratch(C * F);
     T *const v = v_buf.get(), *const w = w_buf.get(), *const part = part_buf.get();
     std::vector<const T*> vp(static_cast<std::size_t>(most)), wp(static_cast<std::size_t>(most));
-    for (std::int64_t unit = 0; unit < units; ++unit) {
+    for (std::int64_t unit = gb * units / groups; unit < ge * units / groups; ++unit) {
+      std::int64_t group = gb;
+      while ((group + 1) * units / groups <= unit) ++group;
+      T* const sg = group == 0 ? s : gs_buf.get() + (group - 1) * 16 * C * F;
+      const bool first = unit == group * units / groups;  // the group's first unit
       const std::int64_t n0 = unit * images, blocks = (std::min(g.n, n0 + images) - n0) * per_image;
       for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t n = n0 + b / per_image, ty = b % per_image / bw, tx = b % bw;
-        // V_k[b, c] for this thread's rows i of k (i unrolled, so that r stays in registers).
+        // V_k[b, c].
         const T* x0 = x + ((n * g.h + 2 * ty) * g.w + 2 * tx) * C;
         for (std::int64_t c = 0; c < C; c += L) {
           P r[4][4];  // (Bᵀ x)[i][column]
           winograd_input_rows<T>(x0, g.w * C, C, c, true, r);
 #pragma GCC unroll 4
           for (std::int64_t i = 0; i < 4; ++i) {
-            if (i < i0 || i >= i1) continue;
-            T* vt = v + ((i - i0) * 4 * most + b) * C + c;
+            T* vt = v + (i * 4 * most + b) * C + c;
             ei::pstoreu(vt, ei::psub(r[i][0], r[i][2]));
             ei::pstoreu(vt + most * C, ei::padd(r[i][1], r[i][2]));
             ei::pstoreu(vt + 2 * most * C, ei::psub(r[i][2], r[i][1]));
@@ -1283,16 +1291,15 @@ bool conv2d_backprop_filter_winograd(const T* x, const T* dy, T* dfilter, const 
           g4(ei::ploadu<P>(d0 + F + f), ei::ploadu<P>(d0 + (g.wo + 1) * F + f), t1);  // column 1
 #pragma GCC unroll 4
           for (std::int64_t i = 0; i < 4; ++i) {
-            if (i < i0 || i >= i1) continue;
             g4(t0[i], t1[i], row);
-            T* wt = w + ((i - i0) * 4 * most + b) * F + f;
+            T* wt = w + (i * 4 * most + b) * F + f;
             for (int j = 0; j < 4; ++j) ei::pstoreu(wt + j * most * F, row[j]);
           }
         }
       }
       // S_k (+)= V_kᵀ W_k over the unit's blocks.
-      for (std::int64_t q = 0; q < nk; ++q) {
-        T* sk = s + (4 * i0 + q) * C * F;
+      for (std::int64_t q = 0; q < 16; ++q) {
+        T* sk = sg + q * C * F;
         const T* vq = v + q * most * C;
         const T* wq = w + q * most * F;
 #if TAPEFLOW_HAVE_AVX512_KERNELS
@@ -1309,17 +1316,21 @@ bool conv2d_backprop_filter_winograd(const T* x, const T* dy, T* dfilter, const 
               for (std::int64_t b = 0; b < blocks; ++b) wp[static_cast<std::size_t>(b)] = wq + b * F + col;
               for (std::int64_t t = 0; t < row_tiles; ++t)
                 filter_tile_512_rows(begin(t + 1) - begin(t), blocks, wp.data(), vp.data(), begin(t),
-                                     sk + begin(t) * F + col, F, unit > 0);
+                                     sk + begin(t) * F + col, F, !first);
             }
             continue;
           }
 #endif
-        internal::gemm_avx2<T>(C, F, blocks, vq, C, true, wq, F, false, unit == 0 ? sk : part, F);
-        if (unit > 0)
+        internal::gemm_avx2<T>(C, F, blocks, vq, C, true, wq, F, false, first ? sk : part, F);
+        if (!first)
           for (std::int64_t e = 0; e < C * F; ++e) sk[e] += part[e];
       }
     }
   });
+  for (std::int64_t group = 1; group < groups; ++group) {
+    const T* sg = gs_buf.get() + (group - 1) * 16 * C * F;
+    for (std::int64_t e = 0; e < 16 * C * F; ++e) s[e] += sg[e];
+  }
   // dfilter[i, j, c, f] = (Aᵀ S A)[i, j] per (c, f); a sum of the values' y - y: 0 while all are finite.
   std::atomic<bool> nonfinite{false};
   parallel_for(C, std::max<std::int64_t>(1, C / 2), [&](std::int64_t c0, std::int64_t c1) {

@@ -40,8 +40,9 @@
 //           Winograd (Lavin & Gray 2016, float only, 3x3 stride-1 undilated VALID, C and F whole
 //           packets >= 16): conv2d_backprop_filter when the part of dy it reads (nonzero_extent:
 //           a 2x2 max pool's gradient leaves W8's conv2 10 x 10 of 11 x 11) has even sides runs
-//           F(3x3, 2x2) (16 FMAs per 2x2 block and (c, f) instead of 36; units of >= 96 blocks,
-//           extra memory per thread about 16 x (C + F) values per block of a unit), and
+//           F(3x3, 2x2) (16 FMAs per 2x2 block and (c, f) instead of 36; units of >= 48 blocks
+//           in up to 4 fixed groups, each thread reading only its groups' x and dy; extra memory
+//           per thread about 16 x (C + F) values per block of a unit, 16 C F per group), and
 //           conv2d_max_pool2d under a 2x2 pool runs F(2x2, 3x3); both within rounding of the
 //           direct products (relative ~1e-6), the same bits on the AVX2 and AVX-512 tiles and for
 //           any thread count; an inf or NaN among the results sends the call to the direct
