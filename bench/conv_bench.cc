@@ -134,6 +134,33 @@ BENCHMARK(BM_ConvProduct)
     ->UseRealTime()
     ->MinTime(0.5);
 
+// W8's conv2 as the step runs it: 0 the fused conv + bias + 2x2 pool + relu (Winograd F(2x2, 3x3)
+// on floats), 1 the input gradient and 2 the filter gradient (Winograd F(3x3, 2x2)) of a dy with
+// the pool gradient's zero last row and column; range(1): threads. GFLOP/s counts the direct
+// product's FLOPs over the full 11 x 11 output (as BM_ConvProduct), so Winograd can pass the peak.
+void BM_W8Conv2AsTrained(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(1)));
+  Generator gen(5);
+  const Tensor x = random_uniform(Shape{kBatch, 13, 13, 32}, gen), f = random_uniform(Shape{3, 3, 32, 64}, gen);
+  const Tensor b = random_uniform(Shape{64}, gen);
+  Tensor dy = random_uniform(Shape{kBatch, 11, 11, 64}, gen);
+  float* d = dy.mutable_data<float>();
+  for (std::int64_t p = 0; p < kBatch * 121; ++p)
+    if (p % 121 / 11 == 10 || p % 11 == 10) std::fill_n(d + p * 64, 64, 0.0f);
+  const int which = static_cast<int>(state.range(0));
+  for (auto _ : state) {
+    Tensor r = which == 0   ? fused_conv2d_max_pool2d(x, f, b, {1, 1}, "VALID", {1, 1}, {2, 2}, {2, 2}, "VALID", "relu").first
+               : which == 1 ? conv2d_backprop_input(x.shape(), f, dy, {1, 1}, "VALID")
+                            : conv2d_backprop_filter(x, f.shape(), dy, {1, 1}, "VALID");
+    benchmark::DoNotOptimize(r.raw_data());
+  }
+  const double flops = 2.0 * kBatch * 121 * 64 * 9 * 32;
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops * static_cast<double>(state.iterations()) * 1e-9, benchmark::Counter::kIsRate);
+  state.SetLabel(which == 0 ? "fused conv+pool forward" : which == 1 ? "input-grad (pool's dy)" : "filter-grad (pool's dy)");
+}
+BENCHMARK(BM_W8Conv2AsTrained)->ArgsProduct({{0, 1, 2}, {1, 2}})->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.5);
+
 // W8's two max pools (2x2 stride 2 on [128,26,26,32] and on [128,11,11,64], where the last row and
 // column fall outside every window), forward and gradient; GB/s counts the bytes each pass must
 // move (forward: x read, y written; gradient: x and dy read, dx written), so the figure compares
