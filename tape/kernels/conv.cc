@@ -526,7 +526,7 @@ bool direct(const Conv2DGeometry& g) { return g.c <= kDirectMaxChannels && !poin
 // ---- Indirect GEMM (XNNPACK's indirection-buffer scheme) for more than kDirectMaxChannels channels ----
 // A convolution is a GEMM whose A rows are gathered: row p, step s (a filter tap that reaches
 // pixel p) is C contiguous values at a pointer into x. Tiles of kIgemmMR rows x 2 packets keep 12
-// accumulators in registers over all the taps, read A straight from x through a table of pointers
+// accumulators in registers over all the taps (on AVX-512, two row tiles x 32 columns at once: 24), read A straight from x through a table of pointers
 // built per task (no im2col copy, no A packing) and B from panels packed once per call.
 
 constexpr std::int64_t kIgemmMR = 6;
@@ -828,7 +828,8 @@ void igemm_conv(std::int64_t n, const std::vector<TapLine>& rows_h, const std::v
       for (std::int64_t ci = 0; ci < lb; ++ci)
         for (std::int64_t v = 0; v < nj; ++v)
           woff[static_cast<std::size_t>(ci * nj + v)] =
-              cols_w[static_cast<std::size_t>(lc[static_cast<std::size_t>(ci)])][static_cast<std::size_t>(v)].second * klen;
+              cols_w[static_cast<std::size_t>(lc[static_cast<std::size_t>(ci)])][static_cast<std::size_t>(v)].second *
+              klen;
       std::int64_t m = item.n0 + item.row0 / (la * lb), ai = item.row0 / lb % la, ci = item.row0 % lb;
       for (std::int64_t q = 0; q < nr; ++q) {
         out[static_cast<std::size_t>(q)] =
@@ -1070,6 +1071,16 @@ constexpr std::int64_t kFilterInPlaceRows = 14;
 // Pixels ahead that filter_tile_512 prefetches (24 measured best of 8-32 on W9's convT1).
 constexpr std::int64_t kFilterInPlacePrefetch = 24;
 
+// Row tiles of filter_tile_512 over `rows` rows: kFilterInPlaceRows each, the last two splitting the
+// rest evenly (no short last tile). Tile t starts at row filter_tile_begin(rows, t), t <= tiles.
+constexpr std::int64_t filter_tiles(std::int64_t rows) { return (rows + kFilterInPlaceRows - 1) / kFilterInPlaceRows; }
+constexpr std::int64_t filter_tile_begin(std::int64_t rows, std::int64_t t) {
+  const std::int64_t tiles = filter_tiles(rows), full = tiles >= 2 ? tiles - 2 : 0;
+  const std::int64_t last = tiles >= 2 ? (rows - full * kFilterInPlaceRows + 1) / 2 : rows;
+  return t <= full ? t * kFilterInPlaceRows : std::min(rows, full * kFilterInPlaceRows + (t - full) * last);
+}
+static_assert(filter_tile_begin(64, 4) == 53 && filter_tile_begin(64, 5) == 64 && filter_tile_begin(14, 1) == 14);
+
 // The filter gradient's tile on AVX-512 with both operands read in place: rows f0.. f0 + R of
 // dfilterᵀ (dy's channels, broadcast from dy row dp[p] + f0) by 32 columns (one tap's 32 input
 // channels: x at xp[p], or zeros where the tap lies in the padding), summed over the np pixels of
@@ -1173,7 +1184,8 @@ std::pair<std::int64_t, std::int64_t> filter_kept_extent(const T* x, const T* dy
 template <class T>
 std::unique_ptr<T, void (*)(void*)> winograd_scratch(std::int64_t count) {
   std::unique_ptr<T, void (*)(void*)> p(
-      static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T), 64)),
+      static_cast<T*>(
+          scalable_aligned_malloc(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T), 64)),
       scalable_aligned_free);
   if (!p) throw std::bad_alloc();
   return p;
@@ -1305,18 +1317,15 @@ bool conv2d_backprop_filter_winograd(const T* x, const T* dy, T* dfilter, const 
 #if TAPEFLOW_HAVE_AVX512_KERNELS
         if constexpr (std::is_same_v<T, float>)
           if (wide) {
-            // Rows c of S_k (V broadcast) by 32 columns f (W read in place), rows in tiles of at
-            // most kFilterInPlaceRows, the last two splitting the rest evenly.
-            constexpr std::int64_t MR = kFilterInPlaceRows;
-            const std::int64_t row_tiles = (C + MR - 1) / MR, full = row_tiles >= 2 ? row_tiles - 2 : 0;
-            const std::int64_t last = row_tiles >= 2 ? (C - full * MR + 1) / 2 : C;
-            const auto begin = [&](std::int64_t t) { return t <= full ? t * MR : std::min(C, full * MR + (t - full) * last); };
+            // Rows c of S_k (V broadcast) by 32 columns f (W read in place).
             for (std::int64_t b = 0; b < blocks; ++b) vp[static_cast<std::size_t>(b)] = vq + b * C;
             for (std::int64_t col = 0; col < F; col += kWide) {
               for (std::int64_t b = 0; b < blocks; ++b) wp[static_cast<std::size_t>(b)] = wq + b * F + col;
-              for (std::int64_t t = 0; t < row_tiles; ++t)
-                filter_tile_512_rows(begin(t + 1) - begin(t), blocks, wp.data(), vp.data(), begin(t),
-                                     sk + begin(t) * F + col, F, !first);
+              for (std::int64_t t = 0; t < filter_tiles(C); ++t) {
+                const std::int64_t c0 = filter_tile_begin(C, t);
+                filter_tile_512_rows(filter_tile_begin(C, t + 1) - c0, blocks, wp.data(), vp.data(), c0, sk + c0 * F + col,
+                                     F, !first);
+              }
             }
             continue;
           }
@@ -1413,14 +1422,8 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
     if constexpr (std::is_same_v<T, float>) {
       // Same runs, same chains as the GEMM below, both operands read in place (filter_tile_512).
       // Work items: (tap, 32 channels of it, half of dfilterᵀ's row tiles).
-      // Row tiles of MR rows, the last two splitting the rest evenly (no short last tile).
-      constexpr std::int64_t MR = kFilterInPlaceRows;
-      const std::int64_t pairs = g.c / kWide, row_tiles = (g.f + MR - 1) / MR, halves = row_tiles > 1 ? 2 : 1;
-      const std::int64_t full = row_tiles >= 2 ? row_tiles - 2 : 0, rest = g.f - full * MR;
-      const std::int64_t last = row_tiles >= 2 ? (rest + 1) / 2 : rest;
-      const auto tile_begin = [&](std::int64_t tile) {
-        return tile <= full ? tile * MR : std::min(g.f, full * MR + (tile - full) * last);
-      };
+      const std::int64_t pairs = g.c / kWide, row_tiles = filter_tiles(g.f), halves = row_tiles > 1 ? 2 : 1;
+      const auto tile_begin = [&](std::int64_t tile) { return filter_tile_begin(g.f, tile); };
       std::vector<const float*> dp(static_cast<std::size_t>(n_kept));
       for (std::int64_t i = 0; i < n_kept; ++i)
         dp[static_cast<std::size_t>(i)] = dy + (compact ? kept_rows[static_cast<std::size_t>(i)] : i) * g.f;
@@ -1459,8 +1462,8 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
             }
             for (std::int64_t tile = tile0; tile < tile1; ++tile) {
               const std::int64_t f0 = tile_begin(tile);
-              filter_tile_512_rows(tile_begin(tile + 1) - f0, kr, xp.data(), dp.data() + k0, f0, t.get() + f0 * k + col, k,
-                                   r0 > 0);
+              filter_tile_512_rows(tile_begin(tile + 1) - f0, kr, xp.data(), dp.data() + k0, f0, t.get() + f0 * k + col,
+                                   k, r0 > 0);
             }
           }
         }
@@ -2356,7 +2359,8 @@ bool conv2d_max_pool2d_winograd(const T* x, const T* filter, const T* bias, T* y
             }
           }
           T* yr = y + (n * th + ty) * tw * F;
-          pool_2x2_row_with_argmax(rows.data(), rows.data() + row, pool, 2 * ty * row, yr, argmax + (n * th + ty) * tw * F);
+          pool_2x2_row_with_argmax(rows.data(), rows.data() + row, pool, 2 * ty * row, yr,
+                                   argmax + (n * th + ty) * tw * F);
           apply_epilogue(yr, tw, F, activation);
         }
     }
