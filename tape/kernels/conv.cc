@@ -526,8 +526,9 @@ bool direct(const Conv2DGeometry& g) { return g.c <= kDirectMaxChannels && !poin
 // ---- Indirect GEMM (XNNPACK's indirection-buffer scheme) for more than kDirectMaxChannels channels ----
 // A convolution is a GEMM whose A rows are gathered: row p, step s (a filter tap that reaches
 // pixel p) is C contiguous values at a pointer into x. Tiles of kIgemmMR rows x 2 packets keep 12
-// accumulators in registers over all the taps (on AVX-512, two row tiles x 32 columns at once: 24), read A straight from x through a table of pointers
-// built per task (no im2col copy, no A packing) and B from panels packed once per call.
+// accumulators in registers over all the taps (on AVX-512, two row tiles x 32 columns at once:
+// 24), read A straight from x through a table of pointers built per task (no im2col copy, no A
+// packing) and B from panels packed once per call.
 
 constexpr std::int64_t kIgemmMR = 6;
 // Bytes of one B micro-panel (K rows x 2 packets) that should stay in L1 while the row tiles of a
