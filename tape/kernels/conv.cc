@@ -1036,6 +1036,46 @@ std::int64_t filter_tile_rows(const Conv2DGeometry& g) {
       std::min(tile_rows<T>(g, kConvGradTileBytes), (g.out_pixels() + kFilterWave - 1) / kFilterWave), 6);
 }
 
+// ---- Shared by the Winograd kernels (the filter gradient's and the one under a max pool) ----
+// Scratch from TBB's allocator, not zeroed (every value read is written first): std::vector's
+// zeroing and fresh mappings (page faults) took longer than the Winograd products.
+template <class T>
+std::unique_ptr<T, void (*)(void*)> winograd_scratch(std::int64_t count) {
+  std::unique_ptr<T, void (*)(void*)> p(
+      static_cast<T*>(
+          scalable_aligned_malloc(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T), 64)),
+      scalable_aligned_free);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
+// r[i][col] = (Bᵀ d)[i][col] over the 4x4 block at d0 (rows row_stride apart, columns C apart),
+// channels c .. c + L: Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] for F(2, 3), the last row
+// negated ([0 -1 0 1]) for F(3, 2).
+template <class T, class P = typename ei::packet_traits<T>::type>
+void winograd_input_rows(const T* d0, std::int64_t row_stride, std::int64_t C, std::int64_t c, bool f32, P r[4][4]) {
+#pragma GCC unroll 4
+  for (int col = 0; col < 4; ++col) {
+    const P a0 = ei::ploadu<P>(d0 + col * C + c), a1 = ei::ploadu<P>(d0 + row_stride + col * C + c);
+    const P a2 = ei::ploadu<P>(d0 + 2 * row_stride + col * C + c), a3 = ei::ploadu<P>(d0 + 3 * row_stride + col * C + c);
+    r[0][col] = ei::psub(a0, a2);
+    r[1][col] = ei::padd(a1, a2);
+    r[2][col] = ei::psub(a2, a1);
+    r[3][col] = f32 ? ei::psub(a3, a1) : ei::psub(a1, a3);
+  }
+}
+
+// Whether a packet of (y - y) sums holds a nonzero lane: some y was inf or NaN.
+template <class T, class P>
+bool any_nonfinite(const P& sums) {
+  constexpr std::int64_t L = ei::packet_traits<T>::size;
+  alignas(64) T lanes[L];
+  ei::pstoreu(lanes, sums);
+  for (std::int64_t l = 0; l < L; ++l)
+    if (lanes[l] != T(0)) return true;
+  return false;
+}
+
 #if TAPEFLOW_GEMM_AVX2
 // The patch matrix [rows, kh*kw*C] (im2col's), from column col0 on, as the B operand of the
 // packed GEMM (internal::PackBBlock): each block is packed straight from x.
@@ -1189,46 +1229,6 @@ std::pair<std::int64_t, std::int64_t> filter_kept_extent(const T* x, const T* dy
   if ((keep_h < g.ho || keep_w < g.wo) && !finite_from(x, g, keep_h * g.sh - g.pad_top, keep_w * g.sw - g.pad_left))
     return {g.ho, g.wo};
   return {keep_h, keep_w};
-}
-
-// ---- Shared by the Winograd kernels below ----
-// Scratch from TBB's allocator, not zeroed (every value read is written first): std::vector's
-// zeroing and fresh mappings (page faults) took longer than the Winograd products.
-template <class T>
-std::unique_ptr<T, void (*)(void*)> winograd_scratch(std::int64_t count) {
-  std::unique_ptr<T, void (*)(void*)> p(
-      static_cast<T*>(
-          scalable_aligned_malloc(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T), 64)),
-      scalable_aligned_free);
-  if (!p) throw std::bad_alloc();
-  return p;
-}
-
-// r[i][col] = (Bᵀ d)[i][col] over the 4x4 block at d0 (rows row_stride apart, columns C apart),
-// channels c .. c + L: Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] for F(2, 3), the last row
-// negated ([0 -1 0 1]) for F(3, 2).
-template <class T, class P = typename ei::packet_traits<T>::type>
-void winograd_input_rows(const T* d0, std::int64_t row_stride, std::int64_t C, std::int64_t c, bool f32, P r[4][4]) {
-#pragma GCC unroll 4
-  for (int col = 0; col < 4; ++col) {
-    const P a0 = ei::ploadu<P>(d0 + col * C + c), a1 = ei::ploadu<P>(d0 + row_stride + col * C + c);
-    const P a2 = ei::ploadu<P>(d0 + 2 * row_stride + col * C + c), a3 = ei::ploadu<P>(d0 + 3 * row_stride + col * C + c);
-    r[0][col] = ei::psub(a0, a2);
-    r[1][col] = ei::padd(a1, a2);
-    r[2][col] = ei::psub(a2, a1);
-    r[3][col] = f32 ? ei::psub(a3, a1) : ei::psub(a1, a3);
-  }
-}
-
-// Whether a packet of (y - y) sums holds a nonzero lane: some y was inf or NaN.
-template <class T, class P>
-bool any_nonfinite(const P& sums) {
-  constexpr std::int64_t L = ei::packet_traits<T>::size;
-  alignas(64) T lanes[L];
-  ei::pstoreu(lanes, sums);
-  for (std::int64_t l = 0; l < L; ++l)
-    if (lanes[l] != T(0)) return true;
-  return false;
 }
 
 // ---- The filter gradient by Winograd F(3x3, 2x2) (Lavin & Gray 2016) ----
