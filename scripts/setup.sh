@@ -8,10 +8,8 @@ PACKAGES=(
   libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libstb-dev nlohmann-json3-dev
   openmpi-bin libopenmpi-dev
-  dataset-fashion-mnist nodejs
+  dataset-fashion-mnist python3 python3-venv
 )
-# Debian's npm; skipped when nodejs already ships npm (NodeSource packages do, and conflict with it).
-command -v npm >/dev/null 2>&1 || PACKAGES+=(npm)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,9 +21,17 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}"
 fi
 
-# TensorFlow.js for the cross-checks in tests/tfjs (pure JavaScript: no native downloads), at the
-# versions pinned by tests/tfjs/package-lock.json. Tests run offline afterwards.
-if [ ! -d tests/tfjs/node_modules/@tensorflow/tfjs ] || [ tests/tfjs/package-lock.json -nt tests/tfjs/node_modules/.package-lock.json ]; then
-  echo "setup: installing @tensorflow/tfjs into tests/tfjs/node_modules"
-  (cd tests/tfjs && npm ci --no-audit --no-fund --loglevel=error)
+# The test environment of the real tools (Keras 3 on JAX, ONNX Runtime, TensorBoard) for the
+# interoperability tests (tests/interop): a venv inside the build tree, every package pinned with its
+# hash (tests/interop/requirements.txt). Made again only when the requirements change. TAPEFLOW_VENV
+# puts it elsewhere (CMake is told the same through -DTAPEFLOW_VENV).
+venv="${TAPEFLOW_VENV:-build/venv}"
+req=tests/interop/requirements.txt
+if [ ! -x "$venv/bin/python" ] || [ ! -f "$venv/.requirements" ] || ! cmp -s "$req" "$venv/.requirements"; then
+  echo "setup: making the test venv $venv from $req"
+  rm -rf "$venv"
+  mkdir -p "$(dirname "$venv")"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-input --require-hashes --no-deps -r "$req"
+  cp "$req" "$venv/.requirements"
 fi
