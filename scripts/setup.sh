@@ -8,6 +8,8 @@ PACKAGES=(
   libeigen3-dev libtbb-dev libhdf5-dev hdf5-tools libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev zlib1g-dev libstb-dev nlohmann-json3-dev
   openmpi-bin libopenmpi-dev
+  libzip-dev libonnx-dev libprotobuf-dev protobuf-compiler libboost-dev
+  doxygen iproute2
   dataset-fashion-mnist python3 python3-venv
 )
 missing=()
