@@ -17,6 +17,7 @@
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/nn_ops.h"
+#include "tape/ops/normalization_ops.h"
 #include "tape/ops/reduction_ops.h"
 #include "tape/runtime/logging.h"
 #include "tape/runtime/op_registry.h"

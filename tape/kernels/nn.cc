@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <numbers>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -215,5 +216,85 @@ template void sparse_softmax_xent<double, std::int32_t>(const double*, const std
                                                         std::int64_t, double*, double*);
 template void sparse_softmax_xent<double, std::int64_t>(const double*, const std::int64_t*, std::int64_t,
                                                         std::int64_t, double*, double*);
+
+// Mean and 1 / sqrt(var + epsilon) of one row, two passes, accumulated in double.
+template <class T>
+static void row_moments(const T* x, std::int64_t cols, double epsilon, double& mean, double& rstd) {
+  double s = 0;
+  for (std::int64_t j = 0; j < cols; ++j) s += static_cast<double>(x[j]);
+  mean = cols ? s / static_cast<double>(cols) : 0.0;
+  double v = 0;
+  for (std::int64_t j = 0; j < cols; ++j) {
+    const double d = static_cast<double>(x[j]) - mean;
+    v += d * d;
+  }
+  v = cols ? v / static_cast<double>(cols) : 0.0;
+  rstd = 1.0 / std::sqrt(v + epsilon);
+}
+
+template <class T>
+void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y) {
+  for_rows(rows, cols, [&](std::int64_t r) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    double mean, rstd;
+    row_moments(xr, cols, epsilon, mean, rstd);
+    const T m = static_cast<T>(mean), s = static_cast<T>(rstd);
+    for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * s;
+  });
+}
+
+template <class T>
+void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx) {
+  for_rows(rows, cols, [&](std::int64_t r) {
+    const T* xr = x + r * cols;
+    const T* gr = dy + r * cols;
+    T* dr = dx + r * cols;
+    double mean, rstd;
+    row_moments(xr, cols, epsilon, mean, rstd);
+    double sg = 0, sgy = 0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double yj = (static_cast<double>(xr[j]) - mean) * rstd;
+      sg += static_cast<double>(gr[j]);
+      sgy += static_cast<double>(gr[j]) * yj;
+    }
+    const double n = static_cast<double>(cols);
+    const double mg = sg / n, mgy = sgy / n;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double yj = (static_cast<double>(xr[j]) - mean) * rstd;
+      dr[j] = static_cast<T>(rstd * (static_cast<double>(gr[j]) - mg - yj * mgy));
+    }
+  });
+}
+
+template <class T>
+void gelu(const T* x, T* y, std::int64_t n) {
+  parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i)
+      y[i] = T(0.5) * x[i] * (T(1) + std::erf(x[i] * static_cast<T>(std::numbers::sqrt2 / 2)));
+  });
+}
+
+template <class T>
+void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n) {
+  const T inv_sqrt_2pi = static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+  parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t i = b; i < e; ++i) {
+      const T v = x[i];
+      const T cdf = T(0.5) * (T(1) + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
+      const T pdf = inv_sqrt_2pi * std::exp(T(-0.5) * v * v);
+      dx[i] = dy[i] * (cdf + v * pdf);
+    }
+  });
+}
+
+#define TAPEFLOW_NORMALIZATION_KERNELS(T)                                                            \
+  template void layer_norm<T>(const T*, std::int64_t, std::int64_t, double, T*);                     \
+  template void layer_norm_grad<T>(const T*, const T*, std::int64_t, std::int64_t, double, T*);      \
+  template void gelu<T>(const T*, T*, std::int64_t);                                                 \
+  template void gelu_grad<T>(const T*, const T*, T*, std::int64_t);
+TAPEFLOW_NORMALIZATION_KERNELS(float)
+TAPEFLOW_NORMALIZATION_KERNELS(double)
+#undef TAPEFLOW_NORMALIZATION_KERNELS
 
 }  // namespace tapeflow::kernels

@@ -58,4 +58,24 @@ void leaky_relu(const T* x, T alpha, T* y, std::int64_t n);
 template <class T>
 void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n);
 
+// Layer normalization over the last axis and GELU, forward and gradient.
+// Shapes:   x, dy, y, dx [rows, cols] (row-major); normalization over cols.
+// DTypes:   float, double (row statistics accumulate in double for float).
+// Facts:    layer_norm: y = (x - mean) · rsqrt(var + epsilon), var the biased (population)
+//           variance, computed in two passes (mean first, then the centred squares: no
+//           cancellation). layer_norm_grad: dx = r · (dy - mean(dy) - y · mean(dy · y)), the
+//           Jacobian of layer_norm (symmetric) applied to dy, with r and y recomputed from x.
+//           gelu: x · Φ(x) with Φ(x) = (1 + erf(x / √2)) / 2; gelu_grad: dx = dy · (Φ(x) + x φ(x)).
+//           Rows / elements are independent, so results do not depend on the thread count.
+//           Outputs must not alias inputs.
+// Ref:      keras.ops.layer_normalization, keras.activations.gelu (approximate=False)
+template <class T>
+void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y);
+template <class T>
+void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx);
+template <class T>
+void gelu(const T* x, T* y, std::int64_t n);
+template <class T>
+void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n);
+
 }  // namespace tapeflow::kernels

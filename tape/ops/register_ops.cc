@@ -24,6 +24,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_nn_ops(registry);
   register_conv_ops(registry);
   register_pool_ops(registry);
+  register_normalization_ops(registry);
 }
 
 }  // namespace tapeflow

@@ -1,0 +1,44 @@
+// Float64 first- and second-order gradient checks of the transformer ops (LayerNorm, Gelu and
+// their gradient ops, the tanh-approximate GELU composition).
+#include <gtest/gtest.h>
+
+#include "tape/tapeflow.h"
+#include "tests/testing/gradcheck_table.h"
+
+namespace tf = tapeflow;
+using tf::testing::random_f64;
+
+namespace {
+
+using In = std::vector<tf::Tensor>;
+
+std::function<In()> inputs(std::vector<tf::Shape> shapes, double lo = -1.0, double hi = 1.0) {
+  return [shapes, lo, hi] {
+    In out;
+    std::uint64_t seed = 57;
+    for (const auto& s : shapes) out.push_back(random_f64(s, seed++, lo, hi));
+    return out;
+  };
+}
+
+tf::testing::RegisterGradChecks rows({
+    {"LayerNorm", "[2,5] eps 1e-3", [](const In& in) { return tf::layer_norm(in[0]); }, inputs({{2, 5}}, -2.0, 2.0)},
+    // A weighted output, so the row sums of the cotangent are not zero (they vanish through y).
+    {"LayerNorm", "[2,3,4] eps 0.1, weighted",
+     [](const In& in) { return tf::layer_norm(in[0], 0.1) * in[1]; }, inputs({{2, 3, 4}, {4}})},
+    {"LayerNormGrad", "x and dy [3,4]", [](const In& in) { return tf::layer_norm_grad(in[0], in[1], 1e-2); },
+     inputs({{3, 4}, {3, 4}}, -2.0, 2.0)},
+    {"LayerNormGrad", "x [2,6] eps 0.5, dy", [](const In& in) { return tf::layer_norm_grad(in[0], in[1], 0.5); },
+     inputs({{2, 6}, {2, 6}})},
+    {"Gelu", "exact [2,3]", [](const In& in) { return tf::gelu(in[0]); }, inputs({{2, 3}}, -3.0, 3.0)},
+    {"GeluGrad", "dy and x [2,3]", [](const In& in) { return tf::gelu_grad(in[0], in[1]); },
+     inputs({{2, 3}, {2, 3}}, -3.0, 3.0)},
+    {"gelu_approximate", "tanh form [2,3]", [](const In& in) { return tf::gelu(in[0], true); },
+     inputs({{2, 3}}, -3.0, 3.0)},
+});
+
+TEST(NormalizationOpsGradCheck, FirstAndSecondOrder) {
+  tf::testing::run_gradcheck_cases({"LayerNorm", "LayerNormGrad", "Gelu", "GeluGrad", "gelu_approximate"});
+}
+
+}  // namespace
