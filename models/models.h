@@ -1,5 +1,5 @@
 // models: the umbrella header of tapeflow::models (Model, Sequential, losses, metrics, callbacks,
-// ready-made architectures, the Functional API, configs, whole-model saving, TensorFlow.js).
+// ready-made architectures, the Functional API, configs, whole-model saving, TensorFlow.js, ONNX export).
 #pragma once
 
 #include "models/adversarial.h"
@@ -7,6 +7,7 @@
 #include "models/callbacks.h"
 #include "models/checkpoint.h"
 #include "models/config.h"
+#include "models/export/onnx.h"
 #include "models/functional.h"
 #include "models/gan.h"
 #include "models/logs.h"

@@ -43,7 +43,7 @@ struct Flags : tf::apps::CommonFlags {
   std::string schedule = "cosine";
   std::string checkpoint_dir;  // save every epoch through a CheckpointManager
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
-  std::string save_model;      // after training: a .h5 file (save_model) or a TensorFlow.js directory
+  std::string save_model;      // after training: a .h5 file (save_model), a .onnx file (export_onnx) or a TensorFlow.js directory
   double collective_timeout = 300;  // seconds, under mpirun
 };
 
@@ -221,6 +221,7 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
   if (!f.metrics_out.empty() && chief) write_metrics(f.metrics_out, f, test, history, epoch_seconds, total, ranks);
   if (!f.save_model.empty() && chief) {
     if (f.save_model.ends_with(".h5")) tf::models::save_model(*model, f.save_model);
+    else if (f.save_model.ends_with(".onnx")) tf::models::export_onnx(*model, f.save_model, {.opset = 17});
     else tf::models::export_tfjs(*model, f.save_model);
     spdlog::info("Saved the model to {}", f.save_model);
   }
@@ -261,7 +262,7 @@ int main(int argc, char** argv) {
                  "Save a checkpoint (model, optimizer, epoch, flags) to DIR after every epoch (keeps the newest 3)");
   app.add_option("--save-model", f.save_model,
                  "After training, save the whole model: PATH.h5 (Keras 2 HDF5, load with load_model or the "
-                 "predict app) or a TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
+                 "predict app), PATH.onnx (ONNX, opset 17, for ONNX Runtime) or a TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
   app.add_flag("--resume", f.resume,
                "Continue from the newest readable checkpoint in --checkpoint-dir (same flags; --epochs may grow)")
       ->needs("--checkpoint-dir");

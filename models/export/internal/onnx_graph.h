@@ -1,0 +1,70 @@
+// The ONNX graph under construction for export_onnx (models/export/onnx.h): tensor values with
+// their layout, nodes, initializers and the NHWC <-> NCHW transposes at the edges.
+// Internal: includes ONNX's protobuf classes, so only models/export/*.cc include it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "tape/core/tensor.h"
+
+namespace tapeflow::models::onnx_export {
+
+// Where a value's axes are: as in Keras (NHWC for images), or NCHW (a rank-4 NHWC value transposed
+// with perm 0,3,1,2).
+enum class Layout { kKeras, kNchw };
+
+// A tensor of the graph. dims: its Keras-layout shape without the batch dimension (which is the
+// symbolic "batch").
+struct Value {
+  std::string name;
+  std::vector<std::int64_t> dims;
+  Layout layout = Layout::kKeras;
+  int rank() const { return static_cast<int>(dims.size()) + 1; }
+};
+
+// The position of Keras-layout axis `axis` (0..rank-1) in `v`'s layout.
+int axis_in_layout(const Value& v, int axis);
+
+class Graph {
+ public:
+  explicit Graph(onnx::GraphProto* graph) : graph_(graph) {}
+
+  // A tensor name not used yet: `base`, else "base_1", "base_2", ...
+  std::string fresh(const std::string& base);
+  // Adds a node; returns it for attributes. Output names must come from fresh().
+  onnx::NodeProto* node(const std::string& op, const std::vector<std::string>& inputs,
+                        const std::vector<std::string>& outputs, const std::string& node_name);
+  // Adds a float32 initializer named fresh(name) holding `t` (float32, row-major) with `dims`.
+  std::string initializer(const std::string& name, const Tensor& t, const std::vector<std::int64_t>& dims);
+  std::string initializer_floats(const std::string& name, const std::vector<float>& values,
+                                 const std::vector<std::int64_t>& dims);
+  std::string initializer_ints(const std::string& name, const std::vector<std::int64_t>& values);
+
+  // `v` in NCHW (rank 4 only) or in Keras's layout: `v` itself or one Transpose, made once per value.
+  Value nchw(const Value& v);
+  Value keras(const Value& v);
+  // Both lists brought to one layout: NCHW if any is NCHW (all rank 4), else Keras's.
+  std::vector<Value> common_layout(const std::vector<Value>& vs);
+
+  // Declares a graph input [batch, dims...] / output (named `name`) of elem type float.
+  void input(const std::string& name, const std::vector<std::int64_t>& dims);
+  void output(const Value& v, const std::string& name);
+
+ private:
+  onnx::GraphProto* graph_;
+  std::set<std::string> names_;
+  std::map<std::string, std::string> to_nchw_, to_keras_;  // value name -> its transposed value's name
+};
+
+void set_ints(onnx::NodeProto* n, const std::string& attr, const std::vector<std::int64_t>& values);
+void set_int(onnx::NodeProto* n, const std::string& attr, std::int64_t value);
+void set_float(onnx::NodeProto* n, const std::string& attr, float value);
+void set_string(onnx::NodeProto* n, const std::string& attr, const std::string& value);
+
+}  // namespace tapeflow::models::onnx_export

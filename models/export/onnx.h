@@ -1,0 +1,65 @@
+// ONNX export: export_onnx writes a model as an ONNX ModelProto that ONNX Runtime runs, with the
+// outputs of predict() (inference mode).
+//
+// Layout:   ir_version 8; one opset import ("" domain) at options.opset (13..17); producer
+//           "tapeflow" 0.1.0; graph named after the model. Graph inputs are the model's Inputs
+//           (Sequential: its InputLayer, named after it) as float32 tensors [batch, ...] whose first
+//           dimension is the symbolic "batch" (any batch size runs); outputs are named after the
+//           layers that produce them, [batch, ...] in Keras's layout. Weights are initializers
+//           named "<layer>/<weight>" (ONNX layouts, see below), stored as raw little-endian float32.
+// Layout of images: tapeflow's images are NHWC (channels_last); ONNX's Conv, ConvTranspose,
+//           MaxPool, AveragePool, GlobalAveragePool/GlobalMaxPool, BatchNormalization, Resize and
+//           Pad run on NCHW here. The export transposes *tensors at the edges* of each run of such
+//           layers: a Transpose(perm 0,3,1,2) before the first one, and a Transpose(perm 0,2,3,1)
+//           back where a layer needs Keras's layout (Flatten — Keras flattens in NHWC order, so the
+//           Dense after it keeps its kernel rows as trained —, Reshape, Dense, a model output).
+//           Layers between them that do not care (activations, Dropout, Add/Multiply/Average,
+//           Concatenate with its axis renumbered, BatchNormalization on the channels) stay in NCHW,
+//           so a convnet has one Transpose at each end. Kernels are transposed once, at export:
+//           Conv2D [kh, kw, C, F] -> W [F, C, kh, kw]; Conv2DTranspose [kh, kw, F, C] -> W [C, F,
+//           kh, kw]; Dense keeps [in, units] (MatMul).
+// Mapping:  InputLayer -> graph input; Dense -> MatMul (+ Add bias) (+ activation);
+//           BatchNormalization -> BatchNormalization (feature axis = channels), else Mul + Add by
+//           the folded scale gamma / sqrt(moving_variance + epsilon) and shift; Dropout -> Identity;
+//           Activation / activation arguments: relu Relu, sigmoid Sigmoid, tanh Tanh, softmax
+//           Softmax (axis -1 of Keras's layout), elu Elu (alpha 1), leaky_relu LeakyRelu (0.2),
+//           softplus Softplus, linear nothing; LeakyReLU -> LeakyRelu(alpha);
+//           Conv2D -> Conv, Conv2DTranspose -> ConvTranspose (explicit pads and output_padding
+//           reproducing TF's "same"/"valid" sizes, dilations); MaxPooling2D -> MaxPool,
+//           AveragePooling2D -> AveragePool (count_include_pad 0: TF divides "same" windows by
+//           their unpadded size), GlobalAveragePooling2D / GlobalMaxPooling2D ->
+//           GlobalAveragePool / GlobalMaxPool (+ Flatten without keepdims); UpSampling2D -> Resize
+//           (nearest, asymmetric, floor); ZeroPadding2D -> Pad; Add -> Sum, Multiply -> Mul (a chain),
+//           Average -> Mean, Concatenate -> Concat; Flatten -> Flatten(axis 1); Reshape -> Reshape
+//           [0, target...] (the batch copied, -1 resolved at export); nested Sequential /
+//           Functional models are inlined (node names "<model>/<layer>...").
+//           Not mapped (yet): the sequence layers (LSTM, GRU, SimpleRNN, MultiHeadAttention) and
+//           custom layer classes.
+// Errors:   std::invalid_argument "export_onnx: <file>: layer '<name>' (<class>) cannot be exported
+//           to ONNX: ..." for a layer class without a mapping (or options it lacks, such as a
+//           BatchNormalization over the batch axis), for a model that is not built (no input
+//           shape), for a non-float32 weight, and for an opset outside 13..17; std::logic_error
+//           (from model_to_config) for a subclassed model without a config; std::runtime_error
+//           naming the file if onnx::checker rejects the graph (a bug: please report it) or if
+//           the file cannot be written. The graph is checked by onnx::checker::check_model before
+//           anything is written, and the file is written to a temporary name and renamed, so
+//           `path` is never left half-written and an error leaves no file behind.
+// Ref:      onnx/docs/Operators.md (opset 17), onnx/docs/IR.md (IR version 8), Keras's
+//           model.export(format="onnx") (keras/src/export/onnx.py)
+#pragma once
+
+#include <string>
+
+#include "models/model.h"
+
+namespace tapeflow::models {
+
+struct OnnxExportOptions {
+  int opset = 17;  // the default ("") domain's opset version: 13..17 (ONNX 1.12 knows up to 17)
+};
+
+inline constexpr int kOnnxIrVersion = 8;
+
+void export_onnx(const Model& model, const std::string& path, const OnnxExportOptions& options = {});
+
+}  // namespace tapeflow::models

@@ -1,0 +1,157 @@
+// The C++ side of the ONNX Runtime checks (onnx_check.py, tests/interop/CMakeLists.txt).
+//   onnx_models export DIR      builds, briefly trains and exports (export_onnx) to DIR/<name>.onnx:
+//                               mlp (make_classifier_mlp: Dense, BatchNormalization, ReLU), cnn
+//                               (make_classifier_cnn: Reshape, Conv2D, MaxPooling2D, Flatten,
+//                               Dropout), functional (two branches joined by Add and Concatenate,
+//                               a nested Sequential, BatchNormalization, softmax) and conv_zoo (every
+//                               other mapped layer: strided/dilated/"same" convolutions, transposed
+//                               convolutions with output padding, BatchNormalization on channels, the
+//                               pools, UpSampling2D, ZeroPadding2D, Concatenate of images, Multiply,
+//                               Average, LeakyReLU, Activation); beside each, <name>.input.bin
+//                               (100 Fashion-MNIST test images, float32 [100, 784]) and
+//                               <name>.expected.bin (tapeflow's predict on them, float32).
+//   onnx_models predict MODEL.h5 OUT
+//                               load_model(MODEL.h5), writes OUT.input.bin / OUT.expected.bin the
+//                               same way (for the models train_classifier saved).
+// Fashion-MNIST from Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
+// Exit status 0 on success, 1 on any error (printed).
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "data/fashion_mnist_tensors.h"
+#include "layers/layers.h"
+#include "models/export/onnx.h"
+#include "models/models.h"
+#include "optimizers/optimizers.h"
+#include "tape/ops/array_ops.h"
+
+namespace tf = tapeflow;
+namespace L = tapeflow::layers;
+
+namespace {
+
+constexpr std::int64_t kTestImages = 100;
+
+void write_floats(const std::string& path, const tf::Tensor& t) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+  if (!out) throw std::runtime_error(path + ": cannot write");
+}
+
+tf::Tensor test_images() {
+  return tf::data::load_fashion_mnist_tensors(tf::data::kDefaultFashionMnistDir, kTestImages).x_test;
+}
+
+void write_io(tf::models::Model& model, const std::string& base) {
+  const tf::Tensor x = test_images();
+  write_floats(base + ".input.bin", x);
+  write_floats(base + ".expected.bin", model.predict(x, {.batch_size = 32}));
+}
+
+// One epoch on the first `examples` training images (so BatchNormalization's moving statistics are
+// not 0 / 1); `logits`: the model ends without softmax.
+void train(tf::models::Model& model, std::int64_t examples, bool logits) {
+  const auto ds = tf::data::load_fashion_mnist_tensors(tf::data::kDefaultFashionMnistDir, examples);
+  model.compile({.optimizer = std::make_shared<tf::optimizers::Adam>(),
+                 .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
+                     tf::models::CrossentropyOptions{.from_logits = logits})});
+  model.fit(ds.x_train, ds.y_train, {.epochs = 1, .batch_size = 32, .verbose = 0, .seed = 5});
+}
+
+std::shared_ptr<tf::models::Functional> functional() {
+  auto in = L::Input({.shape = {784}, .name = "pixels"});
+  auto h1 = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 32, .activation = "relu", .seed = 1}))(in);
+  auto h2 = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 32, .seed = 2}))(in);
+  auto sum = (*std::make_shared<L::Add>())({h1, h2});
+  auto inner = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+      std::make_shared<L::Dense>(L::DenseOptions{.units = 16, .activation = "tanh", .seed = 3}),
+      std::make_shared<L::Dropout>(0.2)}, "inner");
+  auto h3 = (*inner)(in);
+  auto cat = (*std::make_shared<L::Concatenate>())({sum, h3, h1});
+  auto bn = (*std::make_shared<L::BatchNormalization>(L::BatchNormalizationOptions{.momentum = 0.5}))(cat);
+  auto probs = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .activation = "softmax", .seed = 4}))(bn);
+  auto logits = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .seed = 5}))(bn);
+  auto out = (*std::make_shared<L::Concatenate>())({probs, logits});  // softmax squashes errors: logits too
+  return std::make_shared<tf::models::Functional>(in, out, "functional");
+}
+
+std::shared_ptr<tf::models::Functional> conv_zoo() {
+  auto conv = [](std::int64_t filters, std::int64_t k, std::int64_t s, const char* padding, const char* act,
+                 std::int64_t d = 1) {
+    return std::make_shared<L::Conv2D>(L::Conv2DOptions{.filters = filters, .kernel_size = {k, k}, .strides = {s, s},
+                                                        .padding = padding, .dilation_rate = {d, d},
+                                                        .activation = act});
+  };
+  auto deconv = [](std::int64_t filters, std::array<std::int64_t, 2> k, std::int64_t s, const char* padding,
+                   bool bias = true) {
+    return std::make_shared<L::Conv2DTranspose>(L::Conv2DOptions{
+        .filters = filters, .kernel_size = k, .strides = {s, s}, .padding = padding, .use_bias = bias});
+  };
+  auto in = L::Input({.shape = {784}, .name = "pixels"});
+  auto x = (*std::make_shared<L::Reshape>(L::ReshapeOptions{.target_shape = {28, -1, 1}}))(in);
+  auto c1 = (*conv(8, 3, 2, "same", "relu"))(x);                               // 14x14x8
+  auto b1 = (*std::make_shared<L::BatchNormalization>(L::BatchNormalizationOptions{.momentum = 0.5}))(c1);
+  auto t1 = (*deconv(4, {3, 3}, 2, "same"))(b1);                                // 28x28x4
+  auto p1 = (*std::make_shared<L::AveragePooling2D>(L::Pooling2DOptions{
+      .pool_size = {3, 3}, .strides = std::array<std::int64_t, 2>{2, 2}, .padding = "same"}))(t1);  // 14x14x4
+  auto cat = (*std::make_shared<L::Concatenate>())({b1, p1});                   // 14x14x12
+  auto z = (*std::make_shared<L::ZeroPadding2D>(L::ZeroPadding2DOptions{.padding = {{{1, 0}, {2, 1}}}}))(cat);  // 15x17
+  auto m = (*std::make_shared<L::MaxPooling2D>(L::Pooling2DOptions{.padding = "same"}))(z);  // 8x9x12
+  auto u = (*std::make_shared<L::UpSampling2D>())(m);                           // 16x18x12
+  auto t2 = (*deconv(3, {3, 3}, 2, "valid"))(u);                                // 33x37x3
+  auto t3 = (*conv(4, 5, 1, "valid", "elu", 2))(t2);                            // 25x29x4
+  auto sm = (*std::make_shared<L::Activation>("softmax"))(t3);                  // over the channels
+  auto lr = (*std::make_shared<L::LeakyReLU>(L::LeakyReLUOptions{.alpha = 0.1}))(
+      (*std::make_shared<L::Add>())({t3, sm}));
+  auto g1 = (*std::make_shared<L::GlobalMaxPooling2D>())(lr);                   // 4
+  auto t4 = (*deconv(2, {2, 3}, 3, "valid", false))(m);                         // 24x27x2 (output padding 1)
+  auto g2 = (*std::make_shared<L::GlobalAveragePooling2D>())(t4);               // 2
+  auto g3 = (*std::make_shared<L::GlobalAveragePooling2D>(L::GlobalPooling2DOptions{.keepdims = true}))(t4);
+  auto f3 = (*std::make_shared<L::Flatten>())(g3);                              // 2
+  auto f = (*std::make_shared<L::Flatten>())(m);                                // 864, NHWC order
+  auto d = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .activation = "softplus"}))(f);
+  auto s = (*std::make_shared<L::Activation>("sigmoid"))(d);
+  auto mul = (*std::make_shared<L::Multiply>())({d, s});
+  auto avg = (*std::make_shared<L::Average>())({mul, d});
+  auto cat2 = (*std::make_shared<L::Concatenate>())({g1, g2, f3, avg});         // 18
+  auto out = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10}))(cat2);  // logits: no softmax to hide errors
+  return std::make_shared<tf::models::Functional>(in, out, "conv_zoo");
+}
+
+int export_models(const std::string& dir) {
+  auto mlp = tf::models::make_classifier_mlp({.seed = 1});
+  train(*mlp, 2000, true);
+  auto cnn = tf::models::make_classifier_cnn({.seed = 2});
+  train(*cnn, 500, true);
+  auto fn = functional();
+  train(*fn, 1000, true);
+  auto zoo = conv_zoo();
+  train(*zoo, 200, true);
+  for (auto [name, model] : std::vector<std::pair<std::string, std::shared_ptr<tf::models::Model>>>{
+           {"mlp", mlp}, {"cnn", cnn}, {"functional", fn}, {"conv_zoo", zoo}}) {
+    tf::models::export_onnx(*model, dir + "/" + name + ".onnx", {.opset = 17});
+    write_io(*model, dir + "/" + name);
+    std::cout << "exported " << name << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string cmd = argc > 1 ? argv[1] : "";
+    if (cmd == "export" && argc == 3) return export_models(argv[2]);
+    if (cmd == "predict" && argc == 4) {
+      auto model = tf::models::load_model(argv[2]);
+      write_io(*model, argv[3]);
+      return 0;
+    }
+    std::cerr << "usage: onnx_models export DIR | onnx_models predict MODEL.h5 OUT\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "onnx_models: " << e.what() << "\n";
+    return 1;
+  }
+}

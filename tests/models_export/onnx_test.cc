@@ -1,0 +1,192 @@
+// export_onnx (models/export/onnx.h): the file ONNX's own checker reads back, and the errors. That
+// ONNX Runtime computes what predict() does is checked by tests/interop/onnx_check.py.
+#include "models/export/onnx.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <onnx/checker.h>
+#include <onnx/onnx_pb.h>
+
+#include "layers/layers.h"
+#include "models/models.h"
+#include "tape/ops/math_ops.h"
+
+namespace tapeflow::models {
+namespace {
+namespace fs = std::filesystem;
+namespace L = layers;
+using ::testing::HasSubstr;
+
+// A layer class ONNX export has no mapping for.
+class Scale : public L::Layer {
+ public:
+  Scale() : L::Layer("Scale", "my_scale") {}
+  Tensor call(const Tensor& x, bool) override { return x * 2.0; }
+  nlohmann::json get_config() const override { return base_config(); }
+};
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::path(TAPEFLOW_BINARY_DIR) / "tests" / "models_export_onnx" / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+onnx::ModelProto load(const fs::path& p) {
+  onnx::ModelProto m;
+  EXPECT_TRUE(m.ParseFromString(read(p))) << p;
+  return m;
+}
+
+std::shared_ptr<Sequential> with_custom_layer() {
+  auto m = std::make_shared<Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+      std::make_shared<L::Dense>(L::DenseOptions{.units = 4, .seed = 1}), std::make_shared<Scale>(),
+      std::make_shared<L::Dense>(L::DenseOptions{.units = 2, .seed = 2})});
+  m->build(Shape{1, 3});
+  return m;
+}
+
+TEST(OnnxExportTest, TheCheckerPassesTheExportedClassifiers) {
+  const fs::path dir = scratch("checker");
+  auto mlp = make_classifier_mlp({.seed = 1});
+  auto cnn = make_classifier_cnn({.seed = 2});
+  for (auto [name, model] : std::vector<std::pair<std::string, std::shared_ptr<Model>>>{{"mlp", mlp}, {"cnn", cnn}}) {
+    const fs::path p = dir / (name + ".onnx");
+    export_onnx(*model, p.string());
+    const onnx::ModelProto m = load(p);
+    EXPECT_NO_THROW(onnx::checker::check_model(m)) << name;
+    EXPECT_NO_THROW(onnx::checker::check_model(p.string())) << name;
+    EXPECT_EQ(m.ir_version(), 8);
+    ASSERT_EQ(m.opset_import_size(), 1);
+    EXPECT_EQ(m.opset_import(0).domain(), "");
+    EXPECT_EQ(m.opset_import(0).version(), 17);
+    ASSERT_EQ(m.graph().input_size(), 1);
+    const auto& in = m.graph().input(0).type().tensor_type().shape();
+    ASSERT_EQ(in.dim_size(), 2) << name;
+    EXPECT_EQ(in.dim(0).dim_param(), "batch");  // dynamic batch
+    EXPECT_EQ(in.dim(1).dim_value(), 784);
+    const auto& out = m.graph().output(0).type().tensor_type().shape();
+    EXPECT_EQ(out.dim(0).dim_param(), "batch");
+    EXPECT_EQ(out.dim(1).dim_value(), 10);
+  }
+  // The convnet's kernels are transposed to ONNX's [F, C, kh, kw]; the Dense after Flatten keeps [in, units].
+  const onnx::ModelProto m = load(dir / "cnn.onnx");
+  std::map<std::string, std::vector<std::int64_t>> dims;
+  for (const auto& t : m.graph().initializer()) dims[t.name()] = {t.dims().begin(), t.dims().end()};
+  const std::string conv = cnn->layers()[1]->name(), dense = cnn->layers().back()->name();
+  EXPECT_EQ(dims[conv + "/kernel"], (std::vector<std::int64_t>{32, 1, 3, 3}));
+  EXPECT_EQ(dims[dense + "/kernel"], (std::vector<std::int64_t>{1600, 10}));
+  // One Transpose into NCHW before the first Conv and one back before Flatten.
+  int transposes = 0;
+  for (const auto& n : m.graph().node()) transposes += n.op_type() == "Transpose";
+  EXPECT_EQ(transposes, 2);
+}
+
+TEST(OnnxExportTest, OpsetsFrom13To17ArePassedByTheChecker) {
+  const fs::path dir = scratch("opsets");
+  auto mlp = make_classifier_mlp({.hidden = {8}, .seed = 1});
+  for (int opset : {13, 15, 17}) {
+    const fs::path p = dir / ("m" + std::to_string(opset) + ".onnx");
+    export_onnx(*mlp, p.string(), {.opset = opset});
+    EXPECT_EQ(load(p).opset_import(0).version(), opset);
+    EXPECT_NO_THROW(onnx::checker::check_model(p.string()));
+  }
+  for (int opset : {12, 18}) {
+    try {
+      export_onnx(*mlp, (dir / "bad.onnx").string(), {.opset = opset});
+      ADD_FAILURE() << "opset " << opset << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("opset " + std::to_string(opset) + " is outside 13..17"));
+    }
+  }
+  EXPECT_FALSE(fs::exists(dir / "bad.onnx"));
+}
+
+TEST(OnnxExportTest, AnUnmappableLayerIsNamedWithItsClassAndNoFileIsWritten) {
+  const fs::path dir = scratch("unmappable");
+  const fs::path p = dir / "m.onnx";
+  auto model = with_custom_layer();
+  try {
+    export_onnx(*model, p.string());
+    FAIL() << "exported a layer without a mapping";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr(p.string()));
+    EXPECT_THAT(e.what(), HasSubstr("layer 'my_scale' (Scale) cannot be exported to ONNX"));
+    EXPECT_THAT(e.what(), HasSubstr("no ONNX mapping for class Scale"));
+  }
+  EXPECT_TRUE(fs::is_empty(dir)) << "a partial or temporary file was left behind";
+}
+
+TEST(OnnxExportTest, AFailedExportLeavesAnExistingFileAsItWas) {
+  const fs::path dir = scratch("keep");
+  const fs::path p = dir / "m.onnx";
+  export_onnx(*make_classifier_mlp({.hidden = {8}, .seed = 1}), p.string());
+  const std::string before = read(p);
+  EXPECT_THROW(export_onnx(*with_custom_layer(), p.string()), std::invalid_argument);
+  EXPECT_EQ(read(p), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);  // no temporary file
+}
+
+TEST(OnnxExportTest, AnUnwritablePathIsAnErrorNamingIt) {
+  const fs::path p = scratch("unwritable") / "no_such_dir" / "m.onnx";
+  try {
+    export_onnx(*make_classifier_mlp({.hidden = {8}, .seed = 1}), p.string());
+    FAIL() << "wrote into a missing directory";
+  } catch (const std::runtime_error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(p.string()));
+  }
+}
+
+TEST(OnnxExportTest, AnUnbuiltModelIsRefused) {
+  const fs::path dir = scratch("unbuilt");
+  Sequential model({std::make_shared<L::Dense>(4)});
+  try {
+    export_onnx(model, (dir / "m.onnx").string());
+    FAIL() << "exported a model without an input shape";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("has no input shape"));
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(OnnxExportTest, Float64WeightsAreRefusedNamingTheWeight) {
+  const fs::path dir = scratch("float64");
+  Sequential model({std::make_shared<L::Dense>(L::DenseOptions{.units = 4, .name = "wide"})}, "", DType::kFloat64);
+  model.build(Shape{1, 3});
+  try {
+    export_onnx(model, (dir / "m.onnx").string());
+    FAIL() << "exported float64 weights as float32";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("layer 'wide' (Dense)"));
+    EXPECT_THAT(e.what(), HasSubstr("weight 'wide/kernel:0' is float64"));
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(OnnxExportTest, BatchNormalizationOverTheBatchAxisIsRefused) {
+  const fs::path dir = scratch("bn_axis");
+  Sequential model({std::make_shared<L::BatchNormalization>(L::BatchNormalizationOptions{.axis = 0, .name = "bn0"})});
+  model.build(Shape{4, 3});
+  try {
+    export_onnx(model, (dir / "m.onnx").string());
+    FAIL() << "exported a batch-axis normalization";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("layer 'bn0' (BatchNormalization)"));
+    EXPECT_THAT(e.what(), HasSubstr("not a feature axis"));
+  }
+}
+
+}  // namespace
+}  // namespace tapeflow::models
