@@ -1,7 +1,7 @@
 """tapeflow's ONNX exports checked by ONNX itself and run by ONNX Runtime.
 
 onnx_check.py exported ONNX_MODELS      runs `onnx_models export` (tests/interop/onnx_models.cc)
-                                        and checks mlp, cnn, functional and conv_zoo.
+                                        and checks mlp, cnn, functional, conv_zoo and two_inputs.
 onnx_check.py app TRAIN_CLASSIFIER ONNX_MODELS MODEL
                                         trains `train_classifier --model MODEL` twice with one
                                         seed, saving m.onnx and m.h5 (same seed and threads: the
@@ -33,18 +33,19 @@ def check(name):
     for v in list(model.graph.input) + list(model.graph.output):
         d0 = v.type.tensor_type.shape.dim[0]
         assert d0.dim_param and not d0.HasField("dim_value"), f"{name}: {v.name} has a fixed batch dimension"
-    x = np.fromfile(os.path.join(WORK, name + ".input.bin"), dtype=np.float32).reshape(100, -1)
+    files = [name + ".input.bin"] + [f"{name}.input{i}.bin" for i in range(1, len(model.graph.input))]
+    xs = [np.fromfile(os.path.join(WORK, f), dtype=np.float32).reshape(100, -1) for f in files]
     expected = np.fromfile(os.path.join(WORK, name + ".expected.bin"), dtype=np.float32).reshape(100, -1)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    input_name = session.get_inputs()[0].name
-    (y,) = session.run(None, {input_name: x})
+    names = [i.name for i in session.get_inputs()]
+    (y,) = session.run(None, dict(zip(names, xs)))
     assert y.shape == expected.shape, f"{name}: ONNX Runtime gives {y.shape}, tapeflow {expected.shape}"
     diff = float(np.max(np.abs(y - expected)))
     print(f"{name}: {len(model.graph.node)} nodes; max |ONNX Runtime - tapeflow| over 100 images = {diff:.3g} "
           f"(outputs up to {float(np.max(np.abs(expected))):.3g} in magnitude)")
     assert diff <= TOLERANCE, f"{name}: max abs diff {diff} > {TOLERANCE}"
     for batch in (1, 7):
-        (yb,) = session.run(None, {input_name: x[:batch]})
+        (yb,) = session.run(None, {n: x[:batch] for n, x in zip(names, xs)})
         db = float(np.max(np.abs(yb - expected[:batch])))
         assert yb.shape[0] == batch and db <= TOLERANCE, f"{name}: batch {batch}: shape {yb.shape}, diff {db}"
     print(f"{name}: batch sizes 1 and 7 run too")
@@ -58,7 +59,7 @@ def run(*cmd):
 def main(argv):
     if argv[1] == "exported":
         run(argv[2], "export", WORK)
-        for name in ("mlp", "cnn", "functional", "conv_zoo"):
+        for name in ("mlp", "cnn", "functional", "conv_zoo", "two_inputs"):
             check(name)
     elif argv[1] == "app":
         train, helper, kind = argv[2], argv[3], argv[4]

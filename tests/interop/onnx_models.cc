@@ -7,7 +7,9 @@
 //                               other mapped layer: strided/dilated/"same" convolutions, transposed
 //                               convolutions with output padding, BatchNormalization on channels, the
 //                               pools, UpSampling2D, ZeroPadding2D, Concatenate of images, Multiply,
-//                               Average, LeakyReLU, Activation); beside each, <name>.input.bin
+//                               Average, LeakyReLU, Activation), and two_inputs (a Functional
+//                               model of two Inputs, the halves of each image); beside each,
+//                               <name>.input.bin (two_inputs: and <name>.input1.bin)
 //                               (100 Fashion-MNIST test images, float32 [100, 784]) and
 //                               <name>.expected.bin (tapeflow's predict on them, float32).
 //   onnx_models predict MODEL.h5 OUT
@@ -47,6 +49,28 @@ void write_io(tf::models::Model& model, const std::string& base) {
   const tf::Tensor x = test_images();
   write_floats(base + ".input.bin", x);
   write_floats(base + ".expected.bin", model.predict(x, {.batch_size = 32}));
+}
+
+// Two inputs: the top and bottom halves of each image (<base>.input.bin, <base>.input1.bin).
+void write_io_halves(tf::models::Functional& model, const std::string& base) {
+  const tf::Tensor x = test_images();
+  const tf::Tensor top = tf::slice(x, {0, 0}, {kTestImages, 392}), bottom = tf::slice(x, {0, 392}, {kTestImages, 392});
+  write_floats(base + ".input.bin", top);
+  write_floats(base + ".input1.bin", bottom);
+  write_floats(base + ".expected.bin", model.predict(std::vector<tf::Tensor>{top, bottom}, {.batch_size = 32}));
+}
+
+// Two Inputs (the halves of the image), a Dense on each, Add, a skip Concatenate with one input.
+std::shared_ptr<tf::models::Functional> two_inputs() {
+  auto top = L::Input({.shape = {392}, .name = "top"});
+  auto bottom = L::Input({.shape = {392}, .name = "bottom"});
+  auto a = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 24, .activation = "relu", .seed = 6}))(top);
+  auto b = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 24, .activation = "sigmoid", .seed = 7}))(bottom);
+  auto sum = (*std::make_shared<L::Add>())({a, b});
+  auto cat = (*std::make_shared<L::Concatenate>())({sum, top});
+  auto out = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .seed = 8}))(cat);
+  return std::make_shared<tf::models::Functional>(std::vector<L::KerasTensor>{top, bottom},
+                                                  std::vector<L::KerasTensor>{out}, "two_inputs");
 }
 
 // One epoch on the first `examples` training images (so BatchNormalization's moving statistics are
@@ -134,6 +158,9 @@ int export_models(const std::string& dir) {
     write_io(*model, dir + "/" + name);
     std::cout << "exported " << name << "\n";
   }
+  auto two = two_inputs();  // untrained: it has no moving statistics
+  tf::models::export_onnx(*two, dir + "/two_inputs.onnx", {.opset = 17});
+  write_io_halves(*two, dir + "/two_inputs");
   return 0;
 }
 

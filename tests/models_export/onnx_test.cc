@@ -30,6 +30,16 @@ class Scale : public L::Layer {
   nlohmann::json get_config() const override { return base_config(); }
 };
 
+// A subclassed model: call() is code, there is no config to walk.
+class Subclassed : public Model {
+ public:
+  Subclassed() : Model("subclassed", "Subclassed") { dense_ = track_layer(std::make_shared<L::Dense>(2)); }
+  Tensor call(const Tensor& x, bool training) override { return (*dense_)(x, training); }
+
+ private:
+  std::shared_ptr<L::Dense> dense_;
+};
+
 fs::path scratch(const std::string& name) {
   fs::path dir = fs::path(TAPEFLOW_BINARY_DIR) / "tests" / "models_export_onnx" / name;
   fs::remove_all(dir);
@@ -186,6 +196,34 @@ TEST(OnnxExportTest, BatchNormalizationOverTheBatchAxisIsRefused) {
     EXPECT_THAT(e.what(), HasSubstr("layer 'bn0' (BatchNormalization)"));
     EXPECT_THAT(e.what(), HasSubstr("not a feature axis"));
   }
+}
+
+TEST(OnnxExportTest, ASubclassedModelIsRefusedBeforeAnythingIsWritten) {
+  const fs::path dir = scratch("subclassed");
+  Subclassed model;
+  model.build(Shape{1, 3});
+  EXPECT_THROW(export_onnx(model, (dir / "m.onnx").string()), std::logic_error);
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(OnnxExportTest, TwoInputsBecomeTwoGraphInputsNamedAfterTheirInputLayers) {
+  const fs::path dir = scratch("two_inputs");
+  auto a = L::Input({.shape = {4}, .name = "left"});
+  auto b = L::Input({.shape = {2, 3}, .name = "right"});
+  auto fa = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 6, .seed = 1}))(a);
+  auto fb = (*std::make_shared<L::Flatten>())(b);
+  auto out = (*std::make_shared<L::Multiply>())({fa, fb});
+  Functional model({a, b}, {out, fa});
+  export_onnx(model, (dir / "m.onnx").string());
+  const onnx::ModelProto m = load(dir / "m.onnx");
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  ASSERT_EQ(m.graph().input_size(), 2);
+  EXPECT_EQ(m.graph().input(0).name(), "left");
+  EXPECT_EQ(m.graph().input(1).name(), "right");
+  EXPECT_EQ(m.graph().input(1).type().tensor_type().shape().dim_size(), 3);
+  ASSERT_EQ(m.graph().output_size(), 2);
+  EXPECT_EQ(m.graph().output(0).name(), "output_0");
+  EXPECT_EQ(m.graph().output(1).name(), "output_1");
 }
 
 }  // namespace
