@@ -66,6 +66,13 @@ void Context::set_shared_memory(bool on) {
   reducer_->set_shared_memory(on);
 }
 
+const std::string& Context::host(int r) const {
+  if (r < 0 || r >= size_)
+    throw std::invalid_argument("distribute::Context::host: rank must be in [0, " + std::to_string(size_) + "), got " +
+                                std::to_string(r));
+  return comm_->host(r);
+}
+
 bool Context::uses_shared_memory() const { return reducer_->uses_shared_memory(); }
 
 void Context::set_timeout(double seconds) {

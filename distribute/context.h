@@ -13,9 +13,14 @@
 //           (ContextOptions::timeout_seconds): if it does not complete in time, the rank asks the
 //           other ranks where they are (ranks waiting in a collective answer; hung, busy or dead
 //           ranks do not), prints "distribute: collective '<name>' (#<seq>) did not complete
-//           within <t> s on rank <r>: rank 1 did not answer (...); rank 2 is in '<other>' (#<seq>)"
-//           to stderr and calls MPI_Abort, so mpirun ends every rank with a non-zero status instead
-//           of hanging. A rank that dies is caught by mpirun itself (it kills the job).
+//           within <t> s on rank <r>: rank 1 (<host>) did not answer (...); rank 2 (<host>) is in
+//           '<other>' (#<seq>)" — and "no rank on host <host> answered (ranks 2, 3): is the host or
+//           its link down?" for another machine none of whose ranks answered — to stderr and calls
+//           MPI_Abort, so mpirun ends every rank with a non-zero status instead of hanging. A rank
+//           that dies is caught by mpirun itself (it kills the job); so is a machine that goes away,
+//           once mpirun's TCP connection to its daemon fails (Open MPI: "ORTE has lost communication
+//           with a remote daemon ... on node <host>"; how soon depends on oob_tcp_keepalive_* and
+//           the kernel's TCP retries: scripts/test_hosts.sh sets both so that it takes ~5 s).
 //           Reductions: Open MPI's libnbc reduces each element once and sends the result back
 //           (binomial tree below 4 ranks, ring or reduce-scatter + allgather above), so every rank
 //           receives the same bits, and a fixed number of ranks reduces in a fixed order: runs are
@@ -115,6 +120,9 @@ class Context : public models::ReplicaContext {
   // Rank among the processes on this machine (for pinning threads or devices), and their count.
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
+  // Rank r's host name (MPI_Get_processor_name, gathered when the Context is made): the machine,
+  // as the timeout messages name it. Errors: std::invalid_argument unless 0 <= r < size().
+  const std::string& host(int r) const;
   const ContextOptions& options() const { return options_; }
 
   // Element-wise reduction across ranks: average (default), sum, min or max. Every rank passes a

@@ -1,5 +1,6 @@
 #include "distribute/internal/communicator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -43,6 +44,16 @@ Communicator::Communicator(double timeout_seconds, int rank, int size)
   // Errors come back as codes (check() turns them into exceptions) instead of aborting inside MPI.
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(side_, MPI_ERRORS_RETURN);
+  char mine[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(mine, &len);
+  std::vector<char> all(static_cast<std::size_t>(size_) * MPI_MAX_PROCESSOR_NAME);
+  check(MPI_Allgather(mine, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm_),
+        "MPI_Allgather (host names)");
+  for (int r = 0; r < size_; ++r) {
+    const char* p = all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME;
+    hosts_.emplace_back(p, strnlen(p, MPI_MAX_PROCESSOR_NAME));
+  }
 }
 
 Communicator::~Communicator() {
@@ -125,19 +136,38 @@ void Communicator::time_out(std::span<MPI_Request> requests) {
   }
   const std::string mine = std::to_string(seq_) + "|" + name_;
   std::string missing;
+  std::vector<int> silent;  // ranks that did not answer
   for (int r = 0; r < size_; ++r) {
     if (r == rank_) continue;
     const std::string& a = answers[static_cast<std::size_t>(r)];
     if (a == mine) continue;  // waiting in the same collective
     if (!missing.empty()) missing += "; ";
+    const std::string who = "rank " + std::to_string(r) + " (" + host(r) + ")";
     if (a.empty()) {
-      missing += "rank " + std::to_string(r) + " did not answer (busy outside collectives, hung or dead)";
+      missing += who + " did not answer (busy outside collectives, hung or dead)";
+      silent.push_back(r);
     } else {
       const std::size_t bar = a.find('|');
-      missing += "rank " + std::to_string(r) + " is in '" + a.substr(bar + 1) + "' (#" + a.substr(0, bar) + ")";
+      missing += who + " is in '" + a.substr(bar + 1) + "' (#" + a.substr(0, bar) + ")";
     }
   }
   if (missing.empty()) missing = "every rank is in this collective (MPI made no progress)";
+  // Hosts none of whose ranks answered: the machine or its link is down (named once, with its ranks).
+  for (std::size_t i = 0; i < silent.size(); ++i) {
+    const std::string& h = host(silent[i]);
+    if (h == host(rank_)) continue;
+    bool first = true, all_silent = true;
+    std::string ranks;
+    for (int r = 0; r < size_; ++r) {
+      if (host(r) != h) continue;
+      first = first && r >= silent[i];
+      all_silent = all_silent && std::find(silent.begin(), silent.end(), r) != silent.end();
+      if (!ranks.empty()) ranks += ", ";
+      ranks += std::to_string(r);
+    }
+    if (first && all_silent)
+      missing += "; no rank on host " + h + " answered (ranks " + ranks + "): is the host or its link down?";
+  }
   std::fprintf(stderr,
                "distribute: collective '%s' (#%lld) did not complete within %g s on rank %d of %d: missing: %s; "
                "aborting the job\n",

@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace tapeflow::distribute::internal {
 
 class Communicator {
  public:
-  // Duplicates MPI_COMM_WORLD twice (collectives; the diagnostic side channel).
+  // Duplicates MPI_COMM_WORLD twice (collectives; the diagnostic side channel) and gathers every
+  // rank's host name (MPI_Get_processor_name). Collective.
   Communicator(double timeout_seconds, int rank, int size);
   ~Communicator();
   Communicator(const Communicator&) = delete;
@@ -22,6 +24,8 @@ class Communicator {
   int rank() const { return rank_; }
   int size() const { return size_; }
   void set_timeout(double seconds) { timeout_ = seconds; }
+  // Rank r's host name (0 <= r < size()).
+  const std::string& host(int r) const { return hosts_[static_cast<std::size_t>(r)]; }
 
   // Names the next collective (what this rank reports while it waits); returns its sequence number.
   std::int64_t begin(const std::string& name);
@@ -46,6 +50,7 @@ class Communicator {
   MPI_Comm side_ = MPI_COMM_NULL;
   std::int64_t seq_ = 0;
   std::string name_;
+  std::vector<std::string> hosts_;
 };
 
 }  // namespace tapeflow::distribute::internal

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <numeric>
+#include <string>
 
 #include "data/dataset.h"
 #include "distribute/distribute.h"
@@ -29,10 +31,40 @@ TEST(ContextTest, RankSizeAndLocalRank) {
   EXPECT_LT(c.rank(), c.size());
   EXPECT_GE(c.local_rank(), 0);
   EXPECT_LT(c.local_rank(), c.local_size());
-  EXPECT_EQ(c.local_size(), c.size());  // one machine here
   EXPECT_TRUE(launched_by_mpirun());
   // One Context per process.
   EXPECT_THROW(Context second, std::logic_error);
+}
+
+// The machines of the job (one, or --hosts H test hosts of scripts/test_hosts.sh) and the
+// MPI_COMM_TYPE_SHARED groups: local_size() is the number of ranks on this rank's host, the same on
+// every host here.
+TEST(ContextTest, HostsAndSharedMemoryGroups) {
+  Context& c = context();
+  std::vector<std::string> hosts;
+  int here = 0;
+  for (int r = 0; r < c.size(); ++r) {
+    if (std::find(hosts.begin(), hosts.end(), c.host(r)) == hosts.end()) hosts.push_back(c.host(r));
+    here += c.host(r) == c.host(c.rank()) ? 1 : 0;
+  }
+  EXPECT_EQ(static_cast<int>(hosts.size()), expected_hosts()) << "distinct host names";
+  EXPECT_EQ(c.local_size(), here) << "MPI_COMM_TYPE_SHARED group of host " << c.host(c.rank());
+  EXPECT_EQ(c.local_size() * expected_hosts(), c.size());
+  EXPECT_TRUE(same_on_every_rank(static_cast<std::uint32_t>(c.local_size())));
+  if (c.rank() == 0) {
+    std::string layout;
+    for (const std::string& h : hosts) {
+      if (!layout.empty()) layout += ", ";
+      layout += h;
+      layout += " (ranks";
+      for (int r = 0; r < c.size(); ++r)
+        if (c.host(r) == h) layout += ' ' + std::to_string(r);
+      layout += ")";
+    }
+    std::printf("hosts: %s; shared-memory group size %d per host\n", layout.c_str(), c.local_size());
+  }
+  EXPECT_THROW(c.host(c.size()), std::invalid_argument);
+  EXPECT_THROW(c.host(-1), std::invalid_argument);
 }
 
 // Bad options are refused before MPI is touched (so even with a Context alive).
@@ -97,7 +129,7 @@ TEST(ContextTest, BroadcastAndBroadcastVariables) {
 
 // Gradients: rank r sees d loss / d w = (r + 1) * ones; `odd` has a gradient on odd ranks only;
 // `unused` has none anywhere. Small fusion buffers force several buffers.
-// Both transports: the shared-memory window (every rank is on this machine) and MPI_Iallreduce.
+// Both transports: the shared-memory window (where the ranks form groups) and MPI_Iallreduce.
 TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
   Context& c = context();
   const int n = c.size();
@@ -134,14 +166,16 @@ TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
   EXPECT_THROW(c.set_fusion(0, true), std::invalid_argument);
 }
 
-// mpirun here starts every rank on this machine, so the window is what the other tests use: for all
-// ranks, or (--shared-memory-group G, see mpi_main.cc) for groups of G reduced across each other
-// as machines are — when the groups come out of one size > 1; otherwise MPI_Iallreduce.
-TEST(GradientTest, OneMachineReducesThroughSharedMemory) {
+// The window is what the other tests use whenever a host runs more than one rank: for each host's
+// ranks, or (--shared-memory-group G, see mpi_main.cc) for groups of G, reduced across each other
+// as machines are — when the groups come out of one size > 1; otherwise (one rank per host, uneven
+// groups) MPI_Iallreduce. With several hosts of 2 ranks (--hosts 2) that is the hierarchical path
+// over a network link.
+TEST(GradientTest, ReducesThroughSharedMemoryWhenHostsRunEvenGroups) {
   Context& c = context();
   const int limit = c.options().shared_memory_group;
-  const int group = limit > 0 ? std::min(limit, c.size()) : c.size();
-  EXPECT_EQ(c.uses_shared_memory(), group > 1 && c.size() % group == 0);
+  const int group = limit > 0 ? std::min(limit, c.local_size()) : c.local_size();
+  EXPECT_EQ(c.uses_shared_memory(), group > 1 && c.local_size() % group == 0);
   c.set_shared_memory(false);
   EXPECT_FALSE(c.uses_shared_memory());
   c.set_shared_memory(true);

@@ -11,6 +11,7 @@ namespace tapeflow::distribute::testing {
 namespace {
 
 Context* g_context = nullptr;
+int g_expected_hosts = 1;
 
 class FailurePrinter : public ::testing::EmptyTestEventListener {
  public:
@@ -28,15 +29,17 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 Context& context() { return *g_context; }
+int expected_hosts() { return g_expected_hosts; }
 
 }  // namespace tapeflow::distribute::testing
 
 int main(int argc, char** argv) {
-  // --shared-memory-group G (first argument): ContextOptions::shared_memory_group, so one machine
-  // runs the reductions across groups that several machines would.
+  // Leading options: --shared-memory-group G (ContextOptions::shared_memory_group, so one machine
+  // runs the reductions across groups that several machines would) and --hosts H (the job spans H
+  // machines with the same number of ranks each: scripts/test_hosts.sh; default 1).
   int group = 0;
-  if (argc >= 3 && std::string(argv[1]) == "--shared-memory-group") {
-    group = std::stoi(argv[2]);
+  while (argc >= 3 && (std::string(argv[1]) == "--shared-memory-group" || std::string(argv[1]) == "--hosts")) {
+    (std::string(argv[1]) == "--hosts" ? tapeflow::distribute::testing::g_expected_hosts : group) = std::stoi(argv[2]);
     for (int i = 3; i <= argc; ++i) argv[i - 2] = argv[i];  // argv[argc] is the null terminator
     argc -= 2;
   }

@@ -11,6 +11,8 @@ namespace tapeflow::distribute::testing {
 
 // The job's context (made by mpi_main.cc).
 Context& context();
+// The machines the job was started on (mpi_main.cc's --hosts; 1 unless the test hosts are used).
+int expected_hosts();
 
 // FNV-1a over the bytes of `tensors`.
 inline std::uint32_t hash_bytes(const std::vector<Tensor>& tensors) {
