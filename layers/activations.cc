@@ -19,6 +19,8 @@ Tensor tanh_fn(const Tensor& x) { return tapeflow::tanh(x); }
 Tensor elu_fn(const Tensor& x) { return tapeflow::elu(x); }
 Tensor leaky_relu_fn(const Tensor& x) { return tapeflow::leaky_relu(x, 0.2); }
 Tensor softplus_fn(const Tensor& x) { return tapeflow::softplus(x); }
+// Keras 3: relu6(x + 3) / 6 (Keras 2's was 0.2 x + 0.5 clipped).
+Tensor hard_sigmoid_fn(const Tensor& x) { return tapeflow::clip_by_value(x + 3.0, 0.0, 6.0) / 6.0; }
 }  // namespace
 
 ActivationFn get(const std::string& name) {
@@ -30,8 +32,9 @@ ActivationFn get(const std::string& name) {
   if (name == "elu") return elu_fn;
   if (name == "leaky_relu") return leaky_relu_fn;
   if (name == "softplus") return softplus_fn;
+  if (name == "hard_sigmoid") return hard_sigmoid_fn;
   throw std::invalid_argument("activations::get: unknown activation '" + name +
-                              "' (known: relu, sigmoid, tanh, softmax, elu, leaky_relu, softplus, linear)");
+                              "' (known: relu, sigmoid, tanh, softmax, elu, leaky_relu, softplus, hard_sigmoid, linear)");
 }
 
 }  // namespace tapeflow::layers::activations

@@ -1,7 +1,9 @@
 #include "layers/initializers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 namespace tapeflow::layers {
 
@@ -124,7 +126,41 @@ Initializer truncated_normal(double mean, double stddev) {
       {{"mean", mean}, {"stddev", stddev}});
 }
 
+Initializer orthogonal(double gain) {
+  return Initializer(
+      "orthogonal",
+      [=](const Shape& shape, DType dtype, Generator& gen) {
+        check_float("orthogonal", dtype);
+        if (shape.rank() < 2)
+          throw std::invalid_argument("initializer orthogonal: expected a shape of rank >= 2, got " + shape.to_string());
+        const std::int64_t cols = shape.dim(-1), rows = shape.num_elements() / std::max<std::int64_t>(cols, 1);
+        const std::int64_t m = std::max(rows, cols), n = std::min(rows, cols);
+        // q of the QR of a normal [m, n] draw with diag(r) > 0 (Keras's q * sign(diag(r))): modified
+        // Gram-Schmidt on the columns gives exactly that q.
+        Tensor a = tapeflow::random_normal(Shape{m, n}, gen, 0.0, 1.0, DType::kFloat64);
+        std::vector<double> q(a.data<double>(), a.data<double>() + m * n);
+        for (std::int64_t j = 0; j < n; ++j) {
+          for (std::int64_t k = 0; k < j; ++k) {
+            double dot = 0;
+            for (std::int64_t i = 0; i < m; ++i) dot += q[i * n + k] * q[i * n + j];
+            for (std::int64_t i = 0; i < m; ++i) q[i * n + j] -= dot * q[i * n + k];
+          }
+          double nrm = 0;
+          for (std::int64_t i = 0; i < m; ++i) nrm += q[i * n + j] * q[i * n + j];
+          nrm = std::sqrt(nrm);
+          for (std::int64_t i = 0; i < m; ++i) q[i * n + j] /= nrm;
+        }
+        Tensor out = Tensor::empty(shape, DType::kFloat64);
+        double* o = out.mutable_data<double>();
+        for (std::int64_t r = 0; r < rows; ++r)  // [rows, cols]: q itself, or qᵀ when rows < cols
+          for (std::int64_t c = 0; c < cols; ++c) o[r * cols + c] = gain * (rows >= cols ? q[r * n + c] : q[c * n + r]);
+        return dtype == DType::kFloat64 ? out : convert(out, dtype);
+      },
+      {{"gain", gain}});
+}
+
 Initializer get(const std::string& name) {
+  if (name == "orthogonal") return orthogonal();
   if (name == "glorot_uniform") return glorot_uniform();
   if (name == "glorot_normal") return glorot_normal();
   if (name == "he_uniform") return he_uniform();
@@ -136,7 +172,7 @@ Initializer get(const std::string& name) {
   if (name == "truncated_normal") return truncated_normal();
   throw std::invalid_argument("initializers::get: unknown initializer '" + name +
                               "' (known: glorot_uniform, glorot_normal, he_uniform, he_normal, zeros, ones, "
-                              "random_normal, random_uniform, truncated_normal)");
+                              "random_normal, random_uniform, truncated_normal, orthogonal)");
 }
 
 }  // namespace initializers

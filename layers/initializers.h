@@ -64,6 +64,11 @@ Initializer constant(double value);
 Initializer random_normal(double mean = 0.0, double stddev = 0.05);
 Initializer random_uniform(double minval = -0.05, double maxval = 0.05);
 Initializer truncated_normal(double mean = 0.0, double stddev = 0.05);
+// keras.initializers.Orthogonal: gain · q of the QR decomposition of a standard normal draw of the
+// shape flattened to [prod(shape[:-1]), shape[-1]] (transposed when it has fewer rows than columns),
+// the signs of q's columns fixed by diag(r) > 0. The default recurrent_initializer of RNN cells.
+// Errors: std::invalid_argument for a shape of rank < 2.
+Initializer orthogonal(double gain = 1.0);
 // keras.initializers.VarianceScaling: mode "fan_in" / "fan_out" / "fan_avg", distribution
 // "uniform" / "truncated_normal" / "untruncated_normal" ("normal" = truncated, as Keras).
 // Errors: std::invalid_argument for scale <= 0 or an unknown mode / distribution.

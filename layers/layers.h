@@ -1,7 +1,7 @@
 // layers: the umbrella header of tapeflow::layers (Layer, initializers, activations, Dense,
 // BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU, Conv2D, Conv2DTranspose,
 // MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D,
-// merge layers, InputLayer, KerasTensor, serialization).
+// merge layers, SimpleRNN, LSTM, GRU, Bidirectional, InputLayer, KerasTensor, serialization).
 #pragma once
 
 #include "layers/activation.h"
@@ -19,4 +19,9 @@
 #include "layers/pooling2d.h"
 #include "layers/reshape.h"
 #include "layers/reshaping2d.h"
+#include "layers/rnn/bidirectional.h"
+#include "layers/rnn/gru.h"
+#include "layers/rnn/lstm.h"
+#include "layers/rnn/rnn.h"
+#include "layers/rnn/simple_rnn.h"
 #include "layers/serialization.h"

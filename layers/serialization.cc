@@ -16,6 +16,10 @@
 #include "layers/input_layer.h"
 #include "layers/merge.h"
 #include "layers/reshape.h"
+#include "layers/rnn/bidirectional.h"
+#include "layers/rnn/gru.h"
+#include "layers/rnn/lstm.h"
+#include "layers/rnn/simple_rnn.h"
 
 namespace tapeflow::layers {
 using nlohmann::json;
@@ -52,6 +56,10 @@ Registry& registry() {
     add("GlobalMaxPooling2D", [](const json& c) { return GlobalMaxPooling2D::from_config(c); });
     add("UpSampling2D", [](const json& c) { return UpSampling2D::from_config(c); });
     add("ZeroPadding2D", [](const json& c) { return ZeroPadding2D::from_config(c); });
+    add("SimpleRNN", [](const json& c) { return SimpleRNN::from_config(c); });
+    add("LSTM", [](const json& c) { return LSTM::from_config(c); });
+    add("GRU", [](const json& c) { return GRU::from_config(c); });
+    add("Bidirectional", [](const json& c) { return Bidirectional::from_config(c); });
     return reg;
   }();
   return *r;
@@ -65,7 +73,8 @@ const std::vector<std::pair<std::string, std::string>>& initializer_classes() {
       {"glorot_uniform", "GlorotUniform"}, {"glorot_normal", "GlorotNormal"}, {"he_uniform", "HeUniform"},
       {"he_normal", "HeNormal"},           {"zeros", "Zeros"},                {"ones", "Ones"},
       {"constant", "Constant"},            {"random_normal", "RandomNormal"}, {"random_uniform", "RandomUniform"},
-      {"truncated_normal", "TruncatedNormal"}, {"variance_scaling", "VarianceScaling"}};
+      {"truncated_normal", "TruncatedNormal"}, {"variance_scaling", "VarianceScaling"},
+      {"orthogonal", "Orthogonal"}};
   return table;
 }
 
@@ -149,6 +158,9 @@ json serialize_initializer(const Initializer& init) {
       config["mode"] = modes[int(param(init, "mode"))];
       config["distribution"] = dists[int(param(init, "distribution"))];
       config["seed"] = nullptr;
+    } else if (snake == "orthogonal") {
+      config["gain"] = param(init, "gain");
+      config["seed"] = nullptr;
     } else if (snake != "zeros" && snake != "ones") {
       config["seed"] = nullptr;
     }
@@ -177,6 +189,7 @@ Initializer deserialize_initializer(const json& j, const std::string& where) {
   if (cls == "RandomNormal") return initializers::random_normal(r.number("mean", 0.0), r.number("stddev", 0.05));
   if (cls == "TruncatedNormal") return initializers::truncated_normal(r.number("mean", 0.0), r.number("stddev", 0.05));
   if (cls == "RandomUniform") return initializers::random_uniform(r.number("minval", -0.05), r.number("maxval", 0.05));
+  if (cls == "Orthogonal") return initializers::orthogonal(r.number("gain", 1.0));
   if (cls == "VarianceScaling") {
     const double scale = r.number("scale", 1.0);
     const std::string mode = r.string("mode", "fan_in"), dist = r.string("distribution", "truncated_normal");

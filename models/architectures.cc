@@ -86,6 +86,20 @@ std::shared_ptr<Sequential> make_classifier_cnn(const ClassifierCnnOptions& o) {
   return model;
 }
 
+std::shared_ptr<Sequential> make_classifier_lstm(const ClassifierLstmOptions& o) {
+  const char* fn = "make_classifier_lstm";
+  for (auto [what, v] : {std::pair<const char*, std::int64_t>{"steps", o.steps}, {"features", o.features},
+                         {"units", o.units}, {"classes", o.classes}})
+    check_positive(fn, what, v);
+  Seeds seeds(o.seed);
+  auto model = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, o.name);
+  model->add(plain<layers::Reshape>(seeds, layers::ReshapeOptions{.target_shape = {o.steps, o.features}}));
+  model->add(std::make_shared<layers::LSTM>(layers::LSTMOptions{.units = o.units, .seed = seeds.next()}));
+  model->add(dense(o.classes, "", seeds));
+  model->build(Shape{1, o.steps * o.features});
+  return model;
+}
+
 std::shared_ptr<Sequential> make_dcgan_generator(const DcganOptions& o) {
   check_positive("make_dcgan_generator", "noise_dim", o.noise_dim);
   Seeds seeds(o.seed);

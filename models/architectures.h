@@ -6,7 +6,8 @@
 //           every layer from 0) gets seed + i, so the same seed builds bit-identical weights; without
 //           it, layers draw the process-wide default seeds. Models are built for `inputs` features,
 //           so summary() shows shapes at once.
-// Ref:      ../shared/peers/RESULTS.md workloads W1 (classifier), W4 (GAN), W8 (convnet), W9 (DCGAN);
+// Ref:      ../shared/peers/RESULTS.md workloads W1 (classifier), W4 (GAN), W8 (convnet), W9 (DCGAN),
+//           W11 (LSTM);
 //           keras.io/examples/vision/mnist_convnet, tensorflow.org/tutorials/generative/dcgan
 #pragma once
 
@@ -61,6 +62,20 @@ struct ClassifierCnnOptions {
 // Errors:  std::invalid_argument for non-positive sizes, a dropout outside [0, 1), or an image too
 //          small for the two conv + pool stages (names the layer).
 std::shared_ptr<Sequential> make_classifier_cnn(const ClassifierCnnOptions& options = {});
+
+struct ClassifierLstmOptions {
+  std::int64_t steps = 28, features = 28;  // each image's rows as a sequence of pixel rows
+  std::int64_t units = 128;
+  std::int64_t classes = 10;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  std::string name = "classifier_lstm";
+};
+
+// The Keras RNN-on-MNIST recipe (W11): flat inputs [batch, steps·features] -> Reshape (steps, features)
+// -> LSTM units (tanh / sigmoid, last output) -> Dense classes (logits). Default: 28 steps of 28
+// pixels -> LSTM 128 -> 10; 81,674 parameters, as Keras.
+// Errors:  std::invalid_argument for non-positive sizes.
+std::shared_ptr<Sequential> make_classifier_lstm(const ClassifierLstmOptions& options = {});
 
 struct DcganOptions {
   std::int64_t noise_dim = 100;

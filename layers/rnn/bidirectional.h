@@ -1,0 +1,58 @@
+// Bidirectional: runs a recurrent layer forward and a copy of it backward over the same sequences
+// and merges the two outputs (keras.layers.Bidirectional).
+//
+// Shapes:   sequences [batch, timesteps, features] -> the merged output: concat [..., 2·units], sum /
+//           ave / mul [..., units]; [batch, timesteps, ...] with return_sequences, else [batch, ...].
+// Weights:  the forward layer's, then the backward layer's. Like Keras, both are made again from the
+//           wrapped layer's config, named "forward_<name>" and "backward_<name>" (go_backwards
+//           flipped), their cells "<bidirectional>/forward_<name>/<cell>" so weights carry Keras 2's
+//           HDF5 names ("bidirectional/forward_lstm/lstm_cell/kernel:0"). The wrapped layer itself is
+//           not used.
+// Facts:    With return_sequences the backward outputs are reversed in time before merging (Keras),
+//           and masked steps give zeros (zero_output_for_mask = return_sequences, as Keras forces).
+//           initial_state: the forward layer's states, then the backward layer's. training is passed on.
+// Errors:   std::invalid_argument for a null layer, a merge_mode other than concat / sum / ave / mul
+//           (Keras's None, two outputs, is not supported); as the wrapped layer for inputs;
+//           std::logic_error for a layer that is not SimpleRNN, LSTM or GRU.
+// Ref:      keras/src/layers/rnn/bidirectional.py
+#pragma once
+
+#include "layers/rnn/rnn.h"
+
+namespace tapeflow::layers {
+
+struct BidirectionalOptions {
+  std::string merge_mode = "concat";
+  std::string name = "";
+  std::optional<DType> dtype = std::nullopt;
+};
+
+class Bidirectional : public Layer {
+ public:
+  explicit Bidirectional(const std::shared_ptr<RNN>& layer, BidirectionalOptions options = {});
+
+  void build(const Shape& input_shape) override;
+  void build(const std::vector<Shape>& input_shapes) override;
+  Tensor call(const Tensor& sequences, bool training) override;
+  Tensor call(const std::vector<Tensor>& inputs, bool training) override;  // sequences, initial states
+  // {merged output, forward states..., backward states...}.
+  std::vector<Tensor> call_with_state(const Tensor& sequences, const std::vector<Tensor>& initial_state = {},
+                                      const std::optional<Tensor>& mask = std::nullopt, bool training = false);
+  Tensor call(const Tensor& sequences, const Tensor& mask, bool training = false);
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  // Keras 2's config: {"layer": {"class_name", "config"} of the wrapped layer, "merge_mode"}.
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<Bidirectional> from_config(const nlohmann::json& config);
+
+  const std::shared_ptr<RNN>& forward_layer() const { return forward_; }
+  const std::shared_ptr<RNN>& backward_layer() const { return backward_; }
+  const std::string& merge_mode() const { return options_.merge_mode; }
+  Generator* training_generator() override;
+
+ private:
+  BidirectionalOptions options_;
+  std::string layer_config_;  // {"class_name", "config"} of the wrapped layer, as JSON text
+  std::shared_ptr<RNN> forward_, backward_;
+};
+
+}  // namespace tapeflow::layers
