@@ -1,7 +1,7 @@
 """tapeflow's ONNX exports checked by ONNX itself and run by ONNX Runtime.
 
 onnx_check.py exported ONNX_MODELS      runs `onnx_models export` (tests/interop/onnx_models.cc)
-                                        and checks mlp, cnn, functional, conv_zoo and two_inputs.
+                                        and checks mlp, cnn, functional, conv_zoo, two_inputs and the DCGAN pair.
 onnx_check.py app TRAIN_CLASSIFIER ONNX_MODELS MODEL
                                         trains `train_classifier --model MODEL` twice with one
                                         seed, saving m.onnx and m.h5 (same seed and threads: the
@@ -34,11 +34,13 @@ def check(name):
         d0 = v.type.tensor_type.shape.dim[0]
         assert d0.dim_param and not d0.HasField("dim_value"), f"{name}: {v.name} has a fixed batch dimension"
     files = [name + ".input.bin"] + [f"{name}.input{i}.bin" for i in range(1, len(model.graph.input))]
-    xs = [np.fromfile(os.path.join(WORK, f), dtype=np.float32).reshape(100, -1) for f in files]
-    expected = np.fromfile(os.path.join(WORK, name + ".expected.bin"), dtype=np.float32).reshape(100, -1)
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
+    xs = [np.fromfile(os.path.join(WORK, f), dtype=np.float32).reshape([100] + i.shape[1:])
+          for f, i in zip(files, session.get_inputs())]
+    expected = np.fromfile(os.path.join(WORK, name + ".expected.bin"), dtype=np.float32).reshape(100, -1)
     (y,) = session.run(None, dict(zip(names, xs)))
+    y = y.reshape(y.shape[0], -1)
     assert y.shape == expected.shape, f"{name}: ONNX Runtime gives {y.shape}, tapeflow {expected.shape}"
     diff = float(np.max(np.abs(y - expected)))
     print(f"{name}: {len(model.graph.node)} nodes; max |ONNX Runtime - tapeflow| over 100 images = {diff:.3g} "
@@ -46,7 +48,7 @@ def check(name):
     assert diff <= TOLERANCE, f"{name}: max abs diff {diff} > {TOLERANCE}"
     for batch in (1, 7):
         (yb,) = session.run(None, {n: x[:batch] for n, x in zip(names, xs)})
-        db = float(np.max(np.abs(yb - expected[:batch])))
+        db = float(np.max(np.abs(yb.reshape(batch, -1) - expected[:batch])))
         assert yb.shape[0] == batch and db <= TOLERANCE, f"{name}: batch {batch}: shape {yb.shape}, diff {db}"
     print(f"{name}: batch sizes 1 and 7 run too")
 
@@ -59,7 +61,7 @@ def run(*cmd):
 def main(argv):
     if argv[1] == "exported":
         run(argv[2], "export", WORK)
-        for name in ("mlp", "cnn", "functional", "conv_zoo", "two_inputs"):
+        for name in ("mlp", "cnn", "functional", "conv_zoo", "two_inputs", "dcgan_discriminator", "dcgan_generator"):
             check(name)
     elif argv[1] == "app":
         train, helper, kind = argv[2], argv[3], argv[4]

@@ -8,7 +8,9 @@
 //                               convolutions with output padding, BatchNormalization on channels, the
 //                               pools, UpSampling2D, ZeroPadding2D, Concatenate of images, Multiply,
 //                               Average, LeakyReLU, Activation), and two_inputs (a Functional
-//                               model of two Inputs, the halves of each image); beside each,
+//                               model of two Inputs, the halves of each image), and TF's DCGAN
+//                               generator (100 normal noise vectors in, images out) and
+//                               discriminator (images [28, 28, 1] in), untrained; beside each,
 //                               <name>.input.bin (two_inputs: and <name>.input1.bin)
 //                               (100 Fashion-MNIST test images, float32 [100, 784]) and
 //                               <name>.expected.bin (tapeflow's predict on them, float32).
@@ -157,6 +159,23 @@ int export_models(const std::string& dir) {
     tf::models::export_onnx(*model, dir + "/" + name + ".onnx", {.opset = 17});
     write_io(*model, dir + "/" + name);
     std::cout << "exported " << name << "\n";
+  }
+  // TF's DCGAN tutorial networks (untrained): image inputs [batch, 28, 28, 1] straight into a Conv2D,
+  // and an image output that leaves NCHW at the end of the graph.
+  auto disc = tf::models::make_dcgan_discriminator({.seed = 9});
+  tf::models::export_onnx(*disc, dir + "/dcgan_discriminator.onnx", {.opset = 17});
+  {
+    const tf::Tensor x = test_images().with_shape(tf::Shape{kTestImages, 28, 28, 1});
+    write_floats(dir + "/dcgan_discriminator.input.bin", x);
+    write_floats(dir + "/dcgan_discriminator.expected.bin", disc->predict(x, {.batch_size = 32}));
+  }
+  auto gen = tf::models::make_dcgan_generator({.seed = 10});
+  tf::models::export_onnx(*gen, dir + "/dcgan_generator.onnx", {.opset = 17});
+  {
+    tf::Generator noise(11);
+    const tf::Tensor z = tf::random_normal(tf::Shape{kTestImages, 100}, noise, 0.0, 1.0, tf::DType::kFloat32);
+    write_floats(dir + "/dcgan_generator.input.bin", z);
+    write_floats(dir + "/dcgan_generator.expected.bin", gen->predict(z, {.batch_size = 32}));
   }
   auto two = two_inputs();  // untrained: it has no moving statistics
   tf::models::export_onnx(*two, dir + "/two_inputs.onnx", {.opset = 17});
