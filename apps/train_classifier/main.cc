@@ -51,6 +51,7 @@ struct Flags : tf::apps::CommonFlags {
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
   std::string save_model;      // after training: a .h5 file (save_model), a .onnx file (export_onnx) or a TensorFlow.js directory
   double collective_timeout = 300;  // seconds, under mpirun
+  bool no_shared_memory = false;    // under mpirun: MPI_Iallreduce instead of the shared-memory window
 };
 
 #ifdef TAPEFLOW_HAVE_DISTRIBUTE
@@ -281,6 +282,9 @@ int main(int argc, char** argv) {
   app.add_option("--collective-timeout", f.collective_timeout,
                  "Under mpirun: seconds after which a collective that has not completed aborts the job")
       ->capture_default_str()->check(tf::apps::positive());
+  app.add_flag("--no-shared-memory", f.no_shared_memory,
+               "Under mpirun: reduce gradients with MPI_Iallreduce only, not through a shared-memory window per "
+               "machine (which needs twice the gradients' bytes of /dev/shm per rank: for small /dev/shm)");
   tf::apps::add_common_flags(app, f);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
   if (f.model == "cnn") {
@@ -294,7 +298,10 @@ int main(int argc, char** argv) {
   }
   return tf::apps::run_app("train_classifier", [&] {
 #ifdef TAPEFLOW_HAVE_DISTRIBUTE
-    if (replicas) replicas->set_timeout(f.collective_timeout);
+    if (replicas) {
+      replicas->set_timeout(f.collective_timeout);
+      replicas->set_shared_memory(!f.no_shared_memory);
+    }
     try {
       return run(f, replicas);
     } catch (const std::exception& e) {  // the other ranks would wait forever

@@ -132,8 +132,8 @@ void GradientReducer::reserve_window(std::int64_t bytes) {
   MPI_Info_free(&info);
   Communicator::check(rc, "MPI_Win_allocate_shared (" + std::to_string(2 * half) +
                               " bytes: the shared-memory gradient reduction needs twice the gradients' bytes of "
-                              "shared memory per rank, /dev/shm in containers; ContextOptions::shared_memory = false "
-                              "reduces with MPI_Iallreduce instead)");
+                              "shared memory per rank, /dev/shm in containers; ContextOptions::shared_memory = false, "
+                              "or the apps' --no-shared-memory, reduces with MPI_Iallreduce instead)");
   MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN);
   // A passive-target epoch for the whole life of the window, so that MPI_Win_sync orders the
   // plain loads and stores around the barriers (MPI 3.1 §11.5.5, the separate-model recipe).

@@ -39,10 +39,12 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-Job mpirun(int ranks, const std::string& command) {
+// `prefix` wraps mpirun (e.g. a mount namespace), as `prefix 'mpirun ...'`; empty: none.
+Job mpirun(int ranks, const std::string& command, const std::string& prefix = "") {
   const std::string out = (fs::temp_directory_path() / ("tapeflow_mpi_" + std::to_string(::getpid()) + ".txt")).string();
-  const std::string line = "timeout -s KILL " + std::to_string(kHardTimeoutSeconds) + " " TAPEFLOW_MPIRUN " " +
-                           std::to_string(ranks) + " " + command + " > " + out + " 2>&1";
+  std::string run = TAPEFLOW_MPIRUN " " + std::to_string(ranks) + " " + command;
+  if (!prefix.empty()) run = prefix + " '" + run + "'";
+  const std::string line = "timeout -s KILL " + std::to_string(kHardTimeoutSeconds) + " " + run + " > " + out + " 2>&1";
   const auto t0 = std::chrono::steady_clock::now();
   const int status = std::system(line.c_str());
   Job j;
@@ -131,6 +133,29 @@ TEST(DistributeApps, TrainClassifierOnTwoRanksResumesOnOneAndThree) {
   EXPECT_THAT(j.output, HasSubstr("after epoch 2"));
   EXPECT_EQ(count(j.output, "Epoch 3/3"), 1) << j.output;
   fs::remove_all(dir);
+}
+
+// Where /dev/shm is small (containers), the shared-memory window cannot be allocated: the job ends
+// with exit 1 and a message saying what it needs and how to do without; --no-shared-memory then
+// trains there. /dev/shm is a 1 MB tmpfs in a private mount namespace (root only; the window of W1's
+// MLP needs 2 x 2 x 1.08 MB); btl tcp,self, since Open MPI's own shared-memory transport needs
+// /dev/shm too.
+TEST(DistributeApps, ASmallDevShmFailsTheWindowClearlyAndNoSharedMemoryTrainsThere) {
+  TAPEFLOW_REQUIRE_APP(kBin + "/apps/train_classifier");
+  if (!dataset_installed()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const std::string tiny = "unshare -m sh -c 'mount -t tmpfs -o size=1m tapeflow_shm /dev/shm && exec \"$@\"' tiny sh -c";
+  if (std::system("unshare -m sh -c 'mount -t tmpfs -o size=1m tapeflow_shm /dev/shm' 2>/dev/null") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs in a private mount namespace here (needs root)";
+  const std::string app = "--mca btl tcp,self " + kBin +
+                          "/apps/train_classifier --limit 480 --batch-size 60 --threads 1 --epochs 1 --verbose 2";
+  Job j = mpirun(2, app, tiny);
+  EXPECT_EQ(j.exit_code, 1) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("train_classifier: error: distribute: MPI_Win_allocate_shared ("));
+  EXPECT_THAT(j.output, HasSubstr("the apps' --no-shared-memory, reduces with MPI_Iallreduce instead"));
+  EXPECT_LT(j.seconds, 40) << j.output;
+  j = mpirun(2, app + " --no-shared-memory", tiny);
+  EXPECT_EQ(j.exit_code, 0) << j.output;
+  EXPECT_THAT(j.output, HasSubstr("Epoch 1/1"));
 }
 
 }  // namespace
