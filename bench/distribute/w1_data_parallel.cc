@@ -1,6 +1,10 @@
-// W1 data-parallel (issue 16): training throughput of the classifier MLP (784-256-BN-ReLU-256-BN-
-// ReLU-10, Adam 1e-3, sparse softmax CE) under mpirun, and where the gradient reduction's time goes.
-//   mpirun -np N bench_distribute_w1 [--threads T] [--batch B] [--per-rank] [--steps S]
+// W1 / W8 data-parallel (issues 16, 33): training throughput under mpirun of the classifier MLP
+// (W1: 784-256-BN-ReLU-256-BN-ReLU-10) or, with --model cnn, the Keras convnet (W8: Conv2D 32 ->
+// MaxPool -> Conv2D 64 -> MaxPool -> Dropout -> Dense 10; ~10x W1's compute per gradient byte), both
+// Adam 1e-3 with sparse softmax CE, and where the gradient reduction's time goes.
+//   mpirun -np N bench_distribute_w1 [--model mlp|cnn] [--threads T] [--batch B] [--per-rank] [--steps S]
+// Across the test hosts of scripts/test_hosts.sh (TCP between namespaces):
+//   scripts/test_hosts.sh mpirun --host tfh1:1,tfh2:1 -np 2 build/bench/distribute/bench_distribute_w1 ...
 // --batch is the global batch (split across ranks) unless --per-rank (then every rank takes B:
 // weak scaling, Horovod's convention). Four modes of S timed steps, interleaved block by block (7
 // blocks each, medians reported by rank 0):
@@ -10,9 +14,12 @@
 //   comm-only    only the reductions of precomputed gradients (the communication's own cost)
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
-// When every rank is on one machine, the modes with communication run twice, interleaved: through
-// the shared-memory window (the default) and through MPI_Iallreduce (ContextOptions::shared_memory
-// off), so the two transports are compared in one run.
+// Where the ranks share machines (shared-memory groups), the modes with communication run twice,
+// interleaved: through the shared-memory window (the default) and through MPI_Iallreduce
+// (ContextOptions::shared_memory off), so the two transports are compared in one run.
+// "of local" = local ms/step / the mode's ms/step: the rate with communication as a share of the rate
+// the same ranks reach without any (the machine's own bound: on a shared 2-core machine two ranks
+// that never communicate do not run at twice one rank's rate).
 // Uses the Fashion-MNIST training set if installed, else random data of the same shape.
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -52,9 +59,11 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   tf::distribute::Context ctx(&argc, &argv);
   int threads = 1, steps = 40;
+  std::string model_name = "mlp";
   std::int64_t batch = 128, fusion = 1 << 20;
   bool per_rank = false;
-  CLI::App app{"W1 data-parallel throughput (run under mpirun)"};
+  CLI::App app{"W1 / W8 data-parallel throughput (run under mpirun)"};
+  app.add_option("--model", model_name, "mlp (W1) or cnn (W8)")->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--threads", threads, "threads per rank")->check(CLI::Range(1, 256));
   app.add_option("--batch", batch, "global batch (per rank with --per-rank)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
   app.add_option("--steps", steps, "timed steps per block")->check(CLI::Range(1, 1000000));
@@ -92,7 +101,8 @@ int main(int argc, char** argv) {
     std::iota(rows.begin(), rows.end(), (k * global + ctx.rank() * local) % (60000 - local));
     batches.push_back({tf::data::gather_rows(x, rows), tf::data::gather_rows(y, rows)});
   }
-  auto model = tf::models::make_classifier_mlp({.seed = 1});
+  const bool cnn = model_name == "cnn";
+  auto model = cnn ? tf::models::make_classifier_cnn({.seed = 1}) : tf::models::make_classifier_mlp({.seed = 1});
   auto loss_fn = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
       tf::models::CrossentropyOptions{.from_logits = true});
   tf::optimizers::Adam adam({.learning_rate = 1e-3});
@@ -154,11 +164,23 @@ int main(int argc, char** argv) {
     return median(v);
   };
   const double local_ms = med(1, kLocal, &Phase::step_ms);
+  std::int64_t gradient_bytes = 0;
+  for (const auto& v : vars) gradient_bytes += v.shape().num_elements() * 4;
+  std::string layout;  // host (ranks), ...
+  for (int r = 0; r < ctx.size(); ++r) {
+    if (r > 0 && ctx.host(r) == ctx.host(r - 1)) continue;
+    if (!layout.empty()) layout += ", ";
+    layout += ctx.host(r);
+    layout += " x";
+    int n = 0;
+    for (int q = 0; q < ctx.size(); ++q) n += ctx.host(q) == ctx.host(r) ? 1 : 0;
+    layout += std::to_string(n);
+  }
   if (ctx.rank() == 0) {
-    std::printf("W1 data-parallel: %d rank(s) x %d thread(s), batch %lld per rank (global %lld), %s data, "
+    std::printf("%s data-parallel: %d rank(s) x %d thread(s) on %s, batch %lld per rank (global %lld), %s data, "
                 "fusion %lld bytes\n",
-                ctx.size(), threads, static_cast<long long>(local), static_cast<long long>(global),
-                real ? "Fashion-MNIST" : "random", static_cast<long long>(fusion));
+                cnn ? "W8" : "W1", ctx.size(), threads, layout.c_str(), static_cast<long long>(local),
+                static_cast<long long>(global), real ? "Fashion-MNIST" : "random", static_cast<long long>(fusion));
     std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)\n",
                 1e3 * static_cast<double>(global) / local_ms, local_ms);
   }
@@ -170,13 +192,15 @@ int main(int argc, char** argv) {
     const double comm_ms = med(t, kCommOnly, &Phase::step_ms);
     if (ctx.rank() != 0) continue;
     std::printf(" %s:\n", t == 0 ? "shared-memory window" : "MPI_Iallreduce");
-    std::printf("  overlap:    %8.0f examples/s  %7.3f ms/step  backward %7.3f ms  wait %6.3f ms  buffers started in "
-                "backward %.1f\n",
-                1e3 * static_cast<double>(global) / ov.step_ms, ov.step_ms, ov.backward_ms, ov.wait_ms, ov.early_buffers);
-    std::printf("  no-overlap: %8.0f examples/s  %7.3f ms/step  backward %7.3f ms  wait %6.3f ms\n",
-                1e3 * static_cast<double>(global) / no.step_ms, no.step_ms, no.backward_ms, no.wait_ms);
+    std::printf("  overlap:    %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms  "
+                "buffers started in backward %.1f\n",
+                1e3 * static_cast<double>(global) / ov.step_ms, ov.step_ms, 100 * local_ms / ov.step_ms, ov.backward_ms,
+                ov.wait_ms, ov.early_buffers);
+    std::printf("  no-overlap: %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms\n",
+                1e3 * static_cast<double>(global) / no.step_ms, no.step_ms, 100 * local_ms / no.step_ms, no.backward_ms,
+                no.wait_ms);
     std::printf("  comm-only:  %7.3f ms per reduction of all gradients (%lld bytes)\n", comm_ms,
-                static_cast<long long>(4 * 270346));
+                static_cast<long long>(gradient_bytes));
     if (ctx.size() > 1)
       std::printf("  hidden behind backward: %.0f%% of the communication ((wait no-overlap - wait overlap) / comm-only)"
                   "; wait overlap / wait no-overlap = %.2f\n",
