@@ -104,6 +104,26 @@ void BM_W1FitEpoch(benchmark::State& state) {
 }
 BENCHMARK(BM_W1FitEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1)->Repetitions(3);
 
+// W11 (../shared/peers/py/w11_lstm.py): one Model::train_step of the LSTM classifier (Reshape 28x28 ->
+// LSTM 128 -> Dense 10, Adam 1e-3) at batch 128 on W1's real batches (ms/step). Peers (2 threads, same
+// machine, see the issue): PyTorch 2.15 11.3-11.6 ms/step, TensorFlow 2.21 XLA 24.4-25.8, libtorch 32.7.
+void BM_W11Step(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(0)));
+  const auto& batches = w1_batches();
+  auto model = models::make_classifier_lstm({.seed = 0});
+  model->compile({.optimizer = std::make_shared<optimizers::Adam>(optimizers::AdamOptions{.learning_rate = 1e-3}),
+                  .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
+                      models::CrossentropyOptions{.from_logits = true}),
+                  .metrics = {"accuracy"}});
+  std::size_t k = 0;
+  for (int i = 0; i < 5; ++i) model->train_step(batches[k++ % batches.size()]);  // warm-up
+  for (auto _ : state) model->train_step(batches[k++ % batches.size()]);
+  state.counters["examples/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
+                                                    benchmark::Counter::kIsRate);
+  label(state);
+}
+BENCHMARK(BM_W11Step)->Name("W11Step")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -275,14 +275,10 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   if (bad)
     throw std::invalid_argument("split: sizes " + ints_to_string(sizes) + " do not add up to " + std::to_string(dim) +
                                 " on axis " + std::to_string(axis) + " of " + xs.to_string());
-  std::vector<Tensor> out;
-  Ints begin(static_cast<std::size_t>(xs.rank()), 0), size = xs.to_vector();
-  for (std::int64_t s : resolved) {
-    size[static_cast<std::size_t>(a)] = s;
-    out.push_back(slice(x, begin, size));
-    begin[static_cast<std::size_t>(a)] += s;
-  }
-  return out;
+  static const OpDef& op = op_def("SplitV");
+  const Tensor in[] = {x};
+  const TensorList out = execute(op, in, Attrs().set("sizes", resolved).set("axis", std::int64_t{a}));
+  return std::vector<Tensor>(out.begin(), out.end());
 }
 
 std::vector<Tensor> split(const Tensor& x, int num_splits, int axis) {
@@ -507,6 +503,45 @@ TensorList slice_gradient(C c, G g) {
   return TensorList{pad(g[0], paddings)};
 }
 
+// y_i = the i-th consecutive block of x along "axis", of "sizes"[i] (TF's SplitV). One op with one
+// output per block, so the backward is one concat (a Slice per block would pad each block's gradient
+// to the whole of x and sum them: quadratic in the number of blocks, as an RNN's unstacked steps).
+TensorList split_forward(In in, const Attrs& a) {
+  ops_internal::check_arity("split", in, 1);
+  const Tensor& x = in[0];
+  const int axis = ops_internal::axis_attr("split", a);
+  if (x.rank() == 0 || axis < 0 || axis >= x.rank())
+    throw std::invalid_argument("split: axis " + std::to_string(axis) + " out of range for " + describe(x));
+  const Ints& sizes = a.get_ints("sizes");
+  std::int64_t total = 0;
+  for (std::int64_t n : sizes) total += n;
+  if (sizes.empty() || total != x.shape()[axis])
+    throw std::invalid_argument("split: sizes " + ints_to_string(sizes) + " do not add up to axis " +
+                                std::to_string(axis) + " of " + describe(x));
+  TensorList out;
+  Ints begin(static_cast<std::size_t>(x.rank()), 0);
+  for (std::int64_t n : sizes) {
+    Shape sy = x.shape();
+    sy[axis] = n;
+    Tensor y = Tensor::empty(sy, x.dtype());
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      kernels::slice(x.data<T>(), x.shape(), begin.data(), sy, y.mutable_data<T>());
+    });
+    out.push_back(y);
+    begin[static_cast<std::size_t>(axis)] += n;
+  }
+  return out;
+}
+// dx = concat of the blocks' gradients along the axis (the tape gives zeros for unused blocks).
+TensorList split_gradient(C c, G g) {
+  return TensorList{concat(std::vector<Tensor>(g.begin(), g.end()), static_cast<int>(c.attrs().get_int("axis")))};
+}
+void check_split_attrs(const Attrs& a) {
+  check_int_attr("SplitV", a, "axis", 0, Shape::kMaxRank - 1);
+  check_ints_attr("SplitV", a, "sizes", 1, std::numeric_limits<std::size_t>::max(), 0, kInt64Max);
+}
+
 // y = x surrounded by {before, after} "paddings" per axis, filled with "constant".
 TensorList pad_forward(In in, const Attrs& a) {
   ops_internal::check_arity("pad", in, 1);
@@ -555,6 +590,7 @@ void register_array_ops(OpRegistry& r) {
   r.add({"ConcatV2", concat_forward, concat_gradient, kSaveNone, batching::axis_attr("axis"), false,
          [](const Attrs& a) { check_int_attr("ConcatV2", a, "axis", -Shape::kMaxRank, Shape::kMaxRank - 1); }});
   r.add({"Slice", slice_forward, slice_gradient, kSaveNone, slice_batch, false, check_slice_attrs});
+  r.add({"SplitV", split_forward, split_gradient, kSaveNone, batching::axis_attr("axis"), false, check_split_attrs});
   r.add({"Pad", pad_forward, pad_gradient, kSaveNone, pad_batch, false, check_pad_attrs});
 }
 

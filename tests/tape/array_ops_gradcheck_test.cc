@@ -4,6 +4,8 @@
 // and the second-order check differentiates the op's gradient itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tape/tapeflow.h"
 #include "tests/testing/gradcheck_table.h"
 
@@ -39,7 +41,21 @@ tf::testing::TestFn segment_fn(std::int64_t num_segments) {
   return [num_segments](const In& in) { return tf::square(tf::unsorted_segment_sum(in[0], in[1], num_segments)); };
 }
 
+// The blocks of split in another order (every output used), or only block `only` (the others get
+// the tape's zero gradients).
+tf::testing::TestFn split_fn(std::vector<std::int64_t> sizes, int axis, int only = -1) {
+  return [sizes, axis, only](const In& in) {
+    std::vector<tf::Tensor> parts = tf::split(in[0], sizes, axis);
+    if (only >= 0) return tf::square(parts[static_cast<std::size_t>(only)]);
+    std::reverse(parts.begin(), parts.end());
+    return tf::square(tf::concat(parts, axis));
+  };
+}
+
 tf::testing::RegisterGradChecks rows({
+    {"SplitV", "sizes {1,2} axis 1 of [2,3]", split_fn({1, 2}, 1), inputs({{2, 3}})},
+    {"SplitV", "three blocks axis 0 of [4,2,2]", split_fn({1, 1, 2}, 0), inputs({{4, 2, 2}})},
+    {"SplitV", "block 1 only, axis 2", split_fn({2, 1, 1}, 2, 1), inputs({{2, 2, 4}})},
     {"Transpose", "default reverse [2,3]", transpose_fn({}), inputs({{2, 3}})},
     {"Transpose", "perm {2,0,1} of [2,3,4]", transpose_fn({2, 0, 1}), inputs({{2, 3, 4}})},
     {"Transpose", "perm {1,3,0,2} of [2,1,3,2]", transpose_fn({1, 3, 0, 2}), inputs({{2, 1, 3, 2}})},
@@ -62,7 +78,7 @@ tf::testing::RegisterGradChecks rows({
 });
 
 TEST(ArrayOpsGradCheck, FirstAndSecondOrder) {
-  tf::testing::run_gradcheck_cases({"Transpose", "ConcatV2", "Slice", "Pad", "GatherV2", "UnsortedSegmentSum"});
+  tf::testing::run_gradcheck_cases({"Transpose", "ConcatV2", "Slice", "SplitV", "Pad", "GatherV2", "UnsortedSegmentSum"});
 }
 
 // Composites of reshape / concat / slice / broadcast_to: no gradient code of their own, checked here.
