@@ -1,10 +1,12 @@
 // models: the umbrella header of tapeflow::models (Model, Sequential, losses, metrics, callbacks,
-// ready-made architectures, the Functional API, configs, whole-model saving, TensorFlow.js, ONNX export).
+// ready-made architectures, the Functional API, configs, whole-model saving, TensorFlow.js, ONNX export,
+// the TensorBoard callback).
 #pragma once
 
 #include "models/adversarial.h"
 #include "models/architectures.h"
 #include "models/callbacks.h"
+#include "models/callbacks/tensorboard.h"
 #include "models/checkpoint.h"
 #include "models/config.h"
 #include "models/export/onnx.h"

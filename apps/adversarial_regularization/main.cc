@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "data/fashion_mnist_tensors.h"
 #include "models/adversarial.h"
 #include "models/architectures.h"
+#include "models/callbacks/tensorboard.h"
 #include "models/checkpoint.h"
 #include "models/progbar.h"
 #include "optimizers/adam.h"
@@ -31,6 +33,7 @@ namespace tf = tapeflow;
 namespace {
 
 struct Flags : tf::apps::CommonFlags {
+  tf::apps::TensorBoardFlags tensorboard;
   int epochs = 10;
   std::int64_t batch_size = 128;
   double lambda = 5.0;
@@ -100,6 +103,14 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
     r.final_loss = r.final_cross_entropy = r.final_input_gradient_norm = r.train_seconds = std::nan("");
     spdlog::info("[{}] restored from {} (not trained)", name, ckpt_path);
   }
+  // --tensorboard-dir: DIR/<name>/train, driven as fit drives the callback (running-mean batch logs).
+  std::optional<tf::models::TensorBoard> board;
+  if (!f.tensorboard.dir.empty() && !r.restored) {
+    board.emplace((std::filesystem::path(f.tensorboard.dir) / name).string(),
+                  tf::models::TensorBoardOptions{.update_freq = f.tensorboard.update_freq, .histogram_freq = 1});
+    board->set_model(model.get());
+    board->on_train_begin({});
+  }
   const auto t0 = std::chrono::steady_clock::now();
   for (int epoch = 0; epoch < f.epochs && !r.restored; ++epoch) {
     std::iota(order.begin(), order.end(), 0);
@@ -120,11 +131,20 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
                                                   epoch + 1, steps + 1));
       loss_sum += s.loss, ce_sum += s.cross_entropy, gn_sum += s.input_gradient_norm, ++steps;
       bar.update(steps, {{"loss", loss_sum / steps}}, steps == total_steps);
+      if (board) board->on_train_batch_end(steps - 1, {{"loss", loss_sum / static_cast<double>(steps)}});
     }
     r.final_loss = loss_sum / steps, r.final_cross_entropy = ce_sum / steps, r.final_input_gradient_norm = gn_sum / steps;
     spdlog::info("[{}] epoch {}/{} - loss {:.4f} - cross-entropy {:.4f} - ‖∂CE/∂x‖ {:.4f}", name, epoch + 1, f.epochs,
                  r.final_loss, r.final_cross_entropy, r.final_input_gradient_norm);
+    if (board) {
+      tf::models::Logs logs{{"loss", r.final_loss},
+                            {"cross_entropy", r.final_cross_entropy},
+                            {"input_gradient_norm", r.final_input_gradient_norm},
+                            {"learning_rate", adam->current_learning_rate()}};
+      board->on_epoch_end(epoch, logs);
+    }
   }
+  if (board) board->on_train_end({});
   if (!r.restored) {
     r.train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (!ckpt_path.empty()) {
@@ -183,6 +203,7 @@ void write_metrics(const Flags& f, const std::vector<ModelReport>& reports, std:
 int run(const Flags& f) {
   tf::apps::apply_common_flags(f);
   if (!f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
+  if (!f.tensorboard.dir.empty()) tf::apps::check_writable_directory("--tensorboard-dir", f.tensorboard.dir);
   tf::data::FashionMnistTensors ds = tf::apps::load_fashion_mnist(f);
   spdlog::info("Fashion-MNIST: {} training and {} test examples; {} threads", ds.x_train.shape()[0],
                ds.x_test.shape()[0], tf::kernels::num_threads());
@@ -222,6 +243,7 @@ int main(int argc, char** argv) {
                  "Save each trained model (weights, Adam state, flags) as DIR/<baseline|regularized>.h5; a file that "
                  "already exists is loaded instead of training, if it was trained with the same flags");
   tf::apps::add_common_flags(app, f);
+  tf::apps::add_tensorboard_flags(app, f.tensorboard);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
   return tf::apps::run_app("adversarial_regularization", [&] { return run(f); });
 }

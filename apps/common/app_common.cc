@@ -63,6 +63,15 @@ void add_common_flags(CLI::App& app, CommonFlags& f) {
   app.footer(kExitCodesHelp);
 }
 
+void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& f) {
+  app.add_option("--tensorboard-dir", f.dir,
+                 "Write TensorBoard event files (training curves, weight histograms, images) under DIR; "
+                 "view them with `tensorboard --logdir DIR`");
+  app.add_option("--tensorboard-update-freq", f.update_freq,
+                 "With --tensorboard-dir: also log batch_* scalars every N training steps (0: per epoch only)")
+      ->capture_default_str()->check(at_least(0));
+}
+
 CLI::Validator at_least(double min) {
   return CLI::Validator(
       [min](std::string& input) -> std::string {

@@ -58,6 +58,14 @@ struct CommonFlags {
 // exit codes to the --help footer.
 void add_common_flags(CLI::App& app, CommonFlags& flags);
 
+// --tensorboard-dir DIR and --tensorboard-update-freq N of the training apps: TensorBoard event files
+// (models/callbacks/tensorboard.h) under DIR, read with `tensorboard --logdir DIR`.
+struct TensorBoardFlags {
+  std::string dir;               // empty: no event files
+  std::int64_t update_freq = 0;  // 0: scalars per epoch; N: also batch_* scalars every N steps
+};
+void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& flags);
+
 // Validators whose messages are words ("must be at least 1, got 0"), not CLI11's ranges of
 // 309-digit numbers.
 CLI::Validator at_least(double min);

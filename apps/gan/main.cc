@@ -25,6 +25,7 @@
 #include "models/architectures.h"
 #include "models/checkpoint.h"
 #include "models/gan.h"
+#include "models/io/event_file_writer.h"
 #include "models/losses.h"
 #include "models/progbar.h"
 #include "optimizers/adam.h"
@@ -51,6 +52,7 @@ constexpr std::int64_t kNoiseDim = 100;
 constexpr int kDcganEpochs = 20;
 
 struct Flags : tf::apps::CommonFlags {
+  tf::apps::TensorBoardFlags tensorboard;
   std::string arch = "mlp";
   int epochs = 20;
   std::int64_t batch_size = 128;
@@ -154,6 +156,7 @@ int run(const Flags& f) {
   const auto t_start = std::chrono::steady_clock::now();
   tf::apps::apply_common_flags(f);
   tf::apps::check_writable_directory("--samples-dir", f.samples_dir);
+  if (!f.tensorboard.dir.empty()) tf::apps::check_writable_directory("--tensorboard-dir", f.tensorboard.dir);
   if (!f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
   tf::data::FashionMnistTensors ds = tf::apps::load_fashion_mnist(f);
   const std::int64_t n = ds.x_train.shape()[0];
@@ -218,6 +221,11 @@ int run(const Flags& f) {
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   const std::int64_t steps_per_epoch = std::max<std::int64_t>(1, n / f.batch_size);  // full batches only
   const int last_epoch = f.score_only ? static_cast<int>(epochs_done) : f.epochs;
+  // --tensorboard-dir: DIR/train with the TensorBoard callback's tag names (epoch_*, batch_*) and the
+  // sample grid as the image "samples", at step = epoch (from 0) / global step (from 1).
+  std::optional<tf::io::EventFileWriter> board;
+  if (!f.tensorboard.dir.empty() && epochs_done < last_epoch)
+    board.emplace((std::filesystem::path(f.tensorboard.dir) / "train").string());
   for (int epoch = static_cast<int>(epochs_done); epoch < last_epoch; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     std::iota(order.begin(), order.end(), 0);
@@ -240,12 +248,28 @@ int run(const Flags& f) {
           log.d_fake += r.d_fake;
       const double k = static_cast<double>(s + 1);
       bar.update(s + 1, {{"D loss", log.d_loss / k}, {"G loss", log.g_loss / k}}, s + 1 == steps_per_epoch);
+      const std::int64_t global_step = epoch * steps_per_epoch + s + 1;
+      if (board && f.tensorboard.update_freq > 0 && global_step % f.tensorboard.update_freq == 0) {
+        board->add_scalar("batch_d_loss", log.d_loss / k, global_step);
+        board->add_scalar("batch_g_loss", log.g_loss / k, global_step);
+      }
     }
     const double k = static_cast<double>(steps_per_epoch);
     log.d_loss /= k, log.g_loss /= k, log.r1 /= k, log.d_real /= k, log.d_fake /= k;
     log.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     log.grid_path = (std::filesystem::path(f.samples_dir) / fmt::format("epoch_{:03d}.png", epoch + 1)).string();
-    gan_app::write_png_grid(log.grid_path, tf::reshape((*generator)(fixed_noise, false), std::vector<std::int64_t>{-1, 784}), f.grid, -1.0, 1.0);
+    const tf::Tensor samples = tf::reshape((*generator)(fixed_noise, false), std::vector<std::int64_t>{-1, 784});
+    gan_app::write_png_grid(log.grid_path, samples, f.grid, -1.0, 1.0);
+    if (board) {
+      for (const auto& [tag, value] : {std::pair{"epoch_d_loss", log.d_loss}, std::pair{"epoch_g_loss", log.g_loss},
+                                       std::pair{"epoch_r1_penalty", log.r1}, std::pair{"epoch_d_real", log.d_real},
+                                       std::pair{"epoch_d_fake", log.d_fake},
+                                       std::pair{"epoch_learning_rate", g_opt->current_learning_rate()}})
+        board->add_scalar(tag, value, epoch);
+      const gan_app::PngImage grid = gan_app::png_grid(samples, f.grid, -1.0, 1.0);
+      board->add_image("samples", grid.png, grid.height, grid.width, 1, epoch);
+      board->flush();
+    }
     spdlog::info("epoch {}/{} - {:.1f}s - D loss {:.4f} - G loss {:.4f}{} - D(real) {:.3f} - D(G(z)) {:.3f} - {}",
                  epoch + 1, f.epochs, log.seconds, log.d_loss, log.g_loss,
                  f.r1_gamma > 0 ? fmt::format(" - R1 {:.4f}", log.r1) : "", log.d_real, log.d_fake, log.grid_path);
@@ -346,6 +370,7 @@ int main(int argc, char** argv) {
   app.add_option("--classifier-epochs", f.classifier_epochs, "Epochs of the scoring classifier")
       ->capture_default_str()->check(tf::apps::at_least(1));
   tf::apps::add_common_flags(app, f);
+  tf::apps::add_tensorboard_flags(app, f.tensorboard);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
   if (f.arch == "dcgan") {
     if (app.count("--epochs") == 0) f.epochs = kDcganEpochs;

@@ -41,6 +41,7 @@ constexpr double kLstmLearningRate = 1e-3;
 constexpr const char* kLstmSchedule = "constant";
 
 struct Flags : tf::apps::CommonFlags {
+  tf::apps::TensorBoardFlags tensorboard;
   std::string model = "mlp";
   int epochs = 8;
   std::int64_t batch_size = 128;
@@ -107,6 +108,7 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
   const bool chief = !replicas || replicas->rank() == 0;  // logs, checkpoints and metrics
   tf::apps::apply_common_flags(f);
   if (chief && !f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
+  if (chief && !f.tensorboard.dir.empty()) tf::apps::check_writable_directory("--tensorboard-dir", f.tensorboard.dir);
   if (!chief && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   if (replicas)
     spdlog::info("Data-parallel over {} ranks: global batch {}, {} per rank, {} threads per rank", replicas->size(),
@@ -205,6 +207,10 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
           }});
   callbacks.insert(callbacks.begin(), timer);
   callbacks.push_back(terminate);
+  if (!f.tensorboard.dir.empty())  // Keras's layout: DIR/train; weights as histograms and images every epoch
+    callbacks.push_back(std::make_shared<tf::models::TensorBoard>(
+        f.tensorboard.dir, tf::models::TensorBoardOptions{
+                               .update_freq = f.tensorboard.update_freq, .histogram_freq = 1, .write_images = true}));
   const tf::models::History history =
       model->fit(ds.x_train, ds.y_train,
                  {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks,
@@ -286,6 +292,7 @@ int main(int argc, char** argv) {
                "Under mpirun: reduce gradients with MPI_Iallreduce only, not through a shared-memory window per "
                "machine (which needs twice the gradients' bytes of /dev/shm per rank: for small /dev/shm)");
   tf::apps::add_common_flags(app, f);
+  tf::apps::add_tensorboard_flags(app, f.tensorboard);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
   if (f.model == "cnn") {
     if (app.count("--epochs") == 0) f.epochs = kCnnEpochs;

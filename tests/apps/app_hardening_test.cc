@@ -99,7 +99,7 @@ TEST_F(AppHardening, PredictUsesTheSameExitCodes) {
   EXPECT_THAT(out, ::testing::AllOf(HasSubstr("predict: error: "), HasSubstr(bad)));
 }
 
-// An unwritable --checkpoint-dir or --metrics-out is reported at start-up, naming the flag (the
+// An unwritable --checkpoint-dir, --metrics-out or --tensorboard-dir is reported at start-up, naming the flag (the
 // missing --data-dir shows it is checked before the data is loaded, let alone trained on).
 TEST_F(AppHardening, UnwritableOutputsAreFoundAtStartUpNamingTheFlag) {
   const std::string file = scratch("plain_file");
@@ -113,6 +113,9 @@ TEST_F(AppHardening, UnwritableOutputsAreFoundAtStartUpNamingTheFlag) {
     std::tie(code, out) = run_app(binary(app), "--data-dir /nonexistent/fmnist --metrics-out " + file + "/m.json" + extra);
     EXPECT_EQ(code, 1) << out;
     EXPECT_THAT(out, HasSubstr(app + ": error: --metrics-out: cannot write '" + file + "/m.json'"));
+    std::tie(code, out) = run_app(binary(app), "--data-dir /nonexistent/fmnist --tensorboard-dir " + file + "/tb" + extra);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_THAT(out, HasSubstr(app + ": error: --tensorboard-dir: cannot create '" + file + "/tb'"));
   }
   EXPECT_FALSE(fs::exists("m.json"));
 }
