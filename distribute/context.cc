@@ -15,6 +15,7 @@
 #include "distribute/internal/communicator.h"
 #include "distribute/internal/gradient_reducer.h"
 #include "distribute/internal/mpi_types.h"
+#include "distribute/internal/scale.h"
 
 namespace tapeflow::distribute {
 namespace {
@@ -154,14 +155,10 @@ Tensor Context::allreduce(const Tensor& tensor, ReduceOp op, const char* name) {
                                      internal::mpi_type(out.dtype()), internal::mpi_op(op), comm_->comm(), &r),
                       std::string("MPI_Iallreduce (") + name + ")");
   comm_->wait(r);
-  if (op == ReduceOp::kAverage && size_ > 1) {
-    if (out.dtype() == DType::kFloat32) {
-      float* p = static_cast<float*>(out.mutable_raw_data());
-      for (std::int64_t i = 0; i < out.num_elements(); ++i) p[i] /= static_cast<float>(size_);
-    } else {
-      double* p = static_cast<double*>(out.mutable_raw_data());
-      for (std::int64_t i = 0; i < out.num_elements(); ++i) p[i] /= static_cast<double>(size_);
-    }
+  if (op == ReduceOp::kAverage && size_ > 1) {  // floating (checked above)
+    void* p = out.mutable_raw_data();
+    if (out.dtype() == DType::kFloat32) internal::scale_copy<float>(p, out.num_elements(), size_, p);
+    else internal::scale_copy<double>(p, out.num_elements(), size_, p);
   }
   return out;
 }
@@ -190,7 +187,7 @@ void Context::all_reduce(std::span<double> values, ReduceOp op, const char* what
                       std::string("MPI_Iallreduce (") + what + ")");
   comm_->wait(r);
   if (op == ReduceOp::kAverage)
-    for (double& v : values) v /= static_cast<double>(size_);
+    internal::scale_copy<double>(values.data(), static_cast<std::int64_t>(values.size()), size_, values.data());
 }
 
 void Context::broadcast(std::span<double> values, int root, const char* what) {

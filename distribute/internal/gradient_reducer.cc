@@ -9,23 +9,10 @@
 #include <string>
 
 #include "distribute/internal/mpi_types.h"
+#include "distribute/internal/scale.h"
 
 namespace tapeflow::distribute::internal {
 namespace {
-
-// out[i] = in[i] / divisor (divisor 1: a copy). A true division (as TF's MEAN reduction), in Eigen
-// packets: the scalar loop's divisions cost about as much as the allreduce itself (270k floats).
-template <class T>
-void scale_copy(const unsigned char* in, std::int64_t n, int divisor, void* out) {
-  const T* src = reinterpret_cast<const T*>(in);
-  T* dst = static_cast<T*>(out);
-  if (divisor == 1) {
-    std::memcpy(dst, src, static_cast<std::size_t>(n) * sizeof(T));
-    return;
-  }
-  using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
-  Eigen::Map<Array>(dst, n) = Eigen::Map<const Array>(src, n) / static_cast<T>(divisor);
-}
 
 // dst[i] = srcs[0][i] + srcs[1][i] + ... (left to right; dst may be one of the sources). Blocks of
 // kBlock elements are summed in a local array first: writing dst while later sources are still to

@@ -108,6 +108,26 @@ TEST(ContextTest, AllreduceAverageSumMinMax) {
   EXPECT_DOUBLE_EQ(v[1], -(n + 1) / 2.0);
 }
 
+// Averages of user tensors are divided in Eigen packets as the gradients are: lengths that are not
+// a multiple of a packet (the tail), float32 and float64, exact (rank r sends (r + 1)·i, the average
+// is i·(n + 1)/2), the same bits on every rank.
+TEST(ContextTest, AllreduceAveragesLongTensorsExactly) {
+  Context& c = context();
+  const int n = c.size();
+  for (std::int64_t len : {1, 7, 1003}) {
+    std::vector<double> v(static_cast<std::size_t>(len));
+    for (std::int64_t i = 0; i < len; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>((c.rank() + 1) * i);
+    for (DType dtype : {DType::kFloat32, DType::kFloat64}) {
+      const Tensor got = cast(c.allreduce(cast(constant(v, Shape{len}), dtype)), DType::kFloat64);
+      const auto g = got.to_vector<double>();
+      for (std::int64_t i = 0; i < len; ++i)
+        ASSERT_EQ(g[static_cast<std::size_t>(i)], static_cast<double>(i) * (n + 1) / 2.0)
+            << dtype_name(dtype) << " length " << len << " element " << i;
+      EXPECT_TRUE(same_on_every_rank(hash_bytes({got})));
+    }
+  }
+}
+
 TEST(ContextTest, BroadcastAndBroadcastVariables) {
   Context& c = context();
   const int root = c.size() - 1;
