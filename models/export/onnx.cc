@@ -29,7 +29,7 @@ using onnx_export::Value;
 constexpr const char* kMapped =
     "InputLayer, Dense, BatchNormalization, Dropout, Activation, LeakyReLU, Conv2D, Conv2DTranspose, MaxPooling2D, "
     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D, Add, Multiply, "
-    "Average, Concatenate, Flatten, Reshape, Sequential, Functional";
+    "Average, Concatenate, Flatten, Reshape, SimpleRNN, LSTM, GRU, Sequential, Functional";
 
 class Exporter {
  public:
@@ -42,8 +42,7 @@ class Exporter {
 
  private:
   [[noreturn]] void fail(const layers::Layer& layer, const std::string& problem) const {
-    throw std::invalid_argument("export_onnx: " + file_ + ": layer '" + layer.name() + "' (" + layer.class_name() +
-                                ") cannot be exported to ONNX: " + problem);
+    onnx_export::fail(file_, layer, problem);
   }
   Value emit_layer(const layers::Layer& layer, const std::vector<Value>& inputs, const std::string& prefix);
   Value single(const layers::Layer& layer, const std::vector<Value>& inputs) const {
@@ -105,16 +104,7 @@ std::vector<std::vector<std::int64_t>> Exporter::input_dims(const Model& model) 
 }
 
 Tensor Exporter::weight(const layers::Layer& layer, const std::string& name) const {
-  const std::string suffix = "/" + name + ":0";
-  for (const Variable& v : layer.variables()) {
-    const std::string& n = v.name();
-    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      if (v.dtype() != DType::kFloat32)
-        fail(layer, "weight '" + n + "' is " + dtype_name(v.dtype()) + "; the export writes float32 models");
-      return v.value();
-    }
-  }
-  fail(layer, "it has no weight '" + name + "' (is it built?)");
+  return onnx_export::layer_weight(file_, layer, name);
 }
 
 std::vector<std::int64_t> Exporter::out_dims(const layers::Layer& layer, const Value& x) const {
@@ -127,19 +117,7 @@ std::vector<std::int64_t> Exporter::out_dims(const layers::Layer& layer, const V
 
 Value Exporter::activation(const layers::Layer& layer, const std::string& name, const Value& x,
                            const std::string& base) {
-  if (name.empty() || name == "linear") return x;
-  static const std::map<std::string, std::string> ops = {{"relu", "Relu"},       {"sigmoid", "Sigmoid"},
-                                                         {"tanh", "Tanh"},       {"softmax", "Softmax"},
-                                                         {"elu", "Elu"},         {"leaky_relu", "LeakyRelu"},
-                                                         {"softplus", "Softplus"}};
-  auto it = ops.find(name);
-  if (it == ops.end()) fail(layer, "activation '" + name + "' has no ONNX mapping");
-  const std::string out = g_.fresh(base);
-  auto* n = g_.node(it->second, {x.name}, {out}, out);
-  if (name == "softmax") onnx_export::set_int(n, "axis", onnx_export::axis_in_layout(x, x.rank() - 1));
-  if (name == "elu") onnx_export::set_float(n, "alpha", 1.0f);
-  if (name == "leaky_relu") onnx_export::set_float(n, "alpha", 0.2f);  // keras.activations.leaky_relu
-  return {out, x.dims, x.layout};
+  return onnx_export::activation(g_, file_, layer, name, x, base);
 }
 
 Value Exporter::emit_conv(const layers::Layer& layer, const layers::ConfigReader& r, const Value& input,
@@ -262,6 +240,8 @@ Value Exporter::emit_layer(const layers::Layer& layer, const std::vector<Value>&
     return {out, x.dims, x.layout};
   }
   if (cls == "BatchNormalization") return emit_batch_norm(layer, r, single(layer, inputs), base);
+  if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU")
+    return onnx_export::emit_recurrent(g_, file_, layer, config, single(layer, inputs), base);
   if (cls == "Conv2D" || cls == "Conv2DTranspose") {
     const Value x = single(layer, inputs);
     return emit_conv(layer, r, x, base, cls == "Conv2DTranspose", out_dims(layer, x));

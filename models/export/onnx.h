@@ -32,9 +32,20 @@
 //           (nearest, asymmetric, floor); ZeroPadding2D -> Pad; Add -> Sum, Multiply -> Mul (a chain),
 //           Average -> Mean, Concatenate -> Concat; Flatten -> Flatten(axis 1); Reshape -> Reshape
 //           [0, target...] (the batch copied, -1 resolved at export); nested Sequential /
-//           Functional models are inlined (node names "<model>/<layer>...").
-//           Not mapped (yet): the sequence layers (LSTM, GRU, SimpleRNN, MultiHeadAttention) and
-//           custom layer classes.
+//           Functional models are inlined (node names "<model>/<layer>..."); activation
+//           hard_sigmoid (Keras 3's relu6(x + 3) / 6) -> HardSigmoid(alpha 1/6, beta 0.5).
+// Recurrent: SimpleRNN -> RNN, LSTM -> LSTM, GRU -> GRU, run time-major (a Transpose of the
+//           [batch, T, D] input to [T, batch, D]), direction "reverse" for go_backwards (whose
+//           return_sequences output is then reversed in time: Keras keeps the processing order),
+//           activations sigmoid / tanh / relu. Weights: Keras's kernel [D, G·u] and
+//           recurrent_kernel [u, G·u] (G gate blocks of u columns) -> ONNX's W [1, G·u, D] and
+//           R [1, G·u, u] (gate blocks of u rows), bias -> B [1, 2·G·u] = (input bias, recurrent
+//           bias). Gate order: Keras's LSTM blocks are i, f, c, o and ONNX's i, o, f, c, so ONNX
+//           block k is Keras block {0, 3, 1, 2}[k] (the recurrent bias is zero); GRU is z, r, h in
+//           both, reset_after = linear_before_reset 1 with bias rows 0 / 1 as the input / recurrent
+//           biases (without reset_after the one bias is the input bias, linear_before_reset 0).
+//           Not mapped (yet): Bidirectional, return_state (several outputs), hard_sigmoid inside
+//           a recurrent layer, MultiHeadAttention, and custom layer classes.
 // Errors:   std::invalid_argument "export_onnx: <file>: layer '<name>' (<class>) cannot be exported
 //           to ONNX: ..." for a layer class without a mapping (or options it lacks, such as a
 //           BatchNormalization over the batch axis), for a model that is not built (no input

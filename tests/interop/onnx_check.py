@@ -1,7 +1,7 @@
 """tapeflow's ONNX exports checked by ONNX itself and run by ONNX Runtime.
 
 onnx_check.py exported ONNX_MODELS      runs `onnx_models export` (tests/interop/onnx_models.cc)
-                                        and checks mlp, cnn, functional, conv_zoo, two_inputs and the DCGAN pair.
+                                        and checks mlp, cnn, functional, conv_zoo, two_inputs, the DCGAN pair and recurrent.
 onnx_check.py app TRAIN_CLASSIFIER ONNX_MODELS MODEL
                                         trains `train_classifier --model MODEL` twice with one
                                         seed, saving m.onnx and m.h5 (same seed and threads: the
@@ -61,7 +61,8 @@ def run(*cmd):
 def main(argv):
     if argv[1] == "exported":
         run(argv[2], "export", WORK)
-        for name in ("mlp", "cnn", "functional", "conv_zoo", "two_inputs", "dcgan_discriminator", "dcgan_generator"):
+        for name in ("mlp", "cnn", "functional", "conv_zoo", "two_inputs", "dcgan_discriminator", "dcgan_generator",
+                     "recurrent"):
             check(name)
     elif argv[1] == "app":
         train, helper, kind = argv[2], argv[3], argv[4]

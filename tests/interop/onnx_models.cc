@@ -7,10 +7,11 @@
 //                               other mapped layer: strided/dilated/"same" convolutions, transposed
 //                               convolutions with output padding, BatchNormalization on channels, the
 //                               pools, UpSampling2D, ZeroPadding2D, Concatenate of images, Multiply,
-//                               Average, LeakyReLU, Activation), and two_inputs (a Functional
+//                               Average, LeakyReLU, Activation, hard_sigmoid), and two_inputs (a Functional
 //                               model of two Inputs, the halves of each image), and TF's DCGAN
 //                               generator (100 normal noise vectors in, images out) and
-//                               discriminator (images [28, 28, 1] in), untrained; beside each,
+//                               discriminator (images [28, 28, 1] in), untrained, and recurrent
+//                               (LSTM, GRU, SimpleRNN over the image rows); beside each,
 //                               <name>.input.bin (two_inputs: and <name>.input1.bin)
 //                               (100 Fashion-MNIST test images, float32 [100, 784]) and
 //                               <name>.expected.bin (tapeflow's predict on them, float32).
@@ -138,11 +139,29 @@ std::shared_ptr<tf::models::Functional> conv_zoo() {
   auto f = (*std::make_shared<L::Flatten>())(m);                                // 864, NHWC order
   auto d = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .activation = "softplus"}))(f);
   auto s = (*std::make_shared<L::Activation>("sigmoid"))(d);
-  auto mul = (*std::make_shared<L::Multiply>())({d, s});
+  auto hs = (*std::make_shared<L::Activation>("hard_sigmoid"))(d);
+  auto mul = (*std::make_shared<L::Multiply>())({d, s, hs});
   auto avg = (*std::make_shared<L::Average>())({mul, d});
   auto cat2 = (*std::make_shared<L::Concatenate>())({g1, g2, f3, avg});         // 18
   auto out = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10}))(cat2);  // logits: no softmax to hide errors
   return std::make_shared<tf::models::Functional>(in, out, "conv_zoo");
+}
+
+// Fashion-MNIST rows as sequences (28 steps of 28 pixels) through every recurrent layer and option
+// ONNX maps: LSTM and GRU returning sequences (the GRU going backwards), SimpleRNN, GRU without
+// reset_after, LSTM going backwards.
+std::shared_ptr<tf::models::Functional> recurrent() {
+  auto in = L::Input({.shape = {784}, .name = "pixels"});
+  auto x = (*std::make_shared<L::Reshape>(L::ReshapeOptions{.target_shape = {28, 28}}))(in);
+  auto a = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = 16, .return_sequences = true, .seed = 1}))(x);
+  auto b = (*std::make_shared<L::GRU>(L::GRUOptions{.units = 12, .return_sequences = true, .go_backwards = true,
+                                                    .seed = 2}))(a);
+  auto c = (*std::make_shared<L::SimpleRNN>(L::SimpleRNNOptions{.units = 8, .seed = 3}))(b);
+  auto d = (*std::make_shared<L::GRU>(L::GRUOptions{.units = 6, .reset_after = false, .seed = 4}))(x);
+  auto e = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = 5, .go_backwards = true, .seed = 5}))(x);
+  auto cat = (*std::make_shared<L::Concatenate>())({c, d, e});
+  auto out = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .seed = 6}))(cat);
+  return std::make_shared<tf::models::Functional>(in, out, "recurrent");
 }
 
 int export_models(const std::string& dir) {
@@ -160,6 +179,10 @@ int export_models(const std::string& dir) {
     write_io(*model, dir + "/" + name);
     std::cout << "exported " << name << "\n";
   }
+  auto rnn = recurrent();
+  train(*rnn, 200, true);
+  tf::models::export_onnx(*rnn, dir + "/recurrent.onnx", {.opset = 17});
+  write_io(*rnn, dir + "/recurrent");
   // TF's DCGAN tutorial networks (untrained): image inputs [batch, 28, 28, 1] straight into a Conv2D,
   // and an image output that leaves NCHW at the end of the graph.
   auto disc = tf::models::make_dcgan_discriminator({.seed = 9});

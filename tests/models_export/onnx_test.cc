@@ -226,5 +226,48 @@ TEST(OnnxExportTest, TwoInputsBecomeTwoGraphInputsNamedAfterTheirInputLayers) {
   EXPECT_EQ(m.graph().output(1).name(), "output_1");
 }
 
+TEST(OnnxExportTest, RecurrentLayersWithoutAnOnnxFormAreRefusedNamingWhatIsMissing) {
+  const fs::path dir = scratch("recurrent");
+  auto refused = [&](std::shared_ptr<L::Layer> layer, const std::string& what) {
+    Sequential model({layer});
+    model.build(Shape{1, 5, 3});
+    try {
+      export_onnx(model, (dir / "m.onnx").string());
+      ADD_FAILURE() << "exported " << what;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("layer '" + layer->name() + "' (" + layer->class_name() + ")"));
+      EXPECT_THAT(e.what(), HasSubstr(what));
+    }
+  };
+  refused(std::make_shared<L::LSTM>(L::LSTMOptions{.units = 4, .recurrent_activation = "hard_sigmoid"}),
+          "activation 'hard_sigmoid' of a recurrent layer has no ONNX mapping");
+  refused(std::make_shared<L::GRU>(L::GRUOptions{.units = 4, .return_state = true}), "return_state");
+  refused(std::make_shared<L::Bidirectional>(std::make_shared<L::LSTM>(4)), "no ONNX mapping for class Bidirectional");
+  EXPECT_TRUE(fs::is_empty(dir));
+}
+
+TEST(OnnxExportTest, AnLstmKeepsKerasGatesInOnnxOrder) {
+  const fs::path dir = scratch("lstm_gates");
+  auto lstm = std::make_shared<L::LSTM>(L::LSTMOptions{.units = 2, .seed = 1});
+  Sequential model({lstm});
+  model.build(Shape{1, 4, 3});
+  export_onnx(model, (dir / "m.onnx").string());
+  const onnx::ModelProto m = load(dir / "m.onnx");
+  const Tensor kernel = lstm->variables()[0].value();  // [3, 8]: i, f, c, o blocks of 2 columns
+  ASSERT_EQ(kernel.shape(), (Shape{3, 8}));
+  for (const auto& t : m.graph().initializer()) {
+    if (t.name() != lstm->name() + "/kernel") continue;
+    ASSERT_EQ(std::vector<std::int64_t>(t.dims().begin(), t.dims().end()), (std::vector<std::int64_t>{1, 8, 3}));
+    const auto* w = reinterpret_cast<const float*>(t.raw_data().data());  // [8, 3]: i, o, f, c blocks of 2 rows
+    const int keras_block[4] = {0, 3, 1, 2};
+    for (int g = 0; g < 4; ++g)
+      for (int j = 0; j < 2; ++j)
+        for (int d = 0; d < 3; ++d)
+          EXPECT_EQ(w[(g * 2 + j) * 3 + d], kernel.data<float>()[d * 8 + keras_block[g] * 2 + j]) << g << j << d;
+    return;
+  }
+  FAIL() << "no initializer " << lstm->name() << "/kernel";
+}
+
 }  // namespace
 }  // namespace tapeflow::models

@@ -1,5 +1,6 @@
 #include "models/export/internal/onnx_graph.h"
 
+#include <map>
 #include <stdexcept>
 
 namespace tapeflow::models::onnx_export {
@@ -118,6 +119,45 @@ void Graph::output(const Value& v, const std::string& name) {
   onnx::ValueInfoProto* info = graph_->add_output();
   info->set_name(out);
   set_shape(info, v.dims);
+}
+
+void fail(const std::string& file, const layers::Layer& layer, const std::string& problem) {
+  throw std::invalid_argument("export_onnx: " + file + ": layer '" + layer.name() + "' (" + layer.class_name() +
+                              ") cannot be exported to ONNX: " + problem);
+}
+
+Tensor layer_weight(const std::string& file, const layers::Layer& layer, const std::string& name) {
+  const std::string suffix = "/" + name + ":0";
+  for (const Variable& v : layer.variables()) {
+    const std::string& n = v.name();
+    if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      if (v.dtype() != DType::kFloat32)
+        fail(file, layer, "weight '" + n + "' is " + dtype_name(v.dtype()) + "; the export writes float32 models");
+      return v.value();
+    }
+  }
+  fail(file, layer, "it has no weight '" + name + "' (is it built?)");
+}
+
+Value activation(Graph& g, const std::string& file, const layers::Layer& layer, const std::string& name,
+                 const Value& x, const std::string& base) {
+  if (name.empty() || name == "linear") return x;
+  static const std::map<std::string, std::string> ops = {{"relu", "Relu"},       {"sigmoid", "Sigmoid"},
+                                                         {"tanh", "Tanh"},       {"softmax", "Softmax"},
+                                                         {"elu", "Elu"},         {"leaky_relu", "LeakyRelu"},
+                                                         {"softplus", "Softplus"}, {"hard_sigmoid", "HardSigmoid"}};
+  auto it = ops.find(name);
+  if (it == ops.end()) fail(file, layer, "activation '" + name + "' has no ONNX mapping");
+  const std::string out = g.fresh(base);
+  auto* n = g.node(it->second, {x.name}, {out}, out);
+  if (name == "softmax") set_int(n, "axis", axis_in_layout(x, x.rank() - 1));
+  if (name == "elu") set_float(n, "alpha", 1.0f);
+  if (name == "leaky_relu") set_float(n, "alpha", 0.2f);  // keras.activations.leaky_relu
+  if (name == "hard_sigmoid") {  // Keras 3: relu6(x + 3) / 6 = max(0, min(1, x / 6 + 1 / 2))
+    set_float(n, "alpha", 1.0f / 6.0f);
+    set_float(n, "beta", 0.5f);
+  }
+  return {out, x.dims, x.layout};
 }
 
 void set_ints(onnx::NodeProto* n, const std::string& attr, const std::vector<std::int64_t>& values) {

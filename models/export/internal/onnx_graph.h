@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "layers/layer.h"
 #include "tape/core/tensor.h"
 
 namespace tapeflow::models::onnx_export {
@@ -61,6 +63,19 @@ class Graph {
   std::set<std::string> names_;
   std::map<std::string, std::string> to_nchw_, to_keras_;  // value name -> its transposed value's name
 };
+
+// std::invalid_argument "export_onnx: <file>: layer '<name>' (<class>) cannot be exported to ONNX: <problem>".
+[[noreturn]] void fail(const std::string& file, const layers::Layer& layer, const std::string& problem);
+// The layer's weight "<...>/<name>:0" (its own or a sublayer's, such as an RNN's cell) as a float32
+// tensor. Errors: fail() when it is missing or not float32.
+Tensor layer_weight(const std::string& file, const layers::Layer& layer, const std::string& name);
+// The ONNX op of a Keras activation applied to `x` (in its layout; softmax over Keras's last
+// axis), named `base`; "linear" / "" return x. Errors: fail() for an activation without a mapping.
+Value activation(Graph& g, const std::string& file, const layers::Layer& layer, const std::string& name,
+                 const Value& x, const std::string& base);
+// SimpleRNN, LSTM, GRU (models/export/onnx_rnn.cc): x [batch, timesteps, input_dim] in Keras's layout.
+Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& layer, const nlohmann::json& config,
+                     const Value& x, const std::string& base);
 
 void set_ints(onnx::NodeProto* n, const std::string& attr, const std::vector<std::int64_t>& values);
 void set_int(onnx::NodeProto* n, const std::string& attr, std::int64_t value);
