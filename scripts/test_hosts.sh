@@ -47,7 +47,8 @@ host_index() {  # HOST -> i (exits unless HOST is one of ours)
   echo "${BASH_REMATCH[1]}"
 }
 
-our_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${P}([0-9]+|sw)$"; }
+# Hosts, the switch, and a probe of `check` left behind if it was killed midway.
+our_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${P}([0-9]+|sw|probe[0-9]*)$"; }
 
 cmd_check() {
   [ "$(id -u)" -eq 0 ] || { echo "test_hosts: needs root (network namespaces), running as uid $(id -u)" >&2; exit 77; }
