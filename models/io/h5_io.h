@@ -186,11 +186,14 @@ class H5Reader {
   DType dataset_dtype(const std::string& path) const;
 
   bool has_attribute(const std::string& object_path, const std::string& name) const;
-  // Reads a fixed-length string attribute of rank 0 or 1 (an HDF5 null dataspace is an empty
-  // list). Trailing NULs / pad spaces are stripped. Variable-length strings are refused with an
-  // error (their bytes live in the file's global heap, and HDF5 1.10's global-heap reader loops
-  // forever or reads out of bounds on a damaged heap); Keras and h5py write bytes attributes
-  // (model_config, layer_names, weight_names) as fixed-length strings.
+  // Reads a string attribute of rank 0 or 1 (an HDF5 null dataspace, or an empty numeric array as
+  // h5py writes an empty list, is an empty list). Fixed-length strings: trailing NULs / pad spaces
+  // are stripped. Variable-length strings (h5py writes every str attribute so, hence Keras's
+  // model_config, training_config, layer_names, weight_names) are read only after every element's
+  // global-heap object has been checked against the file's bytes (internal/vlen_check.h: HDF5
+  // 1.10's heap reader loops forever or reads out of bounds on a damaged heap), with their total
+  // size within max_attribute_bytes; HDF5's buffers are freed with H5Treclaim. A damaged heap, or a
+  // variable-length attribute kept in dense storage, is a runtime_error naming the attribute.
   std::vector<std::string> read_string_array_attribute(const std::string& object_path,
                                                        const std::string& name) const;
   // Reads a string attribute holding exactly one string (scalar or 1-element).

@@ -6,6 +6,7 @@
 #include "models/io/h5_io.h"
 #include "models/io/internal/chunk_io.h"
 #include "models/io/internal/h5_util.h"
+#include "models/io/internal/vlen_check.h"
 
 namespace tapeflow::io {
 
@@ -219,7 +220,7 @@ struct H5Reader::Impl {
   }
 
   // Opens attribute `name` of `object`; errors name both.
-  Hid open_attribute(const std::string& object, const std::string& name, std::string* norm) const {
+  Hid open_attribute(const std::string& object, const std::string& name, std::string* norm, Hid* owner) const {
     Hid obj = open(object, H5O_TYPE_UNKNOWN, "object");
     *norm = internal::normalize_path(object);
     const htri_t there = H5Aexists(obj.get(), name.c_str());
@@ -227,6 +228,7 @@ struct H5Reader::Impl {
     if (there == 0) error(*norm, "has no attribute '" + name + "'");
     Hid attr(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
     check_id(attr.get(), path, *norm, "cannot open attribute '" + name + "'");
+    *owner = std::move(obj);
     return attr;
   }
 
@@ -271,23 +273,28 @@ struct H5Reader::Impl {
     check_bools(info.dtype, out, bytes, norm);
   }
 
-  std::vector<std::string> read_strings(hid_t attr, const std::string& norm, const std::string& name) const;
+  // `object` is the attribute's owner (its header holds a variable-length attribute's raw elements).
+  std::vector<std::string> read_strings(hid_t attr, hid_t object, const std::string& norm, const std::string& name) const;
+  std::vector<std::string> read_variable_strings(hid_t attr, hid_t type, hid_t object, const std::string& norm,
+                                                 const std::string& name, std::int64_t n) const;
 };
 
-std::vector<std::string> H5Reader::Impl::read_strings(hid_t attr, const std::string& norm, const std::string& name) const {
+std::vector<std::string> H5Reader::Impl::read_strings(hid_t attr, hid_t object, const std::string& norm,
+                                                     const std::string& name) const {
   const std::string what = "attribute '" + name + "'";
   Hid type(H5Aget_type(attr), H5Tclose);
   check_id(type.get(), path, norm, "cannot read type of " + what);
-  if (H5Tget_class(type.get()) != H5T_STRING)
-    error(norm, what + " is " + internal::type_class_name(type.get()) + ", expected string");
   const std::int64_t n = attribute_count(attr, norm, name);
   std::vector<std::string> out;
+  const H5T_class_t type_class = H5Tget_class(type.get());
+  // h5py writes an empty list (a weightless layer's weight_names) as an empty float64 array.
+  if (n == 0 && (type_class == H5T_FLOAT || type_class == H5T_INTEGER)) return out;
+  if (type_class != H5T_STRING)
+    error(norm, what + " is " + internal::type_class_name(type.get()) + ", expected string");
   if (n == 0) return out;
   const htri_t variable = H5Tis_variable_str(type.get());
   if (variable < 0) error(norm, "cannot read type of " + what);
-  if (variable > 0)  // never handed to HDF5's global-heap reader: see h5_io.h
-    error(norm, what + " is a variable-length string: refused (its bytes live in the global heap, which a "
-                       "damaged file can make HDF5 loop on or read out of bounds); write it as a fixed-length string");
+  if (variable > 0) return read_variable_strings(attr, type.get(), object, norm, name, n);
   const std::size_t width = H5Tget_size(type.get());
   const std::int64_t bytes = mul_or_neg(n, static_cast<std::int64_t>(width));
   if (width == 0 || bytes < 0 || bytes > options.max_attribute_bytes || bytes > file_size)
@@ -301,6 +308,55 @@ std::vector<std::string> H5Reader::Impl::read_strings(hid_t attr, const std::str
     else s.resize(s.find('\0') == std::string::npos ? s.size() : s.find('\0'));
     out.push_back(std::move(s));
   }
+  return out;
+}
+
+// Variable-length strings (what h5py writes for every str attribute): their bytes live in the
+// global heap, whose reader in HDF5 1.10 trusts the file (see internal/vlen_check.h), so every
+// element's heap object is checked against the file's bytes first; then HDF5 converts them and
+// H5Treclaim (1.10: H5Dvlen_reclaim) frees its buffers.
+std::vector<std::string> H5Reader::Impl::read_variable_strings(hid_t attr, hid_t type, hid_t object,
+                                                               const std::string& norm,
+                                                               const std::string& name, std::int64_t n) const {
+  const std::string what = "attribute '" + name + "'";
+  H5O_info_t info;
+  check_status(H5Oget_info2(object, &info, H5O_INFO_BASIC), path, norm, "cannot inspect object");
+  Hid fcpl(H5Fget_create_plist(file.get()), H5Pclose);
+  std::size_t sizeof_addr = 0, sizeof_size = 0;
+  hsize_t user_block = 0;
+  if (!fcpl.valid() || H5Pget_sizes(fcpl.get(), &sizeof_addr, &sizeof_size) < 0 ||
+      H5Pget_userblock(fcpl.get(), &user_block) < 0)
+    error(norm, "cannot read the file's address sizes");
+  std::int64_t checked = 0;
+  try {
+    checked = internal::check_vlen_string_attribute({.path = path,
+                                                     .file_size = file_size,
+                                                     .base_address = user_block,
+                                                     .header_address = info.addr,
+                                                     .sizeof_addr = static_cast<unsigned>(sizeof_addr),
+                                                     .sizeof_size = static_cast<unsigned>(sizeof_size),
+                                                     .attribute = name,
+                                                     .max_total_bytes = options.max_attribute_bytes});
+  } catch (const std::runtime_error& e) {
+    error(norm, what + " (variable-length string) refused: " + e.what());
+  }
+  if (checked != n) error(norm, what + ": the object header holds " + std::to_string(checked) + " elements, HDF5 " +
+                                    std::to_string(n));
+  Hid memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
+  Hid space(H5Aget_space(attr), H5Sclose);
+  if (!memory_type.valid() || H5Tset_size(memory_type.get(), H5T_VARIABLE) < 0 ||
+      H5Tset_cset(memory_type.get(), H5Tget_cset(type)) < 0 || !space.valid())
+    error(norm, "cannot set up the read of " + what);
+  std::vector<char*> pointers(static_cast<std::size_t>(n), nullptr);
+  if (H5Aread(attr, memory_type.get(), pointers.data()) < 0) error(norm, "cannot read variable-length " + what);
+  std::vector<std::string> out;
+  out.reserve(pointers.size());
+  for (const char* p : pointers) out.emplace_back(p == nullptr ? "" : p);
+#if H5_VERSION_GE(1, 12, 0)
+  H5Treclaim(memory_type.get(), space.get(), H5P_DEFAULT, pointers.data());
+#else
+  H5Dvlen_reclaim(memory_type.get(), space.get(), H5P_DEFAULT, pointers.data());  // 1.10's name for H5Treclaim
+#endif
   return out;
 }
 
@@ -501,15 +557,17 @@ std::vector<std::string> H5Reader::read_string_array_attribute(const std::string
                                                                const std::string& name) const {
   auto lock = internal::lock_hdf5();
   std::string norm;
-  Hid attr = impl_->open_attribute(object_path, name, &norm);
-  return impl_->read_strings(attr.get(), norm, name);
+  Hid owner;
+  Hid attr = impl_->open_attribute(object_path, name, &norm, &owner);
+  return impl_->read_strings(attr.get(), owner.get(), norm, name);
 }
 
 std::string H5Reader::read_string_attribute(const std::string& object_path, const std::string& name) const {
   auto lock = internal::lock_hdf5();
   std::string norm;
-  Hid attr = impl_->open_attribute(object_path, name, &norm);
-  std::vector<std::string> strings = impl_->read_strings(attr.get(), norm, name);
+  Hid owner;
+  Hid attr = impl_->open_attribute(object_path, name, &norm, &owner);
+  std::vector<std::string> strings = impl_->read_strings(attr.get(), owner.get(), norm, name);
   if (strings.size() != 1)
     impl_->error(norm, "attribute '" + name + "' holds " + std::to_string(strings.size()) + " strings, expected one");
   return strings[0];
@@ -519,7 +577,8 @@ std::int64_t H5Reader::read_int_attribute(const std::string& object_path, const 
   auto lock = internal::lock_hdf5();
   const Impl& r = *impl_;
   std::string norm;
-  Hid attr = r.open_attribute(object_path, name, &norm);
+  Hid owner;
+  Hid attr = r.open_attribute(object_path, name, &norm, &owner);
   Hid type(H5Aget_type(attr.get()), H5Tclose);
   check_id(type.get(), r.path, norm, "cannot read type of attribute '" + name + "'");
   if (H5Tget_class(type.get()) != H5T_INTEGER)

@@ -365,9 +365,9 @@ TEST_F(Hostile, ForeignLayoutsStillLoad) {
     Id empty_data{H5Dcreate2(f, "null_data", H5T_IEEE_F32LE, null_space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose};
   }
   H5Reader r(path);
-  // Variable-length strings live in the global heap, which HDF5 cannot read safely: refused.
-  EXPECT_RUNTIME_ERROR(r.read_string_array_attribute("/", "names"), path, "attribute 'names'",
-                       "variable-length string: refused");
+  // Variable-length strings (h5py's, Keras's) are read once their global-heap objects check out.
+  EXPECT_EQ(r.read_string_array_attribute("/", "names"),
+            (std::vector<std::string>{"dense", "", "batch_normalization"}));
   EXPECT_EQ(r.read_string_array_attribute("/", "none"), std::vector<std::string>{});  // no element: no heap
   EXPECT_EQ(r.read_string_attribute("/", "fortran"), "ab");
   EXPECT_RUNTIME_ERROR(r.read_dataset("null_data"), path, "'/null_data'", "null or unknown dataspace");
@@ -417,7 +417,12 @@ TEST_F(Hostile, DamagedGlobalHeapGivesAnErrorWithinASecond) {
   const std::vector<std::pair<std::size_t, std::string>> damages = {
       {gcol + 16 + 8, std::string(8, '\0')},      // object 1 size := 0
       {gcol + 16 + 8, std::string(8, '\xff')},    // object 1 size := 2^64 - 1
-      {gcol + 8, std::string("\xff\xff\xff\x7f\0\0\0\0", 8)}};  // collection size := 2 GiB
+      {gcol + 8, std::string("\xff\xff\xff\x7f\0\0\0\0", 8)},  // collection size := 2 GiB
+      // object 1 size := 64 (the walk then lands on garbage), and := 20, one more than the
+      // string's 19 bytes with the same 8-byte padding: H5HG_read would copy 20 bytes into the
+      // 19-byte buffer HDF5 sized from the attribute's own length
+      {gcol + 16 + 8, std::string("\x40\0\0\0\0\0\0\0", 8)},
+      {gcol + 16 + 8, std::string("\x14\0\0\0\0\0\0\0", 8)}};
   for (const auto& [offset, patch] : damages) {
     std::string damaged = bytes;
     damaged.replace(offset, patch.size(), patch);
@@ -430,6 +435,51 @@ TEST_F(Hostile, DamagedGlobalHeapGivesAnErrorWithinASecond) {
       EXPECT_RUNTIME_ERROR(r.read_string_array_attribute("/", "format"), bad, "variable-length");
     }
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  }
+}
+
+// Variable-length strings as h5py writes them, in both object-header versions (v1: h5py's default;
+// v2: libver latest), with the attribute pushed into a continuation chunk by later attributes, and
+// an array of them beside an empty list written as float64 (h5py's weight_names of a weightless layer).
+TEST_F(Hostile, VariableLengthStringsInEveryHeaderLayoutRead) {
+  for (const bool latest : {false, true}) {
+    const std::string path = file(latest ? "vlen_v2.h5" : "vlen_v1.h5");
+    const std::string config = "{\"class_name\": \"Sequential\", \"name\": \"\u00e9t\u00e9\"}" + std::string(5000, ' ');
+    {
+      Id fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
+      if (latest) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+      Id f{H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), H5Fclose};
+      Id g{H5Gcreate2(f, "model_weights", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Gclose};
+      Id vlen{H5Tcopy(H5T_C_S1), H5Tclose};
+      H5Tset_size(vlen, H5T_VARIABLE);
+      H5Tset_cset(vlen, H5T_CSET_UTF8);
+      Id one{H5Screate(H5S_SCALAR), H5Sclose};
+      const char* value = config.c_str();
+      Id a{H5Acreate2(g, "model_config", vlen, one, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+      ASSERT_GE(H5Awrite(a, vlen, &value), 0);
+      for (int i = 0; i < 4; ++i) {  // grow the header past its first chunk (8 attributes: still compact)
+        const std::string name = "filler" + std::to_string(i);
+        const std::vector<double> big(100, 1.0 * i);
+        const hsize_t n = big.size();
+        Id space{H5Screate_simple(1, &n, nullptr), H5Sclose};
+        Id b{H5Acreate2(g, name.c_str(), H5T_IEEE_F64LE, space, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+        ASSERT_GE(H5Awrite(b, H5T_NATIVE_DOUBLE, big.data()), 0);
+      }
+      const char* names[2] = {"dense/kernel:0", "dense/bias:0"};
+      const hsize_t two = 2, zero = 0;
+      Id space2{H5Screate_simple(1, &two, nullptr), H5Sclose};
+      Id c{H5Acreate2(g, "weight_names", vlen, space2, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+      ASSERT_GE(H5Awrite(c, vlen, names), 0);
+      Id space0{H5Screate_simple(1, &zero, nullptr), H5Sclose};
+      Id e{H5Acreate2(g, "empty_names", H5T_IEEE_F64LE, space0, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+      ASSERT_GE(e.id, 0);
+    }
+    H5Reader r(path);
+    EXPECT_EQ(r.read_string_attribute("model_weights", "model_config"), config) << path;
+    EXPECT_EQ(r.read_string_array_attribute("model_weights", "weight_names"),
+              (std::vector<std::string>{"dense/kernel:0", "dense/bias:0"})) << path;
+    EXPECT_EQ(r.read_string_array_attribute("model_weights", "empty_names"), std::vector<std::string>{}) << path;
+    EXPECT_RUNTIME_ERROR(r.read_string_array_attribute("model_weights", "filler0"), path, "filler0", "expected string");
   }
 }
 
