@@ -5,8 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
+#include "models/internal/saving_common.h"
+#include "models/keras3_config.h"
+#include "models/keras_saving.h"
 #include "models/saving.h"
 #include "optimizers/serialization.h"
+#include "tape/ops/math_ops.h"
 
 namespace tapeflow::models {
 using nlohmann::json;
@@ -24,21 +28,87 @@ json parse_attribute(const io::H5Reader& reader, const std::string& name) {
   }
 }
 
+bool has_extension(const std::string& path, const std::string& ext) {
+  return path.size() > ext.size() && path.compare(path.size() - ext.size(), ext.size(), ext) == 0;
+}
+
 }  // namespace
 
+namespace internal {
+
+json compile_state(const Model& model) {
+  if (!model.compiled() || !model.optimizer() || !model.loss()) return nullptr;
+  json metrics = json::array();
+  for (const auto& m : model.metrics()) metrics.push_back(m->name());
+  // Without tf.keras 2.15's jit_compile / is_legacy_optimizer, which Keras 3's optimizers refuse
+  // ("Argument(s) not recognized") and tf_keras does not need.
+  json optimizer = optimizers::serialize(*model.optimizer());
+  if (optimizer.contains("config") && optimizer["config"].is_object()) {
+    optimizer["config"].erase("jit_compile");
+    optimizer["config"].erase("is_legacy_optimizer");
+  }
+  // Reduction "sum_over_batch_size", which Keras 3 and tf_keras 2 both read, for tf.keras's "auto"
+  // (Keras 3 refuses "auto").
+  json loss = serialize_loss(*model.loss());
+  if (loss.contains("config") && loss["config"].is_object() && loss["config"].value("reduction", "") == "auto")
+    loss["config"]["reduction"] = "sum_over_batch_size";
+  return {{"loss", loss}, {"metrics", metrics}, {"optimizer", optimizer}};
+}
+
+CompileOptions compile_options(const json& optimizer, const json& loss, const json& metrics) {
+  CompileOptions compile;
+  const json opt = from_keras3(optimizer);
+  if (opt.is_object() && opt.contains("config") && opt["config"].is_object())
+    for (const char* key : {"loss_scale_factor", "gradient_accumulation_steps"})
+      if (opt["config"].contains(key) && !opt["config"][key].is_null())
+        throw std::invalid_argument("optimizer " + opt.value("class_name", std::string("?")) + ": config field '" + key +
+                                    "': not supported by tapeflow, got " + opt["config"][key].dump());
+  compile.optimizer = optimizers::deserialize(opt);
+  compile.loss = LossSpec(deserialize_loss(from_keras3(loss)));
+  if (metrics.is_array())
+    for (const json& m : metrics) {
+      if (!m.is_string()) throw std::invalid_argument("metrics: only metric names are supported, got " + m.dump());
+      compile.metrics.emplace_back(m.get<std::string>());
+    }
+  else if (!metrics.is_null())
+    throw std::invalid_argument("metrics: expected a list of names or null, got " + metrics.dump().substr(0, 100));
+  return compile;
+}
+
+std::vector<std::pair<std::string, std::optional<Variable>>> keras3_optimizer_variables(optimizers::Optimizer& optimizer,
+                                                                                         const Model& model) {
+  const auto weights = optimizers::keras_weights(optimizer, model.trainable_variables());
+  std::vector<std::pair<std::string, std::optional<Variable>>> out;
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    out.emplace_back(weights[i].first, weights[i].second);
+    if (i == 0 && !optimizer.learning_rate().is_schedule()) out.emplace_back("learning_rate", std::nullopt);
+  }
+  return out;
+}
+
+Tensor checked_value(const std::string& file, const std::string& what, Tensor value, const Variable& var) {
+  if (value.dtype() != var.dtype() && is_integer(value.dtype()) && is_integer(var.dtype()))
+    value = cast(value, var.dtype());
+  if (value.shape() != var.shape() || value.dtype() != var.dtype())
+    fail(file, what + ": shape in file " + value.shape().to_string() + " " + dtype_name(value.dtype()) + ", expected " +
+                   var.shape().to_string() + " " + dtype_name(var.dtype()));
+  return value;
+}
+
+}  // namespace internal
+
 void save_model(const Model& model, const std::string& path, const SaveModelOptions& options) {
+  if (has_extension(path, ".keras")) return save_keras(model, path, options);
   json config = model_to_config(model);  // first: a model without a config writes nothing
   std::optional<json> training;
   // The optimizer's slots exist only for variables it has seen; build them so the file is complete.
   std::vector<std::pair<std::string, Variable>> opt_weights;
-  if (model.compiled() && model.optimizer() && model.loss()) {
-    json metrics = json::array();
-    for (const auto& m : model.metrics()) metrics.push_back(m->name());
-    training = json{{"loss", serialize_loss(*model.loss())},
-                    {"metrics", metrics},
+  if (const json state = internal::compile_state(model); !state.is_null()) {
+    training = json{{"loss", state["loss"]},
+                    {"metrics", state["metrics"]},
                     {"weighted_metrics", nullptr},
                     {"loss_weights", nullptr},
-                    {"optimizer_config", optimizers::serialize(*model.optimizer())}};
+                    {"optimizer_config", state["optimizer"]}};
     if (options.include_optimizer)
       opt_weights = optimizers::keras_weights(*model.optimizer(), model.trainable_variables());
   }
@@ -61,12 +131,13 @@ void save_model(const Model& model, const std::string& path, const SaveModelOpti
 }
 
 std::shared_ptr<Model> load_model(const std::string& path, const LoadModelOptions& options) {
+  if (has_extension(path, ".keras")) return load_keras(path, options);
   io::H5Reader reader(path);
   if (!reader.has_attribute("", "model_config"))
     fail(path, "no 'model_config' attribute (a weights-only file? use load_weights)");
   std::shared_ptr<Model> model;
   try {
-    model = model_from_config(parse_attribute(reader, "model_config"));
+    model = model_from_config(from_keras3(parse_attribute(reader, "model_config")));  // Keras 3 writes its own forms
   } catch (const std::invalid_argument& e) {
     fail(path, std::string("model_config: ") + e.what());
   }
@@ -78,31 +149,31 @@ std::shared_ptr<Model> load_model(const std::string& path, const LoadModelOption
     try {
       if (!training.is_object() || !training.contains("optimizer_config") || !training.contains("loss"))
         throw std::invalid_argument("expected an object with 'loss' and 'optimizer_config'");
-      compile.optimizer = optimizers::deserialize(training["optimizer_config"]);
-      compile.loss = LossSpec(deserialize_loss(training["loss"]));
-      if (training.contains("metrics") && training["metrics"].is_array())
-        for (const json& m : training["metrics"]) {
-          if (!m.is_string()) throw std::invalid_argument("metrics: only metric names are supported, got " + m.dump());
-          compile.metrics.emplace_back(m.get<std::string>());
-        }
+      compile = internal::compile_options(training["optimizer_config"], training["loss"], training.value("metrics", json()));
     } catch (const std::invalid_argument& e) {
       fail(path, std::string("training_config: ") + e.what());
     }
     if (reader.is_group("optimizer_weights")) {
-      const auto want = optimizers::keras_weights(*compile.optimizer, model->trainable_variables());
+      const auto keras2 = optimizers::keras_weights(*compile.optimizer, model->trainable_variables());
+      const auto keras3 = internal::keras3_optimizer_variables(*compile.optimizer, *model);
       const std::vector<std::string> names = reader.read_string_array_attribute("optimizer_weights", "weight_names");
-      if (names.size() != want.size())
+      // tf.keras 2 writes iteration and the slots; Keras 3 also the learning rate (second), which
+      // its optimizer_config already holds.
+      const bool with_rate = names.size() == keras3.size() && keras3.size() != keras2.size();
+      if (names.size() != keras2.size() && !with_rate)
         fail(path, "optimizer_weights has " + std::to_string(names.size()) + " weights, the " +
-                       compile.optimizer->class_name() + " optimizer of this model has " + std::to_string(want.size()));
-      // Keras restores optimizer weights by position; shapes and dtypes must match.
-      for (std::size_t i = 0; i < names.size(); ++i) {
-        const Variable& var = want[i].second;
-        Tensor value = read_tensor(reader, "optimizer_weights/" + names[i]);
-        if (value.shape() != var.shape() || value.dtype() != var.dtype())
-          fail(path, "optimizer weight '" + names[i] + "' (for " + want[i].first + "): shape in file " +
-                         value.shape().to_string() + " " + dtype_name(value.dtype()) + ", optimizer expects " +
-                         var.shape().to_string() + " " + dtype_name(var.dtype()));
-        plan.emplace_back(var, std::move(value));
+                       compile.optimizer->class_name() + " optimizer of this model has " + std::to_string(keras2.size()) +
+                       " (tf.keras) or " + std::to_string(keras3.size()) + " (Keras 3)");
+      // Keras restores optimizer weights by position; shapes must match, integer dtypes are cast.
+      for (std::size_t i = 0, k = 0; i < names.size(); ++i) {
+        if (with_rate && !keras3[i].second) {
+          if (read_tensor(reader, "optimizer_weights/" + names[i]).shape().rank() != 0)
+            fail(path, "optimizer weight '" + names[i] + "' (the learning rate) is not a scalar");
+          continue;
+        }
+        const Variable& var = keras2[k++].second;
+        plan.emplace_back(var, internal::checked_value(path, "optimizer weight '" + names[i] + "' (for " + keras2[k - 1].first + ")",
+                                                       read_tensor(reader, "optimizer_weights/" + names[i]), var));
       }
     }
   }

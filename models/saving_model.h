@@ -3,7 +3,9 @@
 //
 // Layout:   root attributes model_config (to_json's {"class_name", "config"}), keras_version
 //           ("2.15.0"), backend ("tensorflow"), training_config (when compiled: {"loss",
-//           "metrics", "weighted_metrics": null, "loss_weights": null, "optimizer_config"});
+//           "metrics", "weighted_metrics": null, "loss_weights": null, "optimizer_config": without
+//           tf.keras 2.15's jit_compile / is_legacy_optimizer, which Keras 3 refuses; loss reduction
+//           "sum_over_batch_size" for "auto", which Keras 3 refuses});
 //           model_weights/  the save_weights layout (models/saving.h);
 //           optimizer_weights/  attribute weight_names and one dataset per name, in the order
 //           and with the names tf.keras 2.15 writes (optimizers/serialization.h keras_weights:

@@ -31,7 +31,7 @@ struct Flags {
   std::string metrics_out;
 };
 
-// A .h5 file from save_model, or a TensorFlow.js model directory / model.json.
+// A .h5 or .keras file (save_model, or Keras), or a TensorFlow.js model directory / model.json.
 std::shared_ptr<tf::models::Model> load_any(const std::string& path) {
   namespace fs = std::filesystem;
   if (fs::is_directory(path) || path.ends_with(".json")) return tf::models::load_tfjs(path);
@@ -100,8 +100,8 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Load a saved model (save_model .h5 or a TensorFlow.js directory) and predict classes of IDX images."};
-  app.add_option("--model", f.model, "Model file (.h5) or TensorFlow.js directory / model.json")->required()->check(CLI::ExistingPath);
+  CLI::App app{"Load a saved model (.h5, .keras or a TensorFlow.js directory) and predict classes of IDX images."};
+  app.add_option("--model", f.model, "Model file (.h5 or .keras) or TensorFlow.js directory / model.json")->required()->check(CLI::ExistingPath);
   app.add_option("--images", f.images, "IDX images (uint8, optionally .gz), scaled to [0, 1]")->required()->check(CLI::ExistingFile);
   app.add_option("--labels", f.labels, "IDX labels: print the accuracy")->check(CLI::ExistingFile);
   app.add_option("--batch-size", f.batch_size, "Examples per forward pass")->capture_default_str()->check(tf::apps::at_least(1));

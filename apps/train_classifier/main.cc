@@ -50,7 +50,7 @@ struct Flags : tf::apps::CommonFlags {
   std::string schedule = "cosine";
   std::string checkpoint_dir;  // save every epoch through a CheckpointManager
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
-  std::string save_model;      // after training: a .h5 file (save_model), a .onnx file (export_onnx) or a TensorFlow.js directory
+  std::string save_model;      // after training: a .h5 / .keras file (save_model), a .onnx file (export_onnx) or a TensorFlow.js directory
   double collective_timeout = 300;  // seconds, under mpirun
   bool no_shared_memory = false;    // under mpirun: MPI_Iallreduce instead of the shared-memory window
 };
@@ -235,7 +235,7 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
                tf::kernels::num_threads());
   if (!f.metrics_out.empty() && chief) write_metrics(f.metrics_out, f, test, history, epoch_seconds, total, ranks);
   if (!f.save_model.empty() && chief) {
-    if (f.save_model.ends_with(".h5")) tf::models::save_model(*model, f.save_model);
+    if (f.save_model.ends_with(".h5") || f.save_model.ends_with(".keras")) tf::models::save_model(*model, f.save_model);
     else if (f.save_model.ends_with(".onnx")) tf::models::export_onnx(*model, f.save_model, {.opset = 17});
     else tf::models::export_tfjs(*model, f.save_model);
     spdlog::info("Saved the model to {}", f.save_model);
@@ -280,8 +280,9 @@ int main(int argc, char** argv) {
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "Save a checkpoint (model, optimizer, epoch, flags) to DIR after every epoch (keeps the newest 3)");
   app.add_option("--save-model", f.save_model,
-                 "After training, save the whole model: PATH.h5 (Keras 2 HDF5, load with load_model or the "
-                 "predict app), PATH.onnx (ONNX, opset 17, for ONNX Runtime) or a TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
+                 "After training, save the whole model: PATH.h5 (Keras 2 HDF5) or PATH.keras (Keras 3; both load "
+                 "with load_model, the predict app or Keras), PATH.onnx (ONNX, opset 17, for ONNX Runtime) or a "
+                 "TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
   app.add_flag("--resume", f.resume,
                "Continue from the newest readable checkpoint in --checkpoint-dir (same flags; --epochs may grow)")
       ->needs("--checkpoint-dir");

@@ -1,0 +1,46 @@
+// Zip archives (what a Keras 3 `.keras` file is) through libzip: written whole and atomically,
+// read member by member with every size bounded before anything is allocated.
+//
+// Facts:    write_zip_atomic builds the archive in memory (members stored uncompressed, as Keras's
+//           saving_lib writes them), then atomic_write_file publishes it (temporary file, fsync,
+//           rename): `path` is the old file or the complete new one, never half a zip.
+//           ZipReader opens with libzip's consistency checks (ZIP_CHECKCONS); read() verifies
+//           the member's CRC-32 as libzip reads it.
+// Errors:   std::runtime_error "<path>: ..." naming the problem: "not a zip archive (...)" for
+//           a truncated, damaged or foreign file, "missing member 'config.json'", "member 'x'
+//           declares N bytes (more than the limit of M)", "member 'x' is damaged (CRC error ...)".
+// Ref:      keras/src/saving/saving_lib.py (_save_model_to_fileobj, _safe_zip_read), libzip 1.7
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tapeflow::io {
+
+// (member name, bytes) in archive order.
+using ZipMembers = std::vector<std::pair<std::string, std::string>>;
+
+void write_zip_atomic(const std::string& path, const ZipMembers& members);
+
+class ZipReader {
+ public:
+  explicit ZipReader(const std::string& path);
+  ~ZipReader();
+  ZipReader(const ZipReader&) = delete;
+  ZipReader& operator=(const ZipReader&) = delete;
+
+  bool has(const std::string& member) const;
+  // The member's bytes. Errors: runtime_error if missing, larger than max_bytes, or damaged.
+  std::string read(const std::string& member, std::int64_t max_bytes) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tapeflow::io

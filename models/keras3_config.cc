@@ -1,0 +1,218 @@
+#include "models/keras3_config.h"
+
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "layers/serialization.h"
+
+namespace tapeflow::models {
+using nlohmann::json;
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+void check_depth(int depth) {
+  if (depth > kMaxConfigDepth)
+    throw std::invalid_argument("model config nests deeper than " + std::to_string(kMaxConfigDepth) + " levels");
+}
+
+bool is_serialized_object(const json& j) {
+  return j.is_object() && j.contains("class_name") && j["class_name"].is_string() && j.contains("config");
+}
+
+// {"class_name": "__keras_tensor__", "config": {"keras_history": [l, n, t]}} -> [l, n, t, kwargs].
+json history_ref(const json& t, const json& kwargs) {
+  if (!t.is_object() || t.value("class_name", "") != "__keras_tensor__" || !t.contains("config") ||
+      !t["config"].is_object() || !t["config"].contains("keras_history"))
+    throw std::invalid_argument("inbound node argument is not a Keras tensor: " + t.dump().substr(0, 200));
+  json ref = t["config"]["keras_history"];
+  if (!ref.is_array() || ref.size() != 3)
+    throw std::invalid_argument("inbound node keras_history is not [layer, node, tensor]: " + ref.dump().substr(0, 200));
+  ref.push_back(kwargs);
+  return ref;
+}
+
+json node_from_keras3(const json& node) {
+  if (!node.is_object() || !node.contains("args")) return node;  // Keras 2's list form
+  const json& args = node["args"];
+  const json kwargs = node.contains("kwargs") && node["kwargs"].is_object() ? node["kwargs"] : json::object();
+  if (!args.is_array() || args.size() != 1)
+    throw std::invalid_argument("inbound node with " + std::to_string(args.is_array() ? args.size() : 0) +
+                                " positional arguments (tapeflow layers take one tensor or one list)");
+  json refs = json::array();
+  if (args[0].is_array())
+    for (const json& t : args[0]) refs.push_back(history_ref(t, json::object()));
+  else
+    refs.push_back(history_ref(args[0], json::object()));
+  if (!kwargs.empty()) refs[0][3] = kwargs;  // refused by Functional::from_config, naming them
+  return refs;
+}
+
+json from(const json& j, int depth) {
+  check_depth(depth);
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& e : j) out.push_back(from(e, depth + 1));
+    return out;
+  }
+  if (!j.is_object()) return j;
+  if (is_serialized_object(j) && j["class_name"] == "DTypePolicy" && j["config"].is_object() &&
+      j["config"].contains("name"))
+    return j["config"]["name"];
+  json out = json::object();
+  for (const auto& [key, value] : j.items()) {
+    if (key == "module" || key == "registered_name" || key == "build_config" || key == "compile_config" ||
+        key == "shared_object_id")
+      continue;
+    if (key == "inbound_nodes" && value.is_array()) {
+      json nodes = json::array();
+      for (const json& n : value) nodes.push_back(node_from_keras3(n));
+      out[key] = nodes;
+      continue;
+    }
+    out[key] = from(value, depth + 1);
+  }
+  if (out.value("class_name", "") == "InputLayer" && out.contains("config") && out["config"].is_object()) {
+    json& c = out["config"];
+    if (c.contains("batch_shape") && !c.contains("batch_input_shape")) {
+      c["batch_input_shape"] = c["batch_shape"];
+      c.erase("batch_shape");
+    }
+  }
+  return out;
+}
+
+json with_module(json j, const char* module, const json& registered_name = nullptr) {
+  json out = {{"module", module}, {"class_name", j["class_name"]}, {"config", j["config"]},
+              {"registered_name", registered_name}};
+  for (const auto& [key, value] : j.items())
+    if (!out.contains(key)) out[key] = value;
+  return out;
+}
+
+json layer_to(const json& j, int depth);
+
+// The config of a layer: its serialized pieces get their modules.
+json layer_config_to(const json& c, int depth) {
+  check_depth(depth);
+  if (!c.is_object()) return c;
+  json out = json::object();
+  for (const auto& [key, value] : c.items()) {
+    if (key == "layers" && value.is_array()) {
+      json list = json::array();
+      for (const json& l : value) list.push_back(layer_to(l, depth + 1));
+      out[key] = list;
+    } else if (is_serialized_object(value) && ends_with(key, "_initializer")) {
+      out[key] = with_module(value, "keras.initializers");
+    } else if (is_serialized_object(value) && ends_with(key, "_regularizer")) {
+      out[key] = with_module(value, "keras.regularizers");
+    } else if (is_serialized_object(value) && ends_with(key, "_constraint")) {
+      out[key] = with_module(value, "keras.constraints");
+    } else if (is_serialized_object(value) && key == "layer") {  // a wrapper's inner layer
+      out[key] = layer_to(value, depth + 1);
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+json layer_to(const json& j, int depth) {
+  check_depth(depth);
+  if (!is_serialized_object(j)) return j;
+  const std::string cls = j["class_name"].get<std::string>();
+  json copy = j;
+  copy["config"] = layer_config_to(j["config"], depth + 1);
+  if (cls == "InputLayer" && copy["config"].is_object() && copy["config"].contains("batch_input_shape")) {
+    copy["config"]["batch_shape"] = copy["config"]["batch_input_shape"];
+    copy["config"].erase("batch_input_shape");
+  }
+  if (cls == "Sequential") return with_module(copy, "keras");
+  if (cls == "Functional" || cls == "Model") {
+    copy["class_name"] = "Functional";
+    return with_module(copy, "keras.src.models.functional", "Functional");
+  }
+  return with_module(copy, "keras.layers");
+}
+
+// Keras 3 keys that tapeflow's layers do not write, accepted only with the value that means "no
+// such feature" (any value for the informational ones).
+bool keras3_default(const std::string& key, const json& v) {
+  static const std::map<std::string, json> defaults = {
+      {"quantization_config", nullptr}, {"synchronized", false}, {"renorm", false},
+      {"renorm_clipping", nullptr},     {"optional", false},     {"lora_rank", nullptr},
+      {"lora_alpha", nullptr},          {"activity_regularizer", nullptr},
+      {"kernel_constraint", nullptr},   {"bias_constraint", nullptr},
+      {"beta_constraint", nullptr},     {"gamma_constraint", nullptr},
+      {"noise_shape", nullptr},         {"seed", nullptr},       {"groups", 1},
+      {"output_padding", nullptr},      {"data_format", "channels_last"},
+      {"sparse", false},                {"ragged", false},       {"trainable", true}};
+  static const char* informational[] = {"renorm_momentum", "build_input_shape", "dtype", "name"};
+  for (const char* k : informational)
+    if (key == k) return true;
+  const auto it = defaults.find(key);
+  return it != defaults.end() && it->second == v;
+}
+
+void collect_layers(const layers::Layer& layer, std::map<std::string, const layers::Layer*>& by_name) {
+  by_name.emplace(layer.name(), &layer);
+  for (const auto& l : layer.layers()) collect_layers(*l, by_name);
+}
+
+void check_keys(const json& j, const std::map<std::string, const layers::Layer*>& by_name, int depth) {
+  check_depth(depth);
+  if (!is_serialized_object(j) || !j["config"].is_object()) return;
+  const json& c = j["config"];
+  const std::string cls = j["class_name"].get<std::string>();
+  const std::string name = c.value("name", j.value("name", std::string()));
+  const auto it = by_name.find(name);
+  if (it != by_name.end()) {
+    const json ours = it->second->get_config();
+    for (const auto& [key, value] : c.items())
+      if (!ours.contains(key) && !keras3_default(key, value))
+        throw std::invalid_argument(cls + " '" + name + "': unknown config key '" + key + "' = " +
+                                    value.dump().substr(0, 100) +
+                                    (ours.is_object() ? " (tapeflow's " + cls + " does not have it)" : ""));
+  }
+  if (c.contains("layers") && c["layers"].is_array())
+    for (const json& l : c["layers"]) check_keys(l, by_name, depth + 1);
+}
+
+}  // namespace
+
+json from_keras3(const json& config) { return from(config, 0); }
+
+json to_keras3(const json& model_config) { return layer_to(model_config, 0); }
+
+json optimizer_to_keras3(const json& optimizer_config) {
+  json o = optimizer_config;
+  if (o.contains("config") && o["config"].is_object()) {
+    json& c = o["config"];
+    c.erase("jit_compile");
+    c.erase("is_legacy_optimizer");
+    if (is_serialized_object(c.value("learning_rate", json())))
+      c["learning_rate"] = with_module(c["learning_rate"], "keras.optimizers.schedules");
+  }
+  return with_module(o, "keras.optimizers");
+}
+
+json loss_to_keras3(const json& loss_config) {
+  if (!is_serialized_object(loss_config)) return loss_config;
+  json l = loss_config;
+  if (l["config"].is_object() && l["config"].value("reduction", "") == "auto")
+    l["config"]["reduction"] = "sum_over_batch_size";  // Keras 3's name for tf.keras's "auto"
+  return with_module(l, "keras.losses");
+}
+
+void check_config_keys(const json& model_config, const Model& model) {
+  std::map<std::string, const layers::Layer*> by_name;
+  collect_layers(model, by_name);
+  check_keys(model_config, by_name, 0);
+}
+
+}  // namespace tapeflow::models

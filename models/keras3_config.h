@@ -1,0 +1,46 @@
+// Keras 3's spelling of model configs, to and from the Keras 2 spelling that the layers' own
+// get_config / from_config use: one translation for every layer class, so a layer serialized once
+// is read and written in the `.keras` format and in Keras 3's legacy `.h5` files for free.
+//
+// Facts:    from_keras3: drops the "module", "registered_name", "build_config", "compile_config"
+//           and "shared_object_id" keys of serialized objects; a DTypePolicy object becomes its
+//           dtype name; InputLayer's "batch_shape" becomes "batch_input_shape"; a Functional
+//           layer's inbound node {"args": [...], "kwargs": {...}} whose args hold
+//           {"class_name": "__keras_tensor__", "config": {"keras_history": [layer, node, tensor]}}
+//           (one tensor or a list) becomes Keras 2's [[layer, node, tensor, kwargs], ...]. A Keras
+//           2 config passes through unchanged.
+//           to_keras3: adds "module" and "registered_name" to every serialized object (layers
+//           "keras.layers", Sequential "keras", Functional "keras.src.models.functional" with
+//           registered_name "Functional", initializers, regularizers, constraints, optimizers,
+//           losses, schedules by their Keras modules), InputLayer's "batch_shape", and drops
+//           tf.keras 2's optimizer fields "jit_compile" and "is_legacy_optimizer" that Keras 3's
+//           optimizers refuse. Functional inbound nodes stay in Keras 2's list form, which Keras 3's
+//           functional.deserialize_node reads (its "legacy case").
+//           check_config_keys: every key of every layer config in a (from_keras3) model config
+//           must be one the built layer's own get_config() writes, or a Keras 3 key tapeflow has
+//           no feature for holding its default (quantization_config null, synchronized false,
+//           renorm false, optional false, lora_rank null, data_format "channels_last", ...).
+//           Layers are matched by name through nested models.
+//           Nesting: configs deeper than kMaxConfigDepth JSON levels are refused.
+// Errors:   std::invalid_argument naming the layer (class and name) and the key, or the depth.
+// Ref:      keras/src/saving/serialization_lib.py (serialize_keras_object), keras/src/models/
+//           functional.py (deserialize_node), keras/src/layers/core/input_layer.py
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "models/model.h"
+
+namespace tapeflow::models {
+
+inline constexpr int kMaxConfigDepth = 512;
+
+nlohmann::json from_keras3(const nlohmann::json& config);
+nlohmann::json to_keras3(const nlohmann::json& model_config);
+// The Keras 3 form of an optimizer config ({"class_name", "config"}), and of a loss config.
+nlohmann::json optimizer_to_keras3(const nlohmann::json& optimizer_config);
+nlohmann::json loss_to_keras3(const nlohmann::json& loss_config);
+
+void check_config_keys(const nlohmann::json& model_config, const Model& model);
+
+}  // namespace tapeflow::models
