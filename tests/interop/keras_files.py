@@ -1,0 +1,104 @@
+"""Keras 3 files both ways, checked by Keras 3 itself (run by CTest: tests/interop/CMakeLists.txt).
+
+keras_files.py HELPER KIND   (KIND: mlp, cnn or functional; HELPER: the keras_models program)
+1. tapeflow -> Keras: HELPER builds, fits and saves KIND as .keras and as .h5; Keras 3's
+   load_model opens each and its predict matches tapeflow's (max abs diff <= 1e-5, float32).
+2. Keras -> tapeflow: the same model built and fitted here by Keras 3, saved as .keras and as
+   Keras 3's legacy .h5 (model.save("m.h5"); tf_keras cannot be installed without TensorFlow, so
+   Keras 3's legacy writer stands in for it); HELPER loads each, predicts the same (<= 1e-5), and
+   fits 4 more epochs from the loaded optimizer state with a loss that falls every epoch.
+Exit status 1 with the reason on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import keras
+from keras import layers as L
+
+helper, kind = sys.argv[1], sys.argv[2]
+work = os.environ.get("TAPEFLOW_WORK_DIR", ".")
+os.makedirs(work, exist_ok=True)
+TOL = 1e-5
+failures = []
+
+
+def report(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(*args):
+    p = subprocess.run([helper, *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL {' '.join(args)}: {p.stderr.strip()}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# 1. tapeflow -> Keras 3
+for ext in (".keras", ".h5"):
+    path = os.path.join(work, f"tapeflow_{kind}{ext}")
+    info = run("save", kind, path)
+    x = np.fromfile(path + ".x", dtype=np.float32).reshape(info["x_shape"])
+    want = np.fromfile(path + ".pred", dtype=np.float32).reshape(info["pred_shape"])
+    model = keras.saving.load_model(path)
+    got = model.predict(x, verbose=0)
+    diff = float(np.max(np.abs(got - want)))
+    report(diff <= TOL, f"Keras 3 loads tapeflow's {kind}{ext}: max |keras - tapeflow| = {diff:.2e}")
+    if ext == ".keras":
+        it = int(model.optimizer.iterations.numpy())
+        report(it == info["iterations"], f"Keras 3 restores the optimizer of {kind}{ext}: iterations {it} "
+               f"(tapeflow saved {info['iterations']})")
+
+
+# 2. Keras 3 -> tapeflow
+def keras_model():
+    keras.utils.set_random_seed(3)
+    sce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    if kind == "mlp":
+        m = keras.Sequential([keras.Input((20,)), L.Dense(32, activation="relu"), L.BatchNormalization(momentum=0.5),
+                              L.Dropout(0.2), L.Dense(10)])
+        m.compile(optimizer=keras.optimizers.Adam(0.003), loss=sce, metrics=["accuracy"])
+        return m, (64, 20), 10
+    if kind == "cnn":
+        m = keras.Sequential([keras.Input((12, 12, 1)), L.Conv2D(8, 3, activation="relu"), L.MaxPooling2D(),
+                              L.Flatten(), L.Dense(10)])
+        m.compile(optimizer=keras.optimizers.SGD(0.02, momentum=0.9), loss=sce)
+        return m, (64, 12, 12, 1), 10
+    i = keras.Input((16,))
+    a = L.Dense(8, activation="tanh")(i)
+    b = L.Dense(8)(i)
+    out = L.Dense(3)(L.Concatenate()([L.Add()([a, b]), a]))
+    m = keras.Model(i, out)
+    m.compile(optimizer=keras.optimizers.RMSprop(0.003), loss=sce)
+    return m, (64, 16), 3
+
+
+model, shape, classes = keras_model()
+rng = np.random.default_rng(5)
+x = rng.standard_normal(shape).astype(np.float32)
+y = np.argmax(x.reshape(len(x), -1) @ rng.standard_normal((int(np.prod(shape[1:])), classes)), axis=1).astype(np.int32)
+model.fit(x, y, epochs=3, batch_size=16, verbose=0)
+want = model.predict(x, verbose=0)
+x_file, y_file = os.path.join(work, "x.bin"), os.path.join(work, "y.bin")
+x.tofile(x_file)
+y.tofile(y_file)
+for ext in (".keras", ".h5"):
+    path = os.path.join(work, f"keras_{kind}{ext}")
+    model.save(path)
+    out = run("check", path, x_file, ",".join(map(str, shape)), y_file, "4")
+    got = np.fromfile(path + ".tapeflow_pred", dtype=np.float32).reshape(want.shape)
+    diff = float(np.max(np.abs(got - want)))
+    report(diff <= TOL, f"tapeflow loads Keras 3's {kind}{ext}: max |tapeflow - keras| = {diff:.2e}")
+    steps = int(model.optimizer.iterations.numpy())
+    report(out["iterations_loaded"] == steps,
+           f"tapeflow restores the optimizer of {kind}{ext}: iterations {out['iterations_loaded']} (Keras: {steps})")
+    losses = out["losses"]
+    falling = all(b < a for a, b in zip(losses, losses[1:]))
+    report(falling, f"tapeflow trains Keras 3's {kind}{ext} on: losses {[round(v, 5) for v in losses]}")
+
+print("all ok" if not failures else f"{len(failures)} failed: {failures}")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,158 @@
+// The C++ side of the Keras 3 file checks (keras_files.py runs it; see tests/interop/CMakeLists.txt).
+//   keras_models save KIND PATH
+//       builds tapeflow's KIND (mlp: Dense + BatchNormalization + Dropout, Adam; cnn: Conv2D +
+//       MaxPooling2D + Flatten + Dense, SGD with momentum; functional: Dense branches joined by Add
+//       and Concatenate, RMSprop), fits it 2 epochs on fixed data, saves it to PATH (.keras or .h5
+//       by extension) and writes PATH.x (the inputs, float32) and PATH.pred (tapeflow's predictions).
+//   keras_models check PATH X SHAPE Y EPOCHS
+//       loads PATH (made by Keras), predicts the float32 inputs in file X of SHAPE ("64,20"), writes
+//       them to PATH.tapeflow_pred, then fits EPOCHS epochs on X and the int32 labels in file Y from
+//       the loaded optimizer state (no shuffle, batch 16), and prints one JSON line:
+//       {"iterations_loaded": n, "iterations_after": m, "losses": [...]}.
+// Prints a JSON line on stdout; exit status 1 (with the error) on any exception.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "layers/layers.h"
+#include "models/models.h"
+#include "optimizers/optimizers.h"
+
+namespace tf = tapeflow;
+namespace L = tf::layers;
+using nlohmann::json;
+
+namespace {
+
+void write_floats(const std::string& path, const tf::Tensor& t) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(t.data<float>()),
+                                              static_cast<std::streamsize>(t.num_elements() * sizeof(float)));
+}
+
+template <class T>
+std::vector<T> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
+  std::vector<T> out(bytes.size() / sizeof(T));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+// Labels: argmax of a fixed linear map of the flattened inputs, so the task is learnable.
+tf::Tensor labels_for(const tf::Tensor& x, int classes) {
+  const std::int64_t n = x.shape()[0], d = x.num_elements() / n;
+  std::vector<std::int64_t> y;
+  for (std::int64_t i = 0; i < n; ++i) {
+    int best = 0;
+    double best_v = -1e300;
+    for (int c = 0; c < classes; ++c) {
+      double v = 0;
+      for (std::int64_t k = 0; k < d; ++k) v += x.data<float>()[i * d + k] * std::sin(1.0 + k * 0.37 + c * 1.91);
+      if (v > best_v) best_v = v, best = c;
+    }
+    y.push_back(best);
+  }
+  return tf::constant(y, tf::Shape{n});
+}
+
+int save(const std::string& kind, const std::string& path) {
+  std::shared_ptr<tf::models::Model> model;
+  tf::Shape x_shape;
+  int classes = 10;
+  if (kind == "mlp") {
+    auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+        std::make_shared<L::Dense>(L::DenseOptions{.units = 32, .activation = "relu"}),
+        std::make_shared<L::BatchNormalization>(L::BatchNormalizationOptions{.momentum = 0.5}),
+        std::make_shared<L::Dropout>(0.2), std::make_shared<L::Dense>(10)});
+    m->build(tf::Shape{1, 20});
+    m->compile({.optimizer = std::make_shared<tf::optimizers::Adam>(),
+                .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
+                    tf::models::CrossentropyOptions{.from_logits = true}),
+                .metrics = {"accuracy"}});
+    model = m;
+    x_shape = tf::Shape{64, 20};
+  } else if (kind == "cnn") {
+    auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+        std::make_shared<L::Conv2D>(L::Conv2DOptions{.filters = 8, .kernel_size = {3, 3}, .activation = "relu"}),
+        std::make_shared<L::MaxPooling2D>(L::Pooling2DOptions{.pool_size = {2, 2}}), std::make_shared<L::Flatten>(),
+        std::make_shared<L::Dense>(10)});
+    m->build(tf::Shape{1, 12, 12, 1});
+    m->compile({.optimizer = std::make_shared<tf::optimizers::SGD>(tf::optimizers::SGDOptions{.momentum = 0.9}),
+                .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
+                    tf::models::CrossentropyOptions{.from_logits = true})});
+    model = m;
+    x_shape = tf::Shape{64, 12, 12, 1};
+  } else if (kind == "functional") {
+    auto in = L::Input({.shape = {16}});
+    auto a = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 8, .activation = "tanh"}))(in);
+    auto b = (*std::make_shared<L::Dense>(8))(in);
+    auto sum = (*std::make_shared<L::Add>())({a, b});
+    auto cat = (*std::make_shared<L::Concatenate>())({sum, a});
+    auto out = (*std::make_shared<L::Dense>(3))(cat);
+    auto m = std::make_shared<tf::models::Functional>(in, out);
+    m->compile({.optimizer = std::make_shared<tf::optimizers::RMSprop>(),
+                .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
+                    tf::models::CrossentropyOptions{.from_logits = true})});
+    model = m;
+    x_shape = tf::Shape{64, 16};
+    classes = 3;
+  } else {
+    std::fprintf(stderr, "keras_models: unknown model kind '%s' (mlp, cnn, functional)\n", kind.c_str());
+    return 2;
+  }
+  tf::Generator g(7);
+  const tf::Tensor x = tf::random_normal(x_shape, g, 0.0, 1.0, tf::DType::kFloat32);
+  model->fit(x, labels_for(x, classes), {.epochs = 2, .batch_size = 16, .verbose = 0});
+  tf::models::save_model(*model, path);
+  write_floats(path + ".x", x);
+  const tf::Tensor pred = model->predict(x);
+  write_floats(path + ".pred", pred);
+  std::cout << json{{"x_shape", std::vector<std::int64_t>(x.shape().begin(), x.shape().end())},
+                    {"pred_shape", std::vector<std::int64_t>(pred.shape().begin(), pred.shape().end())},
+                    {"iterations", model->optimizer()->iterations()}}
+                   .dump()
+            << "\n";
+  return 0;
+}
+
+int check(const std::string& path, const std::string& x_file, const std::string& shape_text,
+          const std::string& y_file, int epochs) {
+  std::vector<std::int64_t> dims;
+  std::stringstream ss(shape_text);
+  for (std::string d; std::getline(ss, d, ',');) dims.push_back(std::stoll(d));
+  const tf::Tensor x = tf::constant(read_file<float>(x_file), tf::Shape(dims));
+  std::vector<std::int64_t> labels;
+  for (std::int32_t v : read_file<std::int32_t>(y_file)) labels.push_back(v);
+  const tf::Tensor y = tf::constant(labels, tf::Shape{static_cast<std::int64_t>(labels.size())});
+  auto model = tf::models::load_model(path);
+  write_floats(path + ".tapeflow_pred", model->predict(x));
+  if (!model->optimizer()) throw std::runtime_error(path + ": loaded without an optimizer");
+  const std::int64_t loaded = model->optimizer()->iterations();
+  const tf::models::History h = model->fit(x, y, {.epochs = epochs, .batch_size = 16, .shuffle = false, .verbose = 0});
+  std::cout << json{{"iterations_loaded", loaded},
+                    {"iterations_after", model->optimizer()->iterations()},
+                    {"losses", h["loss"]}}
+                   .dump()
+            << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::vector<std::string> a(argv + 1, argv + argc);
+    if (a.size() == 3 && a[0] == "save") return save(a[1], a[2]);
+    if (a.size() == 6 && a[0] == "check") return check(a[1], a[2], a[3], a[4], std::stoi(a[5]));
+    std::fprintf(stderr, "usage: keras_models save KIND PATH | check PATH X SHAPE Y EPOCHS\n");
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "keras_models: error: %s\n", e.what());
+    return 1;
+  }
+}
