@@ -128,8 +128,8 @@ TEST(LayerConfigTest, BadConfigsNameTheLayerAndField) {
   EXPECT_THAT(err(R"({"class_name": "Dense", "config": {"name": "d7", "units": 3, "kernel_constraint": {"class_name": "MaxNorm"}}})"),
               HasSubstr("config field 'kernel_constraint': not supported"));
   EXPECT_THAT(err(R"({"class_name": "Dense", "config": {"units": 3, "activation": "swishy"}})"), HasSubstr("swishy"));
-  EXPECT_THAT(err(R"({"class_name": "Dense", "config": {"units": 3, "kernel_initializer": {"class_name": "Orthogonal"}}})"),
-              HasSubstr("unknown initializer class 'Orthogonal'"));
+  EXPECT_THAT(err(R"({"class_name": "Dense", "config": {"units": 3, "kernel_initializer": {"class_name": "Identity"}}})"),
+              HasSubstr("unknown initializer class 'Identity'"));
   EXPECT_THAT(err(R"({"class_name": "Dense", "config": {"units": 3, "dtype": "float16"}})"), HasSubstr("float16"));
   EXPECT_THAT(err(R"({"class_name": "Dropout", "config": {"name": "dr", "rate": 1.5}})"),
               HasSubstr("Dropout 'dr': config field 'rate': must be in [0, 1)"));
