@@ -18,6 +18,7 @@
 #include "tape/ops/math_ops.h"
 #include "tape/ops/nn_ops.h"
 #include "tape/ops/normalization_ops.h"
+#include "tape/ops/rnn_ops.h"
 #include "tape/ops/reduction_ops.h"
 #include "tape/runtime/logging.h"
 #include "tape/runtime/op_registry.h"

@@ -6,6 +6,7 @@
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
+#include "tape/ops/rnn_ops.h"
 
 namespace tapeflow::layers {
 
@@ -43,7 +44,12 @@ std::optional<Tensor> LSTMCell::input_bias() const {
 }
 
 std::vector<Tensor> LSTMCell::step(const Tensor& xp, const std::vector<Tensor>& states, const std::vector<Tensor>& h) {
-  const std::vector<Tensor> z = split(xp + recurrent_matmul(h, recurrent_, recurrent_gates_), 4, 1);
+  const Tensor zs = xp + recurrent_matmul(h, recurrent_, recurrent_gates_);
+  if (fused_ && options_.activation == "tanh" && options_.recurrent_activation == "sigmoid") {
+    const LstmCellOutputs out = lstm_block_cell(zs, states[1]);
+    return {out.h, out.c};
+  }
+  const std::vector<Tensor> z = split(zs, 4, 1);
   const Tensor i = apply_activation(recurrent_activation_, z[0]);
   const Tensor f = apply_activation(recurrent_activation_, z[1]);
   const Tensor c = f * states[1] + i * apply_activation(activation_, z[2]);

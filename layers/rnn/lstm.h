@@ -10,7 +10,8 @@
 // Facts:    z = x @ kernel + h_{t-1} @ recurrent_kernel + bias; i = σr(z_i), f = σr(z_f),
 //           c_t = f·c_{t-1} + i·σ(z_c), o = σr(z_o), h_t = o·σ(c_t), with σ = activation (tanh) and
 //           σr = recurrent_activation (sigmoid; Keras 3's hard_sigmoid is relu6(x + 3) / 6).
-//           x @ kernel runs for all steps in one GEMM before the loop (rnn.h). recurrent_dropout
+//           x @ kernel runs for all steps in one GEMM before the loop (rnn.h); with tanh / sigmoid
+//           the gate math of a step is one fused op, LSTMBlockCell (tape/ops/rnn_ops.h). recurrent_dropout
 //           masks h_{t-1} in the recurrent GEMM only, one mask per gate (Keras 3's implementation 1). Gradients of every order through the ops.
 // Errors:   std::invalid_argument for units <= 0, a dropout outside [0, 1), an unknown activation (at
 //           construction); as RNN for inputs.
@@ -53,6 +54,9 @@ class LSTMCell : public RNNCell {
   const Variable& kernel() const { return kernel_; }
   const Variable& recurrent_kernel() const { return recurrent_kernel_; }
   const Variable& bias() const { return bias_; }
+  // With tanh / sigmoid (the defaults) a step's element-wise math is the fused LSTMBlockCell op
+  // (tape/ops/rnn_ops.h); false runs the composed ops instead (same values to rounding; for tests).
+  void set_fused(bool fused) { fused_ = fused; }
 
  protected:
   void build_cell(std::int64_t input_dim) override;
@@ -60,6 +64,7 @@ class LSTMCell : public RNNCell {
   std::optional<Tensor> input_bias() const override;
 
  private:
+  bool fused_ = true;
   LSTMOptions options_;
   activations::ActivationFn activation_, recurrent_activation_;
   Variable kernel_, recurrent_kernel_, bias_;

@@ -25,6 +25,7 @@ void register_builtin_ops(OpRegistry& registry) {
   register_conv_ops(registry);
   register_pool_ops(registry);
   register_normalization_ops(registry);
+  register_rnn_ops(registry);
 }
 
 }  // namespace tapeflow

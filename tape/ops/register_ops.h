@@ -14,6 +14,7 @@ void register_linalg_ops(OpRegistry& registry);
 void register_conv_ops(OpRegistry& registry);
 void register_pool_ops(OpRegistry& registry);
 void register_normalization_ops(OpRegistry& registry);
+void register_rnn_ops(OpRegistry& registry);
 // All of the above plus the runtime's own ops (ReadVariableOp, CustomGradient).
 void register_builtin_ops(OpRegistry& registry);
 
