@@ -29,7 +29,7 @@ using onnx_export::Value;
 constexpr const char* kMapped =
     "InputLayer, Dense, BatchNormalization, Dropout, Activation, LeakyReLU, Conv2D, Conv2DTranspose, MaxPooling2D, "
     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D, Add, Multiply, "
-    "Average, Concatenate, Flatten, Reshape, SimpleRNN, LSTM, GRU, Sequential, Functional";
+    "Average, Concatenate, Flatten, Reshape, SimpleRNN, LSTM, GRU, Bidirectional, Sequential, Functional";
 
 class Exporter {
  public:
@@ -240,7 +240,7 @@ Value Exporter::emit_layer(const layers::Layer& layer, const std::vector<Value>&
     return {out, x.dims, x.layout};
   }
   if (cls == "BatchNormalization") return emit_batch_norm(layer, r, single(layer, inputs), base);
-  if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU")
+  if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU" || cls == "Bidirectional")
     return onnx_export::emit_recurrent(g_, file_, layer, config, single(layer, inputs), base);
   if (cls == "Conv2D" || cls == "Conv2DTranspose") {
     const Value x = single(layer, inputs);

@@ -44,8 +44,11 @@
 //           block k is Keras block {0, 3, 1, 2}[k] (the recurrent bias is zero); GRU is z, r, h in
 //           both, reset_after = linear_before_reset 1 with bias rows 0 / 1 as the input / recurrent
 //           biases (without reset_after the one bias is the input bias, linear_before_reset 0).
-//           Not mapped (yet): Bidirectional, return_state (several outputs), hard_sigmoid inside
-//           a recurrent layer, MultiHeadAttention, and custom layer classes.
+//           Bidirectional -> one such op of direction "bidirectional" (W, R, B stacked forward,
+//           backward), its two outputs taken apart with Gather and merged as merge_mode says
+//           (concat Concat, sum Add, mul Mul, ave Add and Mul 0.5).
+//           Not mapped (yet): return_state (several outputs), hard_sigmoid inside a recurrent
+//           layer, MultiHeadAttention, and custom layer classes.
 // Errors:   std::invalid_argument "export_onnx: <file>: layer '<name>' (<class>) cannot be exported
 //           to ONNX: ..." for a layer class without a mapping (or options it lacks, such as a
 //           BatchNormalization over the batch axis), for a model that is not built (no input

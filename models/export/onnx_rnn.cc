@@ -1,4 +1,5 @@
-// export_onnx's recurrent layers: SimpleRNN -> RNN, LSTM -> LSTM, GRU -> GRU (models/export/onnx.h).
+// export_onnx's recurrent layers: SimpleRNN -> RNN, LSTM -> LSTM, GRU -> GRU, Bidirectional -> the
+// same op with direction "bidirectional" (models/export/onnx.h).
 //
 // ONNX runs them time-major (layout 0): x [batch, T, D] -> Transpose -> [T, batch, D]. Weights go
 // from Keras's [D, G·u] / [u, G·u] (gate blocks along the columns) to ONNX's W [1, G·u, D] /
@@ -47,12 +48,28 @@ std::string onnx_activation(const std::string& file, const layers::Layer& layer,
 
 Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& layer, const nlohmann::json& config,
                      const Value& input, const std::string& base) {
-  const std::string cls = layer.class_name();
-  const layers::ConfigReader r(config, cls);
+  // Bidirectional: one ONNX node of direction "bidirectional" over the forward and backward layers.
+  const bool bidirectional = layer.class_name() == "Bidirectional";
+  const nlohmann::json& inner = bidirectional ? config.at("layer").at("config") : config;
+  const std::string cls = bidirectional ? config.at("layer").at("class_name").get<std::string>() : layer.class_name();
+  const layers::ConfigReader r(inner, cls);
+  std::vector<const layers::Layer*> dirs;
+  if (bidirectional) {
+    for (const auto& l : layer.layers()) dirs.push_back(l.get());  // forward, backward
+    if (dirs.size() != 2) fail(file, layer, "expected a forward and a backward layer");
+    if (r.boolean("go_backwards", false)) fail(file, layer, "a wrapped layer with go_backwards is not exported");
+  } else {
+    dirs.push_back(&layer);
+  }
+  const std::string merge = bidirectional ? config.value("merge_mode", "concat") : "";
+  if (bidirectional && merge != "concat" && merge != "sum" && merge != "mul" && merge != "ave")
+    fail(file, layer, "merge_mode " + config["merge_mode"].dump() + " is not exported");
+  if (cls != "SimpleRNN" && cls != "LSTM" && cls != "GRU") fail(file, layer, "no ONNX mapping for a wrapped " + cls);
   if (input.rank() != 3) fail(file, layer, "expected an input [batch, timesteps, features]");
   if (r.boolean("return_state", false)) fail(file, layer, "return_state (several outputs) is not exported");
   const Value x = g.keras(input);
   const std::int64_t units = r.integer("units"), dim = x.dims[1];
+  const auto ndir = static_cast<std::int64_t>(dirs.size());
   const bool lstm = cls == "LSTM", gru = cls == "GRU";
   const std::vector<int> order = lstm ? std::vector<int>{0, 3, 1, 2} : gru ? std::vector<int>{0, 1, 2} : std::vector<int>{0};
   const auto gates = static_cast<std::int64_t>(order.size());
@@ -60,35 +77,41 @@ Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& lay
   if (lstm || gru) acts.push_back(onnx_activation(file, layer, r.string("recurrent_activation", "sigmoid")));
   acts.push_back(onnx_activation(file, layer, r.string("activation", "tanh")));
   if (lstm) acts.push_back(acts.back());
+  if (bidirectional) {
+    const std::vector<std::string> forward = acts;  // the backward direction's, the same
+    acts.insert(acts.end(), forward.begin(), forward.end());
+  }
 
   const std::string xt = g.fresh(base + "/time_major");
   set_ints(g.node("Transpose", {x.name}, {xt}, xt), "perm", {1, 0, 2});
-  std::vector<std::string> ins = {
-      xt,
-      g.initializer_floats(base + "/kernel", gate_rows(layer_weight(file, layer, "kernel"), units, order),
-                           {1, gates * units, dim}),
-      g.initializer_floats(base + "/recurrent_kernel",
-                           gate_rows(layer_weight(file, layer, "recurrent_kernel"), units, order),
-                           {1, gates * units, units})};
-  const bool reset_after = gru && r.boolean("reset_after", true);
-  if (r.boolean("use_bias", true)) {
-    const Tensor b = layer_weight(file, layer, "bias");
-    std::vector<float> bias = gate_bias(b.data<float>(), units, order);
+  const bool reset_after = gru && r.boolean("reset_after", true), use_bias = r.boolean("use_bias", true);
+  std::vector<float> w, rw, bias;
+  for (const layers::Layer* d : dirs) {
+    const std::vector<float> wd = gate_rows(layer_weight(file, *d, "kernel"), units, order);
+    const std::vector<float> rd = gate_rows(layer_weight(file, *d, "recurrent_kernel"), units, order);
+    w.insert(w.end(), wd.begin(), wd.end());
+    rw.insert(rw.end(), rd.begin(), rd.end());
+    if (!use_bias) continue;
+    const Tensor b = layer_weight(file, *d, "bias");
+    std::vector<float> bd = gate_bias(b.data<float>(), units, order);
     if (reset_after) {
       const std::vector<float> rec = gate_bias(b.data<float>() + gates * units, units, order);
-      bias.insert(bias.end(), rec.begin(), rec.end());
+      bd.insert(bd.end(), rec.begin(), rec.end());
     } else {
-      bias.resize(bias.size() * 2, 0.0f);
+      bd.resize(bd.size() * 2, 0.0f);
     }
-    ins.push_back(g.initializer_floats(base + "/bias", bias, {1, 2 * gates * units}));
+    bias.insert(bias.end(), bd.begin(), bd.end());
   }
+  std::vector<std::string> ins = {xt, g.initializer_floats(base + "/kernel", w, {ndir, gates * units, dim}),
+                                  g.initializer_floats(base + "/recurrent_kernel", rw, {ndir, gates * units, units})};
+  if (use_bias) ins.push_back(g.initializer_floats(base + "/bias", bias, {ndir, 2 * gates * units}));
   const bool sequences = r.boolean("return_sequences", false), backwards = r.boolean("go_backwards", false);
   const std::string y = g.fresh(base + (sequences ? "/Y" : "/Y_h"));
   auto* n = g.node(lstm ? "LSTM" : gru ? "GRU" : "RNN", ins, sequences ? std::vector<std::string>{y}
                                                                           : std::vector<std::string>{"", y},
                    g.fresh(base + "/" + cls));
   set_int(n, "hidden_size", units);
-  set_string(n, "direction", backwards ? "reverse" : "forward");
+  set_string(n, "direction", bidirectional ? "bidirectional" : backwards ? "reverse" : "forward");
   onnx::AttributeProto* a = n->add_attribute();
   a->set_name("activations");
   a->set_type(onnx::AttributeProto::STRINGS);
@@ -96,9 +119,37 @@ Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& lay
   if (gru) set_int(n, "linear_before_reset", reset_after ? 1 : 0);
 
   const std::string out = g.fresh(base);
+  const std::vector<std::int64_t> dims =
+      sequences ? std::vector<std::int64_t>{x.dims[0], merge == "concat" ? 2 * units : units}
+                : std::vector<std::int64_t>{merge == "concat" ? 2 * units : units};
+  if (bidirectional) {
+    // Y [T, 2, batch, u] -> [batch, T, 2, u]; Y_h [2, batch, u]. The backward outputs are already in
+    // input order (Keras reverses them before merging too). Then forward and backward merged.
+    std::string both = y;
+    if (sequences) {
+      both = g.fresh(base + "/batch_major");
+      set_ints(g.node("Transpose", {y}, {both}, both), "perm", {2, 0, 1, 3});
+    }
+    const std::int64_t axis = sequences ? 2 : 0;
+    std::string part[2];
+    for (int k = 0; k < 2; ++k) {
+      part[k] = g.fresh(base + (k == 0 ? "/forward" : "/backward"));
+      set_int(g.node("Gather", {both, g.initializer_scalar(base + "/direction", k)}, {part[k]}, part[k]), "axis", axis);
+    }
+    if (merge == "concat") {
+      set_int(g.node("Concat", {part[0], part[1]}, {out}, out), "axis", -1);
+    } else if (merge == "ave") {
+      const std::string sum = g.fresh(base + "/sum");
+      g.node("Add", {part[0], part[1]}, {sum}, sum);
+      g.node("Mul", {sum, g.initializer_floats(base + "/half", {0.5f}, {})}, {out}, out);
+    } else {
+      g.node(merge == "sum" ? "Add" : "Mul", {part[0], part[1]}, {out}, out);
+    }
+    return {out, dims, Layout::kKeras};
+  }
   if (!sequences) {  // Y_h [1, batch, u] -> [batch, u]
     g.node("Squeeze", {y, g.initializer_ints(base + "/axes", {0})}, {out}, out);
-    return {out, {units}, Layout::kKeras};
+    return {out, dims, Layout::kKeras};
   }
   // Y [T, 1, batch, u] -> [T, batch, u] (-> time reversed: Keras keeps go_backwards's processing
   // order, ONNX's reverse direction the input order) -> [batch, T, u].
@@ -114,7 +165,7 @@ Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& lay
     seq = rev;
   }
   set_ints(g.node("Transpose", {seq}, {out}, out), "perm", {1, 0, 2});
-  return {out, {x.dims[0], units}, Layout::kKeras};
+  return {out, dims, Layout::kKeras};
 }
 
 }  // namespace tapeflow::models::onnx_export

@@ -11,7 +11,7 @@
 //                               model of two Inputs, the halves of each image), and TF's DCGAN
 //                               generator (100 normal noise vectors in, images out) and
 //                               discriminator (images [28, 28, 1] in), untrained, and recurrent
-//                               (LSTM, GRU, SimpleRNN over the image rows); beside each,
+//                               (LSTM, GRU, SimpleRNN, Bidirectional over the image rows); beside each,
 //                               <name>.input.bin (two_inputs: and <name>.input1.bin)
 //                               (100 Fashion-MNIST test images, float32 [100, 784]) and
 //                               <name>.expected.bin (tapeflow's predict on them, float32).
@@ -149,7 +149,7 @@ std::shared_ptr<tf::models::Functional> conv_zoo() {
 
 // Fashion-MNIST rows as sequences (28 steps of 28 pixels) through every recurrent layer and option
 // ONNX maps: LSTM and GRU returning sequences (the GRU going backwards), SimpleRNN, GRU without
-// reset_after, LSTM going backwards.
+// reset_after, LSTM going backwards, Bidirectional in each merge mode (concat, sum, ave, mul).
 std::shared_ptr<tf::models::Functional> recurrent() {
   auto in = L::Input({.shape = {784}, .name = "pixels"});
   auto x = (*std::make_shared<L::Reshape>(L::ReshapeOptions{.target_shape = {28, 28}}))(in);
@@ -159,7 +159,15 @@ std::shared_ptr<tf::models::Functional> recurrent() {
   auto c = (*std::make_shared<L::SimpleRNN>(L::SimpleRNNOptions{.units = 8, .seed = 3}))(b);
   auto d = (*std::make_shared<L::GRU>(L::GRUOptions{.units = 6, .reset_after = false, .seed = 4}))(x);
   auto e = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = 5, .go_backwards = true, .seed = 5}))(x);
-  auto cat = (*std::make_shared<L::Concatenate>())({c, d, e});
+  // Bidirectional in each merge mode.
+  auto bi = [](std::shared_ptr<L::RNN> layer, const char* merge) {
+    return std::make_shared<L::Bidirectional>(layer, L::BidirectionalOptions{.merge_mode = merge});
+  };
+  auto f = (*bi(std::make_shared<L::LSTM>(L::LSTMOptions{.units = 6, .return_sequences = true, .seed = 7}), "concat"))(x);
+  auto h = (*bi(std::make_shared<L::GRU>(L::GRUOptions{.units = 4, .seed = 8}), "sum"))(f);
+  auto i = (*bi(std::make_shared<L::SimpleRNN>(L::SimpleRNNOptions{.units = 3, .seed = 9}), "ave"))(x);
+  auto j = (*bi(std::make_shared<L::GRU>(L::GRUOptions{.units = 3, .reset_after = false, .seed = 10}), "mul"))(x);
+  auto cat = (*std::make_shared<L::Concatenate>())({c, d, e, h, i, j});
   auto out = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .seed = 6}))(cat);
   return std::make_shared<tf::models::Functional>(in, out, "recurrent");
 }

@@ -70,6 +70,15 @@ std::string Graph::initializer_ints(const std::string& name, const std::vector<s
   return n;
 }
 
+std::string Graph::initializer_scalar(const std::string& name, std::int64_t value) {
+  onnx::TensorProto* p = graph_->add_initializer();
+  const std::string n = fresh(name);
+  p->set_name(n);
+  p->set_data_type(onnx::TensorProto::INT64);
+  p->add_int64_data(value);
+  return n;
+}
+
 Value Graph::nchw(const Value& v) {
   if (v.layout == Layout::kNchw) return v;
   if (v.rank() != 4) throw std::logic_error("export_onnx: NCHW needs a rank-4 value, '" + v.name + "' is not");

@@ -47,6 +47,8 @@ class Graph {
   std::string initializer_floats(const std::string& name, const std::vector<float>& values,
                                  const std::vector<std::int64_t>& dims);
   std::string initializer_ints(const std::string& name, const std::vector<std::int64_t>& values);
+  // A rank-0 int64 initializer (Gather's index that drops the axis).
+  std::string initializer_scalar(const std::string& name, std::int64_t value);
 
   // `v` in NCHW (rank 4 only) or in Keras's layout: `v` itself or one Transpose, made once per value.
   Value nchw(const Value& v);
@@ -73,7 +75,8 @@ Tensor layer_weight(const std::string& file, const layers::Layer& layer, const s
 // axis), named `base`; "linear" / "" return x. Errors: fail() for an activation without a mapping.
 Value activation(Graph& g, const std::string& file, const layers::Layer& layer, const std::string& name,
                  const Value& x, const std::string& base);
-// SimpleRNN, LSTM, GRU (models/export/onnx_rnn.cc): x [batch, timesteps, input_dim] in Keras's layout.
+// SimpleRNN, LSTM, GRU, Bidirectional of one of them (models/export/onnx_rnn.cc): x [batch,
+// timesteps, input_dim] in Keras's layout.
 Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& layer, const nlohmann::json& config,
                      const Value& x, const std::string& base);
 
