@@ -12,6 +12,7 @@
 #include "bench/bench_data.h"
 #include "data/dataset.h"
 #include "data/fashion_mnist_tensors.h"
+#include "layers/rnn/lstm.h"
 #include "models/models.h"
 #include "optimizers/adam.h"
 #include "tape/autodiff/gradient_tape.h"
@@ -107,10 +108,13 @@ BENCHMARK(BM_W1FitEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime(
 // W11 (../shared/peers/py/w11_lstm.py): one Model::train_step of the LSTM classifier (Reshape 28x28 ->
 // LSTM 128 -> Dense 10, Adam 1e-3) at batch 128 on W1's real batches (ms/step). Peers (2 threads, same
 // machine, see the issue): PyTorch 2.15 11.3-11.6 ms/step, TensorFlow 2.21 XLA 24.4-25.8, libtorch 32.7.
+// Arg 2: 1 = the fused LSTMBlockCell step, 0 = the same math composed from ops (the layer's default) (A/B).
 void BM_W11Step(benchmark::State& state) {
   ThreadCap cap(static_cast<int>(state.range(0)));
   const auto& batches = w1_batches();
   auto model = models::make_classifier_lstm({.seed = 0});
+  auto lstm = std::dynamic_pointer_cast<layers::LSTM>(model->layers()[1]);
+  std::dynamic_pointer_cast<layers::LSTMCell>(lstm->cell())->set_fused(state.range(1) != 0);
   model->compile({.optimizer = std::make_shared<optimizers::Adam>(optimizers::AdamOptions{.learning_rate = 1e-3}),
                   .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
                       models::CrossentropyOptions{.from_logits = true}),
@@ -122,7 +126,16 @@ void BM_W11Step(benchmark::State& state) {
                                                     benchmark::Counter::kIsRate);
   label(state);
 }
-BENCHMARK(BM_W11Step)->Name("W11Step")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_W11Step)
+    ->Name("W11Step")
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->ArgNames({"threads", "fused"})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(2.0);
 
 }  // namespace
 

@@ -300,6 +300,7 @@ namespace {
 TEST(Lstm, FusedAndComposedStepsAgree) {
   L::LSTM fused(L::LSTMOptions{.units = 4, .return_sequences = true, .seed = 21, .dtype = tf::DType::kFloat64});
   L::LSTM composed(L::LSTMOptions{.units = 4, .return_sequences = true, .seed = 21, .dtype = tf::DType::kFloat64});
+  std::dynamic_pointer_cast<L::LSTMCell>(fused.cell())->set_fused(true);
   std::dynamic_pointer_cast<L::LSTMCell>(composed.cell())->set_fused(false);
   const tf::Tensor x = random_f64({3, 5, 2}, 22);
   const tf::Tensor m = tf::constant<bool>({true, true, false, true, true, true, true, true, true, false, true, false,
