@@ -6,6 +6,7 @@
 #include "tape/autodiff/hessian.h"
 #include "tape/autodiff/jacobian.h"
 #include "tape/autodiff/newton.h"
+#include "tape/core/cpu_isa.h"
 #include "tape/core/dtype.h"
 #include "tape/core/random.h"
 #include "tape/core/shape.h"

@@ -44,66 +44,67 @@ View<T> view(T* a, std::int64_t n, std::int64_t r, std::int64_t c, std::int64_t 
 template <class T>
 void update_block_row(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int64_t r0, std::int64_t bi,
                       std::int64_t rows) {
-#if TAPEFLOW_GEMM_AVX2
-  // The product into a scratch block, then subtracted (the packed GEMM overwrites its output),
-  // kScratchCols columns at a time so that the scratch stays small (it counts against the Newton
-  // step's memory budget).
-  thread_local std::vector<T> scratch;
-  if (scratch.size() < static_cast<std::size_t>(rows * kScratchCols))
-    scratch.resize(static_cast<std::size_t>(rows * kScratchCols));
-  for (std::int64_t c0 = r0; c0 < bi + rows; c0 += kScratchCols) {
-    const std::int64_t cols = std::min(kScratchCols, bi + rows - c0);
-    internal::gemm_avx2<T>(rows, cols, b, a + bi * n + j, n, false, a + c0 * n + j, n, true, scratch.data(), cols);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      T* dst = a + (bi + r) * n + c0;
-      const T* src = scratch.data() + r * cols;
-      const std::int64_t upto = std::min(cols, bi + r + 1 - c0);  // through the diagonal
-      for (std::int64_t c = 0; c < upto; ++c) dst[c] -= src[c];
+  if (internal::gemm_avx2_runs()) {
+    // The product into a scratch block, then subtracted (the packed GEMM overwrites its output),
+    // kScratchCols columns at a time so that the scratch stays small (it counts against the Newton
+    // step's memory budget).
+    thread_local std::vector<T> scratch;
+    if (scratch.size() < static_cast<std::size_t>(rows * kScratchCols))
+      scratch.resize(static_cast<std::size_t>(rows * kScratchCols));
+    for (std::int64_t c0 = r0; c0 < bi + rows; c0 += kScratchCols) {
+      const std::int64_t cols = std::min(kScratchCols, bi + rows - c0);
+      internal::gemm_avx2<T>(rows, cols, b, a + bi * n + j, n, false, a + c0 * n + j, n, true, scratch.data(), cols);
+      for (std::int64_t r = 0; r < rows; ++r) {
+        T* dst = a + (bi + r) * n + c0;
+        const T* src = scratch.data() + r * cols;
+        const std::int64_t upto = std::min(cols, bi + r + 1 - c0);  // through the diagonal
+        for (std::int64_t c = 0; c < upto; ++c) dst[c] -= src[c];
+      }
     }
+    return;
   }
-#else
   View<T> li = view(a, n, bi, j, rows, b);
   if (bi > r0) view(a, n, bi, r0, rows, bi - r0).noalias() -= li * view(a, n, r0, j, bi - r0, b).transpose();
   view(a, n, bi, bi, rows, rows).template triangularView<Eigen::Lower>() -= li * li.transpose();
-#endif
 }
 
 // Panel rows [r0, r0 + rest) of columns [j, j + b): P <- P L11⁻ᵀ, with L11 = A[j:j+b, j:j+b].
 template <class T>
 void solve_panel(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int64_t r0, std::int64_t rest) {
-#if TAPEFLOW_GEMM_AVX2
-  // Blocked substitution on the packed GEMM, kTri columns at a time: P_c -= P_<c L_c,<cᵀ, then
-  // P_c <- P_c L_ccᵀ⁻¹ with the kTri x kTri diagonal triangle inverted once per panel (Eigen's
-  // triangular solve ran at ~18 GFLOP/s and was a third of the factorisation). Only these small
-  // triangles are inverted, so the error growth stays that of kTri x kTri blocks.
-  const std::int64_t nblocks = (b + kTri - 1) / kTri;
-  std::vector<T> inv(static_cast<std::size_t>(nblocks * kTri * kTri));
-  for (std::int64_t c = 0; c < nblocks; ++c) {
-    const std::int64_t cb = c * kTri, w = std::min(kTri, b - cb);
-    Eigen::Map<RowMat<T>> out(inv.data() + c * kTri * kTri, w, w);
-    out = view(a, n, j + cb, j + cb, w, w).template triangularView<Eigen::Lower>().solve(RowMat<T>::Identity(w, w));
-  }
-  parallel_for((rest + kSolveRows - 1) / kSolveRows, 1, [&](std::int64_t s, std::int64_t e) {
-    thread_local std::vector<T> scratch;
-    if (scratch.size() < static_cast<std::size_t>(kSolveRows * kTri))
-      scratch.resize(static_cast<std::size_t>(kSolveRows * kTri));
-    for (std::int64_t t = s; t < e; ++t) {
-      const std::int64_t r = r0 + t * kSolveRows, rows = std::min(kSolveRows, r0 + rest - r);
-      T* p = a + r * n + j;
-      for (std::int64_t c = 0; c < nblocks; ++c) {
-        const std::int64_t cb = c * kTri, w = std::min(kTri, b - cb);
-        if (cb > 0) {
-          internal::gemm_avx2<T>(rows, w, cb, p, n, false, a + (j + cb) * n + j, n, true, scratch.data(), w);
-          for (std::int64_t i = 0; i < rows; ++i)
-            for (std::int64_t q = 0; q < w; ++q) p[i * n + cb + q] -= scratch[static_cast<std::size_t>(i * w + q)];
-        }
-        internal::gemm_avx2<T>(rows, w, w, p + cb, n, false, inv.data() + c * kTri * kTri, w, true, scratch.data(), w);
-        for (std::int64_t i = 0; i < rows; ++i)
-          std::copy_n(scratch.data() + i * w, w, p + i * n + cb);
-      }
+  if (internal::gemm_avx2_runs()) {
+    // Blocked substitution on the packed GEMM, kTri columns at a time: P_c -= P_<c L_c,<cᵀ, then
+    // P_c <- P_c L_ccᵀ⁻¹ with the kTri x kTri diagonal triangle inverted once per panel (Eigen's
+    // triangular solve ran at ~18 GFLOP/s and was a third of the factorisation). Only these small
+    // triangles are inverted, so the error growth stays that of kTri x kTri blocks.
+    const std::int64_t nblocks = (b + kTri - 1) / kTri;
+    std::vector<T> inv(static_cast<std::size_t>(nblocks * kTri * kTri));
+    for (std::int64_t c = 0; c < nblocks; ++c) {
+      const std::int64_t cb = c * kTri, w = std::min(kTri, b - cb);
+      Eigen::Map<RowMat<T>> out(inv.data() + c * kTri * kTri, w, w);
+      out = view(a, n, j + cb, j + cb, w, w).template triangularView<Eigen::Lower>().solve(RowMat<T>::Identity(w, w));
     }
-  });
-#else
+    parallel_for((rest + kSolveRows - 1) / kSolveRows, 1, [&](std::int64_t s, std::int64_t e) {
+      thread_local std::vector<T> scratch;
+      if (scratch.size() < static_cast<std::size_t>(kSolveRows * kTri))
+        scratch.resize(static_cast<std::size_t>(kSolveRows * kTri));
+      for (std::int64_t t = s; t < e; ++t) {
+        const std::int64_t r = r0 + t * kSolveRows, rows = std::min(kSolveRows, r0 + rest - r);
+        T* p = a + r * n + j;
+        for (std::int64_t c = 0; c < nblocks; ++c) {
+          const std::int64_t cb = c * kTri, w = std::min(kTri, b - cb);
+          if (cb > 0) {
+            internal::gemm_avx2<T>(rows, w, cb, p, n, false, a + (j + cb) * n + j, n, true, scratch.data(), w);
+            for (std::int64_t i = 0; i < rows; ++i)
+              for (std::int64_t q = 0; q < w; ++q) p[i * n + cb + q] -= scratch[static_cast<std::size_t>(i * w + q)];
+          }
+          internal::gemm_avx2<T>(rows, w, w, p + cb, n, false, inv.data() + c * kTri * kTri, w, true, scratch.data(), w);
+          for (std::int64_t i = 0; i < rows; ++i)
+            std::copy_n(scratch.data() + i * w, w, p + i * n + cb);
+        }
+      }
+    });
+    return;
+  }
   // L11 L21ᵀ = A21ᵀ: A21 read column-major is A21ᵀ; L11 copied column-major for Eigen's fast
   // all-column-major left-side solve.
   const ColMat<T> l11 = view(a, n, j, j, b, b).template triangularView<Eigen::Lower>();
@@ -112,7 +113,6 @@ void solve_panel(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int6
     ColView<T> pt(a + r * n + j, b, rows, Eigen::OuterStride<>(n));
     l11.template triangularView<Eigen::Lower>().solveInPlace(pt);
   });
-#endif
 }
 
 }  // namespace

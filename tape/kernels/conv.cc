@@ -1,6 +1,14 @@
 // Convolution and pooling kernels: indirect GEMMs (conv2d, conv2d_backprop_input), the packed GEMM
 // fed from x or im2col tiles (the filter gradient), direct kernels for <= 4 input channels, max
 // pooling in packets (see conv.h for the schemes).
+// Compiled once per instruction-set level (tape/CMakeLists.txt: tapeflow_per_isa_sources), into
+// kernels::isa_<level> (TAPEFLOW_KERNEL_ISA); conv_dispatch.cc picks a copy per call. In the AVX2
+// copy every inline function and template instantiated from a header outside that namespace (std,
+// Eigen, oneTBB, project headers) is renamed after compiling (cmake/isa_localize.cmake), so the
+// linker cannot hand its AVX2 code to baseline callers (the ODR hazard of per-file ISA flags).
+#ifndef TAPEFLOW_KERNEL_ISA
+#error "conv.cc is compiled per instruction-set level with -DTAPEFLOW_KERNEL_ISA=isa_<level> (tape/CMakeLists.txt)"
+#endif
 #include "tape/kernels/conv.h"
 
 #include <Eigen/Core>
@@ -20,6 +28,7 @@
 
 #include <tbb/scalable_allocator.h>
 
+#include "tape/kernels/internal/conv_isa.h"
 #include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/internal/simd512.h"
 #include "tape/kernels/matmul.h"
@@ -27,41 +36,7 @@
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"
 
-namespace tapeflow::kernels {
-
-WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
-                     std::int64_t d, std::int64_t explicit_before, std::int64_t explicit_after) {
-  auto bad = [&](const std::string& what) {
-    return std::invalid_argument(std::string(op) + ": " + what + " (input size " + std::to_string(in) +
-                                 ", window " + std::to_string(k) + ", stride " + std::to_string(s) + ", dilation " +
-                                 std::to_string(d) + ", padding " + padding + ")");
-  };
-  if (in < 0 || k < 1 || s < 1 || d < 1) throw bad("window, stride and dilation must be positive");
-  std::int64_t eff = 0, padded = 0, spare = 0;
-  if (__builtin_mul_overflow(k - 1, d, &eff) || __builtin_add_overflow(eff, 1, &eff) ||
-      __builtin_add_overflow(in, s - 1, &spare) || __builtin_add_overflow(in, explicit_before, &padded) ||
-      __builtin_add_overflow(padded, explicit_after, &padded))
-    throw bad("sizes overflow int64");
-  WindowDim r;
-  if (padding == "VALID") {
-    r.out = in >= eff ? (in - eff) / s + 1 : 0;
-  } else if (padding == "SAME") {
-    r.out = spare / s;
-    const std::int64_t total = std::max<std::int64_t>(eff - (in - (r.out - 1) * s), 0);  // in - (out-1)s is in (0, s]
-    r.pad_before = total / 2;
-    r.pad_after = total - r.pad_before;
-  } else if (padding == "EXPLICIT") {
-    if (explicit_before < 0 || explicit_after < 0) throw bad("explicit paddings must be >= 0");
-    r.out = padded >= eff ? (padded - eff) / s + 1 : 0;
-    r.pad_before = explicit_before;
-    r.pad_after = explicit_after;
-  } else {
-    throw std::invalid_argument(std::string(op) + ": padding must be \"VALID\", \"SAME\" or explicit, got \"" +
-                                padding + "\"");
-  }
-  if (r.out < 1) throw bad("computed output size " + std::to_string(r.out) + " is not positive");
-  return r;
-}
+namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA {
 
 namespace {
 
@@ -2485,4 +2460,4 @@ TAPEFLOW_INSTANTIATE_CONV(float)
 TAPEFLOW_INSTANTIATE_CONV(double)
 #undef TAPEFLOW_INSTANTIATE_CONV
 
-}  // namespace tapeflow::kernels
+}  // namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA

@@ -30,7 +30,7 @@
 //           output pixels x 2 packets of channels (forward) or 6 taps x 2 packets (filter
 //           gradient, per fixed tile of output rows) in registers over a zero-padded copy of the
 //           kh input rows each output row reads; extra memory per task kh x (padded row) x C.
-//           On a CPU with AVX-512F (kernels/internal/simd512.h; TAPEFLOW_AVX512=0 turns it off),
+//           At cpu_isa() kAvx512 (kernels/internal/simd512.h; TAPEFLOW_MAX_CPU_ISA=avx2 caps it),
 //           float tiles are twice as wide (32 channels: the indirect GEMM's, the packed GEMM's,
 //           the direct kernels' blocks), and conv2d_backprop_filter with C a multiple of 32
 //           reads both operands in place (tiles of up to 14 rows of dfilterᵀ x one tap's 32
@@ -119,6 +119,11 @@ struct ConvEpilogue {
   bool relu = false;
 };
 
+// The kernels below exist once per instruction-set level (tape/core/cpu_isa.h; conv.cc compiled
+// per level into kernels::isa_<level>, internal/conv_isa.h); these dispatch each call to the copy
+// of cpu_isa()'s level. The per-level copies do not see these declarations (argument-dependent
+// lookup would find both).
+#ifndef TAPEFLOW_KERNEL_ISA
 // y = conv2d(x, filter), then the epilogue.
 template <class T>
 void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g, ConvEpilogue<T> epilogue = {});
@@ -190,5 +195,7 @@ void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g);
 // dx[window] += dy / count(window) (overwrites dx).
 template <class T>
 void avg_pool2d_grad(const T* dy, T* dx, const Conv2DGeometry& g);
+
+#endif  // TAPEFLOW_KERNEL_ISA
 
 }  // namespace tapeflow::kernels

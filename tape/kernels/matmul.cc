@@ -78,7 +78,6 @@ void tiny_products(const T* a, const T* b, T* c, std::int64_t s, std::int64_t e,
 
 }  // namespace
 
-#if TAPEFLOW_GEMM_AVX2
 namespace {
 
 // Products that Eigen's GEMV / lazy products run faster than the 6 x 16 (6 x 8) register tile:
@@ -129,7 +128,6 @@ void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t 
 }
 
 }  // namespace
-#endif
 
 template <class T>
 void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
@@ -146,43 +144,31 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
     });
     return;
   }
-#if TAPEFLOW_GEMM_AVX2
-  if (!eigen_is_faster(m, n)) {
+  if (internal::gemm_avx2_runs() && !eigen_is_faster(m, n)) {
     matmul_avx2(a, b, c, batch, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride);
     return;
   }
-#endif
   internal::matmul_eigen(a, b, c, batch, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride,
                          internal::EigenSplit::kFixed);
 }
 
-#if !TAPEFLOW_GEMM_AVX2
-namespace internal {
-template <class T>
-class PackedB {};  // never built without the packed GEMM
-}  // namespace internal
-#endif
-
 template <class T>
 MatmulRhs<T>::MatmulRhs(const T* b, std::int64_t k, std::int64_t n, bool transpose_b)
     : b_(b), k_(k), n_(n), tb_(transpose_b) {
-#if TAPEFLOW_GEMM_AVX2
-  if (k > 0 && !eigen_is_faster(kGemmMinRows, n))
+  // Packed at the level of construction; multiply() falls back to matmul if the level drops.
+  if (internal::gemm_avx2_runs() && k > 0 && !eigen_is_faster(kGemmMinRows, n))
     packed_ = std::make_unique<internal::PackedB<T>>(k, n, b, transpose_b ? k : n, transpose_b);
-#endif
 }
 template <class T>
 MatmulRhs<T>::~MatmulRhs() = default;
 
 template <class T>
 void MatmulRhs<T>::multiply(const T* a, std::int64_t m, T* c, bool transpose_a) const {
-#if TAPEFLOW_GEMM_AVX2
   // The same choice as matmul's, so the bits are the same: tiny and thin products do not pack.
-  if (packed_ && m > 0 && m * n_ * k_ > kTinyWork && !eigen_is_faster(m, n_)) {
+  if (packed_ && internal::gemm_avx2_runs() && m > 0 && m * n_ * k_ > kTinyWork && !eigen_is_faster(m, n_)) {
     internal::gemm_avx2(m, a, transpose_a ? m : k_, transpose_a, *packed_, c, n_);
     return;
   }
-#endif
   matmul(a, b_, c, 1, m, k_, n_, transpose_a, tb_, 0, 0);
 }
 

@@ -26,10 +26,10 @@
 #include <memory>
 
 namespace tapeflow::kernels {
-namespace internal {
+namespace internal::isa_avx2 {
 template <class T>
-class PackedB;
-}  // namespace internal
+class PackedB;  // internal/gemm_avx2.h
+}  // namespace internal::isa_avx2
 
 // Multiply-adds below which a product runs on the calling thread, and the least work per task.
 inline constexpr std::int64_t kMatmulSerialWork = 128 * 1024;
@@ -57,7 +57,7 @@ class MatmulRhs {
   const T* b_;
   std::int64_t k_, n_;
   bool tb_;
-  std::unique_ptr<internal::PackedB<T>> packed_;  // null: every product goes through matmul
+  std::unique_ptr<internal::isa_avx2::PackedB<T>> packed_;  // null: every product goes through matmul
 };
 
 // Sets Eigen's L1/L2/L3 cache sizes from /sys/devices/system/cpu/cpu0/cache (the VM reports a bogus

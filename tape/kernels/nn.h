@@ -28,9 +28,9 @@ void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, st
 // DTypes:   float, double.
 // Facts:    tanh<float> is Eigen's vectorized rational approximation (the one TensorFlow's CPU
 //           Tanh kernel evaluates). Error against double tanh over every float in [-20, 20]:
-//           < 5 ulp (max 4.90) when compiled with FMA (TAPEFLOW_NATIVE on AVX2+FMA), < 7 ulp
-//           (max 6.88) without (TAPEFLOW_NATIVE=OFF: each Horner step of Eigen's polynomials then
-//           rounds twice). Exactly ±1 for |x| >= 8, x itself for |x| < 4e-4, NaN stays NaN; about
+//           < 5 ulp (max 4.90) when compiled with FMA (the opt-in TAPEFLOW_NATIVE on AVX2+FMA),
+//           < 7 ulp (max 6.88) without (the default portable build: each Horner step of Eigen's
+//           polynomials then rounds twice). Exactly ±1 for |x| >= 8, x itself for |x| < 4e-4, NaN stays NaN; about
 //           9x faster than libm's tanhf. tanh<double> is std::tanh.
 // Ref:      tf.math.tanh, tf.raw_ops.TanhGrad, ReluGrad, LeakyRelu, LeakyReluGrad
 template <class T>

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "tape/core/cpu_isa.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"
@@ -179,8 +180,9 @@ TEST(ConvKernel, BitIdenticalAcrossThreadCounts) {
   }
 }
 
-// conv2d_backprop_input's indirect GEMM sums each dx element as one FMA chain from 0, taps in (i, j)
-// order and channels ascending: bit for bit the chain below. With dy's last row and column zero
+// conv2d_backprop_input's indirect GEMM sums each dx element as one multiply-add chain from 0, taps
+// in (i, j) order and channels ascending: bit for bit the chain below, fused (std::fma) where the
+// kernels' level fuses (AVX2 and up), a multiply then an add at the baseline level. With dy's last row and column zero
 // (a max pool's gradient: no window reads them) it leaves those taps out, and the bits stay the
 // same; a non-finite filter value keeps them (0 * inf is NaN).
 template <class T>
@@ -198,6 +200,7 @@ void check_backprop_input_chain(bool zero_lines, bool inf_filter, bool lone_valu
   if (lone_value) dy[static_cast<std::size_t>(((g.n * g.ho - 1) * g.wo + g.wo - 1) * g.f)] = T(2);
   std::vector<T> dx(g.n * g.h * g.w * g.c), want(dx.size());
   conv2d_backprop_input(f.data(), dy.data(), dx.data(), g);
+  const bool fused = tapeflow::internal::cpu_isa_fuses_multiply_add(cpu_isa());
   for (std::int64_t n = 0; n < g.n; ++n)
     for (std::int64_t y = 0; y < g.h; ++y)
       for (std::int64_t x = 0; x < g.w; ++x)
@@ -207,8 +210,10 @@ void check_backprop_input_chain(bool zero_lines, bool inf_filter, bool lone_valu
             for (std::int64_t j = 0; j < g.kw; ++j) {
               const std::int64_t a = y - i, b = x - j;
               if (a < 0 || a >= g.ho || b < 0 || b >= g.wo) continue;
-              for (std::int64_t o = 0; o < g.f; ++o)
-                acc = std::fma(dy[((n * g.ho + a) * g.wo + b) * g.f + o], f[((i * g.kw + j) * g.c + c) * g.f + o], acc);
+              for (std::int64_t o = 0; o < g.f; ++o) {
+                const T u = dy[((n * g.ho + a) * g.wo + b) * g.f + o], v = f[((i * g.kw + j) * g.c + c) * g.f + o];
+                acc = fused ? std::fma(u, v, acc) : acc + u * v;  // no FMA instruction at baseline to contract to
+              }
             }
           want[((n * g.h + y) * g.w + x) * g.c + c] = acc;
         }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tape/core/cpu_isa.h"
 #include "tape/core/random.h"
 #include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/parallel.h"
@@ -184,7 +185,10 @@ TEST(Matmul, BitwiseEqualAcrossThreadCounts) {
   same_bits_for_any_thread_count<double>(7, 30, 40, 5, true, false, false);     // thin batch (Eigen)
 }
 
-#if TAPEFLOW_GEMM_AVX2
+// gemm_avx2 runs only at cpu_isa() >= kAvx2 (tape/core/cpu_isa.h): below, these tests skip.
+#define SKIP_BELOW_AVX2() \
+  if (!internal::gemm_avx2_runs()) GTEST_SKIP() << "kernels' level " << cpu_isa_name(cpu_isa()) << " is below avx2"
+
 // The property the parallel split relies on: any partition of C into gemm_avx2 calls gives the
 // bits of one call.
 template <class T>
@@ -204,6 +208,7 @@ void blocks_equal_whole(std::int64_t m, std::int64_t k, std::int64_t n, bool ta,
 }
 
 TEST(GemmAvx2, AnyPartitionOfCGivesTheSameBits) {
+  SKIP_BELOW_AVX2();
   for (int f = 0; f < 4; ++f) {
     blocks_equal_whole<float>(61, 530, 75, f & 1, f & 2);
     blocks_equal_whole<double>(45, 290, 51, f & 1, f & 2);
@@ -228,6 +233,7 @@ void check_gemm_avx2(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bo
 }
 
 TEST(GemmAvx2, EveryEdgeOfTheMicroTile) {
+  SKIP_BELOW_AVX2();
   for (std::int64_t m = 1; m <= 13; ++m)
     for (std::int64_t n = 1; n <= 33; ++n)
       for (int f = 0; f < 4; ++f) {
@@ -241,7 +247,6 @@ TEST(GemmAvx2, EveryEdgeOfTheMicroTile) {
       for (std::int64_t n : {3, 4, 6, 8, 12, 19}) check_gemm_avx2<double>(m, 600, n, f & 1, f & 2);
     }
 }
-#endif
 
 TEST(Solve, KnownAnswer) {
   // [[2, 1], [1, 3]] x = [[3, 5], [5, 10]] -> x = [[0.8, 1], [1.4, 3]]

@@ -1,7 +1,9 @@
 // The AVX-512 tiles (kernels/internal/simd512.h) against the AVX2 ones: the same bits, on every
 // edge the wide tiles meet (row tiles short of 6, a single panel left after the pairs, a partial
-// panel, several K blocks accumulating through C), and against float64 loops; the environment switch.
+// panel, several K blocks accumulating through C), and against float64 loops. The levels are forced with set_max_cpu_isa (tape/core/cpu_isa.h).
 #include "tape/kernels/internal/simd512.h"
+
+#include "tape/core/cpu_isa.h"
 
 #include <gtest/gtest.h>
 
@@ -22,17 +24,17 @@ namespace {
 
 using testref::random_vector;
 
-// The AVX-512 tiles switched on or off for a scope, the previous setting restored after it (also
-// when an assertion returns early).
-class Avx512Setting {
+// The kernels' level capped for a scope, the previous cap restored after it (also when an
+// assertion returns early).
+class IsaCap {
  public:
-  explicit Avx512Setting(bool on) : previous_(internal::set_avx512_enabled(on)) {}
-  ~Avx512Setting() { internal::set_avx512_enabled(previous_); }
-  Avx512Setting(const Avx512Setting&) = delete;
-  Avx512Setting& operator=(const Avx512Setting&) = delete;
+  explicit IsaCap(CpuIsa isa) : previous_(set_max_cpu_isa(isa)) {}
+  ~IsaCap() { set_max_cpu_isa(previous_); }
+  IsaCap(const IsaCap&) = delete;
+  IsaCap& operator=(const IsaCap&) = delete;
 
  private:
-  bool previous_;
+  CpuIsa previous_;
 };
 
 // Runs f() with the AVX-512 tiles on and with them off; both results must be the same bits.
@@ -40,12 +42,12 @@ template <class F>
 void expect_same_bits_both_ways(F f, const char* what) {
   std::vector<float> wide, narrow;
   {
-    const Avx512Setting on(true);
+    const IsaCap on(CpuIsa::kAvx512);
     ASSERT_TRUE(internal::avx512_enabled());
     wide = f();
   }
   {
-    const Avx512Setting off(false);
+    const IsaCap off(CpuIsa::kAvx2);
     ASSERT_FALSE(internal::avx512_enabled());
     narrow = f();
   }
@@ -54,9 +56,8 @@ void expect_same_bits_both_ways(F f, const char* what) {
 }
 
 #define SKIP_WITHOUT_AVX512()                                                       \
-  if (!internal::avx512_supported()) GTEST_SKIP() << "this CPU has no AVX-512F"
+  if (host_cpu_isa() < CpuIsa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512F/BW/VL"
 
-#if TAPEFLOW_GEMM_AVX2
 TEST(Avx512Tiles, GemmSameBitsAsAvx2AndRightValues) {
   SKIP_WITHOUT_AVX512();
   // n: one pair of panels, a pair and a partial panel, a pair and a single, several pairs and a
@@ -76,7 +77,7 @@ TEST(Avx512Tiles, GemmSameBitsAsAvx2AndRightValues) {
           char what[96];
           std::snprintf(what, sizeof what, "m%ld n%ld k%ld ta%d tb%d", long(m), long(n), long(k), int(ta), int(tb));
           expect_same_bits_both_ways(run, what);
-          const Avx512Setting on(true);
+          const IsaCap on(CpuIsa::kAvx512);
           const std::vector<float> c = run();
           for (std::int64_t i = 0; i < m; ++i) {
             for (std::int64_t j = 0; j < n; ++j) {
@@ -107,7 +108,6 @@ TEST(Avx512Tiles, PackedBSameBitsAsAvx2) {
         what);
   }
 }
-#endif
 
 struct ConvCase {
   std::int64_t n, h, w, c, kh, kw, f, s;
@@ -179,7 +179,7 @@ TEST(Avx512Tiles, ConvolutionsSameBitsAsAvx2AndRightValues) {
       set_num_threads(previous);
     }
     // The wide forward against float64 loops.
-    const Avx512Setting on(true);
+    const IsaCap on(CpuIsa::kAvx512);
     std::vector<float> y(g.out_pixels() * g.f);
     conv2d(x.data(), f.data(), y.data(), g);
     for (std::int64_t n = 0; n < g.n; ++n)
@@ -290,26 +290,6 @@ TEST(Avx512Tiles, ConvMaxPoolSameBitsAsAvx2) {
         },
         "filter and bias gradients from the argmax");
   }
-}
-
-TEST(Avx512Tiles, EnvironmentSwitch) {
-  EXPECT_TRUE(internal::avx512_allowed_by(nullptr));
-  EXPECT_TRUE(internal::avx512_allowed_by("1"));
-  EXPECT_FALSE(internal::avx512_allowed_by("0"));
-  try {
-    internal::avx512_allowed_by("yes");
-    FAIL() << "no throw";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("TAPEFLOW_AVX512"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("\"yes\""), std::string::npos) << e.what();
-  }
-  // Off stays off whatever the CPU; on only where it has AVX-512.
-  {
-    const Avx512Setting off(false);
-    EXPECT_FALSE(internal::avx512_enabled());
-  }
-  const Avx512Setting on(true);
-  EXPECT_EQ(internal::avx512_enabled(), internal::avx512_supported());
 }
 
 }  // namespace

@@ -1,6 +1,12 @@
+// Compiled for AVX2 + FMA only (tape/CMakeLists.txt, tapeflow_per_isa_sources); its exported
+// functions are in internal::isa_avx2, and every other symbol that the baseline code could also
+// define (inline functions and templates from std and project headers) is renamed in this object
+// after compiling (cmake/isa_localize.cmake), so the linker never hands AVX2 code to a baseline caller.
 #include "tape/kernels/internal/gemm_avx2.h"
 
-#if TAPEFLOW_GEMM_AVX2
+#if !TAPEFLOW_GEMM_AVX2
+#error "gemm_avx2.cc is compiled with -mavx2 -mfma only (tape/CMakeLists.txt)"
+#endif
 
 #include <immintrin.h>
 
@@ -13,7 +19,7 @@
 #include "tape/kernels/internal/gemm.h"
 #include "tape/kernels/internal/simd512.h"
 
-namespace tapeflow::kernels::internal {
+namespace tapeflow::kernels::internal::isa_avx2 {
 namespace {
 
 constexpr std::int64_t kMR = kGemmMR;
@@ -652,6 +658,4 @@ template void gemm_avx2<float>(std::int64_t, std::int64_t, std::int64_t, const f
 template void gemm_avx2<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t,
                                 const std::int64_t*, PackBBlock<double>, const void*, double*, std::int64_t);
 
-}  // namespace tapeflow::kernels::internal
-
-#endif  // TAPEFLOW_GEMM_AVX2
+}  // namespace tapeflow::kernels::internal::isa_avx2

@@ -3,7 +3,9 @@
 //           op(A)(i, p) = ta ? a[p * lda + i] : a[i * lda + p] and
 //           op(B)(p, j) = tb ? b[j * ldb + p] : b[p * ldb + j]. C is overwritten (beta = 0);
 //           m, n, k >= 1.
-// Facts:    Only defined when the compiler targets AVX2 and FMA (TAPEFLOW_GEMM_AVX2 is then 1).
+// Facts:    Compiled for AVX2 + FMA only (tape/CMakeLists.txt: per-level sources), in every
+//           build: callers must check cpu_isa() >= CpuIsa::kAvx2 (gemm_avx2_runs()) first.
+//           TAPEFLOW_GEMM_AVX2 says whether the including file itself is compiled for AVX2 + FMA.
 //           Register tile kGemmMR x kGemmNR (6 x 16 floats / 6 x 8 doubles, 12 ymm accumulators,
 //           A broadcast, B loaded); for floats on a CPU with AVX-512F, tiles of 6 x 32 (two
 //           adjacent B panels, 12 zmm accumulators) while two full panels remain (simd512.h);
@@ -26,9 +28,15 @@
 #define TAPEFLOW_GEMM_AVX2 0
 #endif
 
+#include "tape/core/cpu_isa.h"
+
 namespace tapeflow::kernels::internal {
 
-#if TAPEFLOW_GEMM_AVX2
+// Whether gemm_avx2 may run: the kernels' level is AVX2 or better (tape/core/cpu_isa.h).
+inline bool gemm_avx2_runs() { return cpu_isa() >= CpuIsa::kAvx2; }
+
+// Everything in this namespace is compiled for AVX2 (isa_ namespaces: see tape/CMakeLists.txt).
+namespace isa_avx2 {
 // Micro-tile rows (MR) and columns (NR) of the kernel for T.
 inline constexpr std::int64_t kGemmMR = 6;
 template <class T>
@@ -87,6 +95,13 @@ void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
 template <class T>
 void gemm_avx2(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda,
                const std::int64_t* a_rows, PackBBlock<T> pack, const void* ctx, T* c, std::int64_t ldc);
-#endif
+
+}  // namespace isa_avx2
+
+using isa_avx2::gemm_avx2;
+using isa_avx2::kGemmMR;
+using isa_avx2::kGemmNR;
+using isa_avx2::PackBBlock;
+using isa_avx2::PackedB;
 
 }  // namespace tapeflow::kernels::internal
