@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <mutex>
+#include <new>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -240,7 +241,13 @@ std::int64_t Layer::count_params() const {
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& init, bool trainable,
                            std::optional<DType> dtype) {
   DType dt = dtype.value_or(dtype_);
-  Tensor value = init(shape, dt, generator_);
+  Tensor value;
+  try {
+    value = init(shape, dt, generator_);
+  } catch (const std::bad_alloc&) {  // a config's units: 8589934592: an error naming the layer (readers add the file)
+    throw std::invalid_argument(describe() + ": weight '" + name + "' of " + shape.to_string() + " " + dtype_name(dt) +
+                                " (" + std::to_string(shape.num_elements()) + " elements) does not fit in memory");
+  }
   if (value.shape() != shape || value.dtype() != dt)
     throw std::logic_error(describe() + ": initializer '" + init.name() + "' returned " + value.shape().to_string() +
                            " " + dtype_name(value.dtype()) + " for weight '" + name + "' of " + shape.to_string() +

@@ -1,7 +1,11 @@
 #include "models/config.h"
+#include "models/config_limits.h"
 
+#include <algorithm>
 #include <mutex>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "layers/input_layer.h"
 #include "layers/serialization.h"
@@ -144,6 +148,21 @@ std::shared_ptr<Sequential> Sequential::from_config(const json& config) {
 
 // ---- whole models ----
 
+void check_config_depth(const json& config, const std::string& where) {
+  int deepest = 0;
+  std::vector<std::pair<const json*, int>> stack{{&config, 1}};
+  while (!stack.empty()) {
+    const auto [j, depth] = stack.back();
+    stack.pop_back();
+    if (!j->is_structured()) continue;
+    deepest = std::max(deepest, depth);
+    for (const json& child : *j) stack.emplace_back(&child, depth + 1);
+  }
+  if (deepest > kMaxConfigDepth)
+    throw std::invalid_argument(where + ": the JSON is nested " + std::to_string(deepest) +
+                                " levels deep; tapeflow reads at most " + std::to_string(kMaxConfigDepth));
+}
+
 void register_model_classes() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -166,6 +185,7 @@ std::string to_json(const Model& model, int indent) {
 
 std::shared_ptr<Model> model_from_config(const json& config) {
   register_model_classes();
+  check_config_depth(config, "model_from_config");
   if (!config.is_object() || !config.contains("class_name") || !config["class_name"].is_string())
     throw std::invalid_argument("model_from_config: expected {\"class_name\", \"config\"}, got " +
                                 config.dump().substr(0, 200));
@@ -186,6 +206,7 @@ std::shared_ptr<Model> model_from_json(const std::string& text) {
   } catch (const json::parse_error& e) {
     throw std::invalid_argument(std::string("model_from_json: invalid JSON: ") + e.what());
   }
+  check_config_depth(j, "model_from_json");
   return model_from_config(j);
 }
 

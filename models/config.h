@@ -9,9 +9,10 @@
 //           Losses: serialize_loss gives {"class_name": "SparseCategoricalCrossentropy",
 //           "config": {"reduction": "auto", "name", "from_logits", ...}}; deserialize_loss also
 //           takes Keras's string names ("sparse_categorical_crossentropy", "mse", ...).
-// Errors:   std::invalid_argument for JSON that does not parse (with nlohmann's position) or
-//           that is not a model config, and whatever layer deserialization throws (naming the layer
-//           and the field); std::logic_error from to_json for a subclassed model without a config.
+// Errors:   std::invalid_argument for JSON that does not parse (with nlohmann's position), that
+//           nests deeper than kMaxConfigDepth (models/config_limits.h) or that is not a model
+//           config, and whatever layer deserialization throws (naming the layer and the field);
+//           std::logic_error from to_json for a subclassed model without a config.
 // Ref:      keras.models.model_from_json, Model.to_json, keras.losses.serialize / deserialize
 #pragma once
 

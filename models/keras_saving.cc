@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
+#include "models/config_limits.h"
 #include "models/internal/saving_common.h"
 #include "models/io/atomic_file.h"
 #include "models/io/h5_io.h"
@@ -92,11 +93,18 @@ struct TempFile {
 
 json parse_member(const io::ZipReader& zip, const char* member) {
   const std::string text = zip.read(member, kMaxJsonBytes);
+  json j;
   try {
-    return json::parse(text);
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     fail(zip.path(), std::string(member) + " is not valid JSON: " + e.what());
   }
+  try {  // before from_keras3 or anything else recurses over it
+    check_config_depth(j, member);
+  } catch (const std::invalid_argument& e) {
+    fail(zip.path(), e.what());
+  }
+  return j;
 }
 
 }  // namespace

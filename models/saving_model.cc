@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
+#include "models/config_limits.h"
 #include "models/internal/saving_common.h"
 #include "models/keras3_config.h"
 #include "models/keras_saving.h"
@@ -21,11 +22,18 @@ namespace {
 
 json parse_attribute(const io::H5Reader& reader, const std::string& name) {
   const std::string text = reader.read_string_attribute("", name);
+  json j;
   try {
-    return json::parse(text);
+    j = json::parse(text);
   } catch (const json::parse_error& e) {
     fail(reader.path(), "attribute '" + name + "' is not valid JSON: " + e.what());
   }
+  try {
+    check_config_depth(j, "attribute '" + name + "'");
+  } catch (const std::invalid_argument& e) {
+    fail(reader.path(), e.what());
+  }
+  return j;
 }
 
 bool has_extension(const std::string& path, const std::string& ext) {

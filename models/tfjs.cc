@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
+#include "models/config_limits.h"
 #include "models/io/atomic_file.h"
 #include "models/saving.h"
 
@@ -80,6 +81,11 @@ std::shared_ptr<Model> load_tfjs(const std::string& path) {
     j = json::parse(read_file(file));
   } catch (const json::parse_error& e) {
     throw std::runtime_error(where + ": invalid JSON: " + e.what());
+  }
+  try {  // before anything copies or dumps it (both recurse)
+    check_config_depth(j, where);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(e.what());
   }
   if (!j.is_object() || !j.contains("modelTopology") || !j["modelTopology"].is_object())
     throw std::runtime_error(where + ": no 'modelTopology' object (not a TensorFlow.js layers model)");
