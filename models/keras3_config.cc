@@ -77,6 +77,23 @@ json from(const json& j, int depth) {
     }
     out[key] = from(value, depth + 1);
   }
+  // Keras 3's Bidirectional always writes backward_layer; when it is just the mirror of `layer`
+  // (same class and config but the name and go_backwards), it says nothing Bidirectional's default
+  // does not, so it goes (any other backward_layer stays, for the layer to refuse by name).
+  if (out.value("class_name", "") == "Bidirectional" && out.contains("config") && out["config"].is_object()) {
+    json& c = out["config"];
+    if (c.contains("layer") && c.contains("backward_layer") && is_serialized_object(c["layer"]) &&
+        is_serialized_object(c["backward_layer"]) && c["layer"]["class_name"] == c["backward_layer"]["class_name"] &&
+        c["layer"]["config"].is_object() && c["backward_layer"]["config"].is_object()) {
+      json f = c["layer"]["config"], b = c["backward_layer"]["config"];
+      const bool flipped = f.value("go_backwards", false) != b.value("go_backwards", false);
+      for (const char* k : {"name", "go_backwards"}) {
+        f.erase(k);
+        b.erase(k);
+      }
+      if (flipped && f == b) c.erase("backward_layer");
+    }
+  }
   if (out.value("class_name", "") == "InputLayer" && out.contains("config") && out["config"].is_object()) {
     json& c = out["config"];
     if (c.contains("batch_shape") && !c.contains("batch_input_shape")) {
@@ -103,6 +120,7 @@ json layer_config_to(const json& c, int depth) {
   if (!c.is_object()) return c;
   json out = json::object();
   for (const auto& [key, value] : c.items()) {
+    if (key == "time_major" && value == false) continue;  // tf.keras 2's, refused by Keras 3's RNNs
     if (key == "layers" && value.is_array()) {
       json list = json::array();
       for (const json& l : value) list.push_back(layer_to(l, depth + 1));
@@ -188,6 +206,20 @@ void check_keys(const json& j, const std::map<std::string, const layers::Layer*>
 json from_keras3(const json& config) { return from(config, 0); }
 
 json to_keras3(const json& model_config) { return layer_to(model_config, 0); }
+
+json without_keras2_only_keys(const json& config, int depth) {
+  check_depth(depth);
+  if (config.is_array()) {
+    json out = json::array();
+    for (const json& e : config) out.push_back(without_keras2_only_keys(e, depth + 1));
+    return out;
+  }
+  if (!config.is_object()) return config;
+  json out = json::object();
+  for (const auto& [key, value] : config.items())
+    if (!(key == "time_major" && value == false)) out[key] = without_keras2_only_keys(value, depth + 1);
+  return out;
+}
 
 json optimizer_to_keras3(const json& optimizer_config) {
   json o = optimizer_config;

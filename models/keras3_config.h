@@ -7,12 +7,15 @@
 //           dtype name; InputLayer's "batch_shape" becomes "batch_input_shape"; a Functional
 //           layer's inbound node {"args": [...], "kwargs": {...}} whose args hold
 //           {"class_name": "__keras_tensor__", "config": {"keras_history": [layer, node, tensor]}}
-//           (one tensor or a list) becomes Keras 2's [[layer, node, tensor, kwargs], ...]. A Keras
+//           (one tensor or a list) becomes Keras 2's [[layer, node, tensor, kwargs], ...];
+//           Bidirectional's backward_layer goes when it only mirrors `layer` (go_backwards flipped,
+//           another name), as Keras 3 always writes it. A Keras
 //           2 config passes through unchanged.
 //           to_keras3: adds "module" and "registered_name" to every serialized object (layers
 //           "keras.layers", Sequential "keras", Functional "keras.src.models.functional" with
 //           registered_name "Functional", initializers, regularizers, constraints, optimizers,
-//           losses, schedules by their Keras modules), InputLayer's "batch_shape", and drops
+//           losses, schedules by their Keras modules), InputLayer's "batch_shape", drops the
+//           recurrent layers' "time_major": false (Keras 3 refuses it), and drops
 //           tf.keras 2's optimizer fields "jit_compile" and "is_legacy_optimizer" that Keras 3's
 //           optimizers refuse. Functional inbound nodes stay in Keras 2's list form, which Keras 3's
 //           functional.deserialize_node reads (its "legacy case").
@@ -37,6 +40,9 @@ inline constexpr int kMaxConfigDepth = 512;
 
 nlohmann::json from_keras3(const nlohmann::json& config);
 nlohmann::json to_keras3(const nlohmann::json& model_config);
+// The config without tf.keras 2's keys that Keras 3 refuses at their defaults (time_major: false,
+// which tf.keras 2 reads as absent too): what our .h5 files write, so Keras 3 loads them.
+nlohmann::json without_keras2_only_keys(const nlohmann::json& config, int depth = 0);
 // The Keras 3 form of an optimizer config ({"class_name", "config"}), and of a loss config.
 nlohmann::json optimizer_to_keras3(const nlohmann::json& optimizer_config);
 nlohmann::json loss_to_keras3(const nlohmann::json& loss_config);

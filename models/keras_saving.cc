@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "layers/rnn/bidirectional.h"
+#include "layers/rnn/rnn.h"
 #include "models/config.h"
 #include "models/config_limits.h"
 #include "models/internal/saving_common.h"
@@ -60,9 +62,23 @@ void walk(const layers::Layer& container, const std::string& prefix, std::vector
   }
 }
 
-std::vector<Variable> own_variables(const layers::Layer& layer) {
-  if (dynamic_cast<const Model*>(&layer) != nullptr) return {};  // a nested model's are its layers'
-  return layer.variables();
+// The vars groups of the layer at `path` and their variables, as saving_lib walks the layer's
+// attributes: a recurrent layer keeps its weights in its cell ("<path>/cell/vars"), Bidirectional
+// in its forward_layer / backward_layer; a nested model's are its layers' (walk), so its own are
+// none; any other layer's are all its variables.
+using Groups = std::vector<std::pair<std::string, std::vector<Variable>>>;
+void add_groups(const layers::Layer& layer, const std::string& path, Groups& out) {
+  out.emplace_back(path + "/vars", std::vector<Variable>{});
+  if (dynamic_cast<const Model*>(&layer) != nullptr) return;
+  if (const auto* rnn = dynamic_cast<const layers::RNN*>(&layer); rnn != nullptr && rnn->cell()) {
+    out.emplace_back(path + "/cell/vars", rnn->cell()->variables());
+  } else if (const auto* bi = dynamic_cast<const layers::Bidirectional*>(&layer);
+             bi != nullptr && bi->forward_layer() && bi->backward_layer()) {
+    add_groups(*bi->forward_layer(), path + "/forward_layer", out);
+    add_groups(*bi->backward_layer(), path + "/backward_layer", out);
+  } else {
+    out.back().second = layer.variables();
+  }
 }
 
 std::string date_saved() {
@@ -132,11 +148,14 @@ void save_keras(const Model& model, const std::string& path, const SaveModelOpti
     writer.write_attribute("vars", "name", model.name());
     writer.create_group("layers");
     for (const Entry& e : entries) {
-      const std::string vars = e.path + "/vars";
-      writer.create_group(vars);
-      writer.write_attribute(vars, "name", e.layer->name());
-      const std::vector<Variable> own = own_variables(*e.layer);
-      for (std::size_t i = 0; i < own.size(); ++i) write_tensor(writer, vars + "/" + std::to_string(i), own[i].value());
+      Groups groups;
+      add_groups(*e.layer, e.path, groups);
+      for (const auto& [vars, variables] : groups) {
+        writer.create_group(vars);
+        for (std::size_t i = 0; i < variables.size(); ++i)
+          write_tensor(writer, vars + "/" + std::to_string(i), variables[i].value());
+      }
+      writer.write_attribute(e.path + "/vars", "name", e.layer->name());
     }
     if (!state.is_null() && options.include_optimizer) {
       optimizers::Optimizer& opt = *model.optimizer();
@@ -213,11 +232,14 @@ std::shared_ptr<Model> load_keras(const std::string& path, const LoadModelOption
       for (const std::string& g : reader.list_group(e.container)) {
         const std::string vars = e.container + "/" + g + "/vars";
         if (reader.is_group(vars) && reader.has_attribute(vars, "name"))
-          it->second.emplace(reader.read_string_attribute(vars, "name"), vars);
+          it->second.emplace(reader.read_string_attribute(vars, "name"), e.container + "/" + g);
       }
-    std::string group = e.path + "/vars";
-    if (const auto named = it->second.find(e.layer->name()); named != it->second.end()) group = named->second;
-    read_vars(group, own_variables(*e.layer), e.layer->class_name() + " '" + e.layer->name() + "'");
+    std::string at = e.path;
+    if (const auto named = it->second.find(e.layer->name()); named != it->second.end()) at = named->second;
+    Groups groups;
+    add_groups(*e.layer, at, groups);
+    for (const auto& [vars, variables] : groups)
+      read_vars(vars, variables, e.layer->class_name() + " '" + e.layer->name() + "'");
   }
 
   CompileOptions compile;

@@ -12,7 +12,10 @@
 //                          nested models recurse: "layers/sequential/layers/dense/vars/0"), each
 //                          vars group with attribute name = the layer's name; datasets "0", "1",
 //                          ... are the layer's variables in order (Dense kernel, bias;
-//                          BatchNormalization gamma, beta, moving_mean, moving_variance);
+//                          BatchNormalization gamma, beta, moving_mean, moving_variance); a
+//                          recurrent layer's are its cell's ("layers/lstm/cell/vars/<i>"),
+//                          Bidirectional's its two layers' ("layers/bidirectional/forward_layer/
+//                          cell/vars/<i>", then backward_layer), as saving_lib walks attributes;
 //                          "optimizer/vars/<i>": iteration, learning_rate (when not a schedule),
 //                          then the slots in Keras's creation order (Adam m0, v0, m1, v1, ...).
 // Facts:    loading builds the model from config.json (Keras 3 or Keras 2 forms), checks every

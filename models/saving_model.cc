@@ -107,7 +107,8 @@ Tensor checked_value(const std::string& file, const std::string& what, Tensor va
 
 void save_model(const Model& model, const std::string& path, const SaveModelOptions& options) {
   if (has_extension(path, ".keras")) return save_keras(model, path, options);
-  json config = model_to_config(model);  // first: a model without a config writes nothing
+  // First: a model without a config writes nothing. Without keys Keras 3 refuses (time_major).
+  json config = without_keras2_only_keys(model_to_config(model));
   std::optional<json> training;
   // The optimizer's slots exist only for variables it has seen; build them so the file is complete.
   std::vector<std::pair<std::string, Variable>> opt_weights;

@@ -6,7 +6,8 @@
 //       by extension) and writes PATH.x (the inputs, float32) and PATH.pred (tapeflow's predictions).
 //   keras_models check PATH X SHAPE Y EPOCHS
 //       loads PATH (made by Keras), predicts the float32 inputs in file X of SHAPE ("64,20"), writes
-//       them to PATH.tapeflow_pred, then fits EPOCHS epochs on X and the int32 labels in file Y from
+//       them to PATH.tapeflow_pred, saves the loaded model again as PATH.tapeflow.keras and
+//       PATH.tapeflow.h5, then fits EPOCHS epochs on X and the int32 labels in file Y from
 //       the loaded optimizer state (no shuffle, batch 16), and prints one JSON line:
 //       {"iterations_loaded": n, "iterations_after": m, "losses": [...]}.
 // Prints a JSON line on stdout; exit status 1 (with the error) on any exception.
@@ -131,6 +132,9 @@ int check(const std::string& path, const std::string& x_file, const std::string&
   const tf::Tensor y = tf::constant(labels, tf::Shape{static_cast<std::int64_t>(labels.size())});
   auto model = tf::models::load_model(path);
   write_floats(path + ".tapeflow_pred", model->predict(x));
+  // Saved again by tapeflow, for Keras to load (the layers tapeflow's own `save` does not build).
+  tf::models::save_model(*model, path + ".tapeflow.keras");
+  tf::models::save_model(*model, path + ".tapeflow.h5");
   if (!model->optimizer()) throw std::runtime_error(path + ": loaded without an optimizer");
   const std::int64_t loaded = model->optimizer()->iterations();
   const tf::models::History h = model->fit(x, y, {.epochs = epochs, .batch_size = 16, .shuffle = false, .verbose = 0});
