@@ -4,6 +4,7 @@
 
 #include "tape/ops/math_ops.h"
 #include "tape/ops/nn_ops.h"
+#include "tape/ops/normalization_ops.h"
 
 namespace tapeflow::layers::activations {
 
@@ -21,6 +22,7 @@ Tensor leaky_relu_fn(const Tensor& x) { return tapeflow::leaky_relu(x, 0.2); }
 Tensor softplus_fn(const Tensor& x) { return tapeflow::softplus(x); }
 // Keras 3: relu6(x + 3) / 6 (Keras 2's was 0.2 x + 0.5 clipped).
 Tensor hard_sigmoid_fn(const Tensor& x) { return tapeflow::clip_by_value(x + 3.0, 0.0, 6.0) / 6.0; }
+Tensor gelu_fn(const Tensor& x) { return tapeflow::gelu(x, false); }
 }  // namespace
 
 ActivationFn get(const std::string& name) {
@@ -33,8 +35,10 @@ ActivationFn get(const std::string& name) {
   if (name == "leaky_relu") return leaky_relu_fn;
   if (name == "softplus") return softplus_fn;
   if (name == "hard_sigmoid") return hard_sigmoid_fn;
+  if (name == "gelu") return gelu_fn;
   throw std::invalid_argument("activations::get: unknown activation '" + name +
-                              "' (known: relu, sigmoid, tanh, softmax, elu, leaky_relu, softplus, hard_sigmoid, linear)");
+                              "' (known: relu, sigmoid, tanh, softmax, elu, leaky_relu, softplus, hard_sigmoid, gelu, "
+                              "linear)");
 }
 
 }  // namespace tapeflow::layers::activations

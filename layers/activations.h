@@ -2,7 +2,8 @@
 //
 // Facts:    "relu", "sigmoid", "tanh", "softmax" (last axis), "elu" (alpha 1), "leaky_relu"
 //           (alpha 0.2, as keras.activations.leaky_relu), "softplus", "hard_sigmoid" (Keras 3's
-//           relu6(x + 3) / 6, not Keras 2's clip(0.2 x + 0.5, 0, 1)), "linear" and "" (identity).
+//           relu6(x + 3) / 6, not Keras 2's clip(0.2 x + 0.5, 0, 1)), "gelu" (exact, x Φ(x): Keras's
+//           default approximate=False), "linear" and "" (identity).
 // Errors:   std::invalid_argument for an unknown name (lists the known ones).
 // Gradient: through the tapeflow ops they are made of.
 // Ref:      keras/src/activations/activations.py, keras.activations.get

@@ -1,11 +1,18 @@
 // layers: the umbrella header of tapeflow::layers (Layer, initializers, activations, Dense,
 // BatchNormalization, Dropout, Flatten, Reshape, Activation, LeakyReLU, Conv2D, Conv2DTranspose,
 // MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D,
-// merge layers, SimpleRNN, LSTM, GRU, Bidirectional, InputLayer, KerasTensor, serialization).
+// merge layers, SimpleRNN, LSTM, GRU, Bidirectional, InputLayer, KerasTensor, serialization;
+// LayerNormalization, MultiHeadAttention, Embedding, PositionEmbedding, Permute,
+// GlobalAveragePooling1D, GlobalMaxPooling1D).
 #pragma once
 
 #include "layers/activation.h"
 #include "layers/activations.h"
+#include "layers/attention/multi_head_attention.h"
+#include "layers/core/embedding.h"
+#include "layers/core/position_embedding.h"
+#include "layers/normalization/layer_normalization.h"
+#include "layers/pooling/global_pooling1d.h"
 #include "layers/batch_normalization.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"
@@ -18,6 +25,7 @@
 #include "layers/merge.h"
 #include "layers/pooling2d.h"
 #include "layers/reshape.h"
+#include "layers/reshaping/permute.h"
 #include "layers/reshaping2d.h"
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/gru.h"

@@ -23,6 +23,12 @@
 #include "layers/rnn/gru.h"
 #include "layers/rnn/lstm.h"
 #include "layers/rnn/simple_rnn.h"
+#include "layers/attention/multi_head_attention.h"
+#include "layers/core/embedding.h"
+#include "layers/core/position_embedding.h"
+#include "layers/reshaping/permute.h"
+#include "layers/normalization/layer_normalization.h"
+#include "layers/pooling/global_pooling1d.h"
 
 namespace tapeflow::layers {
 using nlohmann::json;
@@ -63,6 +69,13 @@ Registry& registry() {
     add("LSTM", [](const json& c) { return LSTM::from_config(c); });
     add("GRU", [](const json& c) { return GRU::from_config(c); });
     add("Bidirectional", [](const json& c) { return Bidirectional::from_config(c); });
+    add("LayerNormalization", [](const json& c) { return LayerNormalization::from_config(c); });
+    add("MultiHeadAttention", [](const json& c) { return MultiHeadAttention::from_config(c); });
+    add("Embedding", [](const json& c) { return Embedding::from_config(c); });
+    add("GlobalAveragePooling1D", [](const json& c) { return GlobalAveragePooling1D::from_config(c); });
+    add("GlobalMaxPooling1D", [](const json& c) { return GlobalMaxPooling1D::from_config(c); });
+    add("PositionEmbedding", [](const json& c) { return PositionEmbedding::from_config(c); });
+    add("Permute", [](const json& c) { return Permute::from_config(c); });
     return reg;
   }();
   return *r;

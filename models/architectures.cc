@@ -186,4 +186,57 @@ std::shared_ptr<Sequential> make_gan_discriminator(const GanOptions& o) {
   return model;
 }
 
+std::shared_ptr<Functional> make_classifier_vit(const ClassifierVitOptions& o) {
+  const char* fn = "make_classifier_vit";
+  for (auto [what, v] : {std::pair<const char*, std::int64_t>{"height", o.height}, {"width", o.width},
+                         {"patch_size", o.patch_size}, {"projection_dim", o.projection_dim},
+                         {"num_heads", o.num_heads}, {"transformer_layers", o.transformer_layers},
+                         {"mlp_units", o.mlp_units}, {"classes", o.classes}})
+    check_positive(fn, what, v);
+  if (o.height % o.patch_size || o.width % o.patch_size)
+    throw std::invalid_argument(std::string(fn) + ": patch_size " + std::to_string(o.patch_size) +
+                                " does not divide the image " + std::to_string(o.height) + "x" + std::to_string(o.width));
+  if (o.projection_dim % o.num_heads)
+    throw std::invalid_argument(std::string(fn) + ": projection_dim " + std::to_string(o.projection_dim) +
+                                " is not divisible by num_heads " + std::to_string(o.num_heads));
+  if (!(o.dropout >= 0.0 && o.dropout < 1.0))
+    throw std::invalid_argument(std::string(fn) + ": dropout must be in [0, 1), got " + std::to_string(o.dropout));
+  namespace L = layers;
+  Seeds seeds(o.seed);
+  const std::int64_t p = o.patch_size, gh = o.height / p, gw = o.width / p, tokens = gh * gw;
+  auto call = [](std::shared_ptr<L::Layer> layer, const L::KerasTensor& x) { return (*layer)(x); };
+  auto add = [&](const L::KerasTensor& a, const L::KerasTensor& b) {
+    return (*plain<L::Add>(seeds))(std::vector<L::KerasTensor>{a, b});
+  };
+  auto norm = [&](const L::KerasTensor& x) {
+    return call(std::make_shared<L::LayerNormalization>(L::LayerNormalizationOptions{.epsilon = o.epsilon}), x);
+  };
+  const L::KerasTensor in = L::Input({.shape = {o.height * o.width}});
+  L::KerasTensor h = call(plain<L::Reshape>(seeds, L::ReshapeOptions{.target_shape = {gh, p, gw, p}}), in);
+  h = call(plain<L::Permute>(seeds, L::PermuteOptions{.dims = {1, 3, 2, 4}}), h);
+  h = call(plain<L::Reshape>(seeds, L::ReshapeOptions{.target_shape = {tokens, p * p}}), h);
+  h = call(dense(o.projection_dim, "", seeds), h);
+  h = add(h, call(std::make_shared<L::PositionEmbedding>(L::PositionEmbeddingOptions{
+                      .sequence_length = tokens, .initializer = "random_uniform", .seed = seeds.next()}),
+                  h));
+  for (std::int64_t b = 0; b < o.transformer_layers; ++b) {
+    seeds.next();
+    const L::KerasTensor a = norm(h);
+    auto mha = std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{
+        .num_heads = o.num_heads, .key_dim = o.projection_dim / o.num_heads, .dropout = o.dropout,
+        .seed = seeds.next()});
+    const L::KerasTensor h2 = add((*mha)(std::vector<L::KerasTensor>{a, a}), h);
+    seeds.next();
+    L::KerasTensor m = norm(h2);
+    m = call(dropout(o.dropout, seeds), call(dense(o.mlp_units, "gelu", seeds), m));
+    m = call(dropout(o.dropout, seeds), call(dense(o.projection_dim, "", seeds), m));
+    h = add(m, h2);
+  }
+  seeds.next();
+  h = norm(h);
+  h = call(plain<L::GlobalAveragePooling1D>(seeds), h);
+  const L::KerasTensor out = call(dense(o.classes, "", seeds), h);
+  return std::make_shared<Functional>(in, out, o.name);
+}
+
 }  // namespace tapeflow::models

@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "models/functional.h"
 #include "models/sequential.h"
 
 namespace tapeflow::models {
@@ -91,5 +92,31 @@ std::shared_ptr<Sequential> make_dcgan_generator(const DcganOptions& options = {
 // LeakyReLU(0.3) -> Dropout 0.3 -> Conv2D 128 5x5 s2 same -> LReLU -> Dropout 0.3 -> Flatten ->
 // Dense 1 (logit); 212,865 parameters.
 std::shared_ptr<Sequential> make_dcgan_discriminator(const DcganOptions& options = {});
+
+struct ClassifierVitOptions {
+  std::int64_t height = 28, width = 28;  // one channel
+  std::int64_t patch_size = 4;
+  std::int64_t projection_dim = 64;
+  std::int64_t num_heads = 4;
+  std::int64_t transformer_layers = 4;
+  std::int64_t mlp_units = 128;
+  double dropout = 0.1;
+  double epsilon = 1e-6;
+  std::int64_t classes = 10;
+  std::optional<std::uint64_t> seed = std::nullopt;
+  std::string name = "classifier_vit";
+};
+
+// The Keras example "Image classification with Vision Transformer" sized for 28x28x1 (W12), as a
+// Functional model on flat inputs [batch, h·w]: Reshape (h/p, p, w/p, p) -> Permute (1, 3, 2, 4) ->
+// Reshape (tokens, p²) -> Dense projection_dim -> + PositionEmbedding (random_uniform) -> per
+// block { LayerNormalization(ε) -> MultiHeadAttention(num_heads, key_dim projection_dim / num_heads,
+// dropout)(x, x) -> Add residual -> LayerNormalization(ε) -> Dense mlp_units gelu -> Dropout ->
+// Dense projection_dim -> Dropout -> Add residual } -> LayerNormalization(ε) ->
+// GlobalAveragePooling1D -> Dense classes (logits). Default: 49 tokens of 16 pixels, 4 blocks,
+// 138,890 parameters, as Keras.
+// Errors:  std::invalid_argument for non-positive sizes, a patch size that does not divide the
+//          image, projection_dim not divisible by num_heads, a dropout outside [0, 1).
+std::shared_ptr<Functional> make_classifier_vit(const ClassifierVitOptions& options = {});
 
 }  // namespace tapeflow::models

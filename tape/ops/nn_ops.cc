@@ -222,6 +222,21 @@ Tensor log_softmax(const Tensor& logits, int axis) {
   return softmax_op(op, logits, axis);
 }
 
+Tensor masked_softmax(const Tensor& logits, const Tensor& mask, int axis) {
+  const Tensor keep = mask.dtype() == DType::kBool ? mask : greater(mask, scalar_like(mask, 0.5));
+  bool fits = true;
+  try {
+    fits = broadcast_shapes(keep.shape(), logits.shape(), "masked_softmax") == logits.shape();
+  } catch (const std::invalid_argument&) {
+    fits = false;
+  }
+  if (!fits)
+    throw std::invalid_argument("masked_softmax: the mask " + keep.shape().to_string() +
+                                " does not broadcast to the logits " + logits.shape().to_string());
+  const Tensor y = softmax(where(keep, logits, scalar_like(logits, -1e9)), axis);
+  return where(keep, y, scalar_like(y, 0.0));
+}
+
 Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tensor& logits) {
   static const OpDef& op = op_def("SparseSoftmaxCrossEntropyWithLogits");
   return execute1(op, {logits, labels});

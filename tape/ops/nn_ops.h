@@ -18,6 +18,14 @@ namespace tapeflow {
 // Ref:      tf.nn.softmax
 Tensor softmax(const Tensor& logits, int axis = -1);
 
+// Keras 3's masked softmax: softmax of where(mask, logits, -1e9) along `axis`, then 0 where the mask
+// is false (a row masked entirely gives zeros, not a uniform distribution). Composed from ops.
+// Shapes:   logits any rank >= 1; mask bool (or numbers, true where > 0.5) broadcastable to logits.
+// Errors:   as softmax; std::invalid_argument if the mask does not broadcast (names both shapes).
+// Gradient: through where and softmax (zero at masked places).
+// Ref:      keras/src/layers/activations/softmax.py (Softmax.call with a mask)
+Tensor masked_softmax(const Tensor& logits, const Tensor& mask, int axis = -1);
+
 // x - log(sum(exp(x))) along `axis`, computed stably.
 // Shapes:   logits any rank >= 1 -> same shape.
 // Errors:   as softmax.

@@ -201,9 +201,9 @@ TEST(SaveModelTest, HostileAndInconsistentFilesFailClearly) {
   write_file(p, "{not json", *model);
   EXPECT_THAT(err(p), AllOf(HasSubstr(p), HasSubstr("'model_config' is not valid JSON")));
   std::string unknown = config;
-  unknown.replace(unknown.find("\"BatchNormalization\""), 20, "\"LayerNormalization\"");
+  unknown.replace(unknown.find("\"BatchNormalization\""), 20, "\"SpectralNormalization\"");
   write_file(p, unknown, *model);
-  EXPECT_THAT(err(p), AllOf(HasSubstr("model_config"), HasSubstr("unknown layer class 'LayerNormalization'")));
+  EXPECT_THAT(err(p), AllOf(HasSubstr("model_config"), HasSubstr("unknown layer class 'SpectralNormalization'")));
   // The config says 9 units where the weights have 8.
   json j = json::parse(config);
   j["config"]["layers"][1]["config"]["units"] = 9;

@@ -1,0 +1,53 @@
+// LayerNormalization: normalizes each example over `axis` (mean 0, variance 1), then scales by
+// gamma and shifts by beta.
+//
+// Shapes:   any rank >= 1 -> same shape.
+// Weights:  "<name>/gamma:0" (if scale) then "<name>/beta:0" (if center), of shape
+//           [input_shape[a] for a in axis] (gamma_initializer ones, beta_initializer zeros).
+// Facts:    the fused layer_norm op (tape/ops/normalization_ops.h) over the flattened axes (moved
+//           last by a transpose when they are not the trailing ones), then * gamma + beta: Keras 3's
+//           (x - mean) · rsqrt(var + epsilon) · gamma + beta with the biased variance. Default
+//           epsilon 1e-3 as Keras. Computes in the layer's dtype: Keras 3 computes in
+//           result_type(dtype, float32), which is float32 even for float64 (its float64 results
+//           carry float32 rounding, ~1e-7). `training` changes nothing. rms_scaling is not supported (use
+//           RMSNormalization).
+// Errors:   std::invalid_argument for an empty or repeated axis list, epsilon < 0, an axis outside
+//           the input's rank, or inputs whose normalized dims differ from the built weights' (names
+//           the layer and both shapes).
+// Ref:      keras/src/layers/normalization/layer_normalization.py, keras.ops.layer_normalization
+#pragma once
+
+#include "layers/layer.h"
+
+namespace tapeflow::layers {
+
+struct LayerNormalizationOptions {
+  std::vector<int> axis = {-1};
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  Initializer beta_initializer = "zeros";
+  Initializer gamma_initializer = "ones";
+  std::string name = "";
+  std::optional<DType> dtype = std::nullopt;
+};
+
+class LayerNormalization : public Layer {
+ public:
+  explicit LayerNormalization(LayerNormalizationOptions options = {});
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<LayerNormalization> from_config(const nlohmann::json& config);
+  const LayerNormalizationOptions& options() const { return options_; }
+
+ private:
+  // The normalized axes of a rank-`rank` input, sorted, non-negative. Errors as the header says.
+  std::vector<int> axes_for(const Shape& input_shape) const;
+  LayerNormalizationOptions options_;
+  Shape param_shape_;
+  Variable gamma_, beta_;
+};
+
+}  // namespace tapeflow::layers

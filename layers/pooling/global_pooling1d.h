@@ -1,0 +1,56 @@
+// GlobalAveragePooling1D / GlobalMaxPooling1D: the mean / max over the steps of each sequence.
+//
+// Shapes:   [batch, steps, features] -> [batch, features] ([batch, 1, features] with keepdims).
+// Weights:  none.
+// Facts:    channels_last only. call(inputs, mask, training) with a mask [batch, steps] (bool or
+//           0/1 numbers): GlobalAveragePooling1D averages the unmasked steps only,
+//           sum(x · mask) / sum(mask) (Keras; an all-masked row divides 0 by 0, as Keras);
+//           GlobalMaxPooling1D ignores the mask (as Keras 3). `training` changes nothing.
+// Errors:   std::invalid_argument naming the layer and the shapes for inputs that are not rank 3
+//           or a mask that is not [batch, steps].
+// Ref:      keras/src/layers/pooling/global_average_pooling1d.py, global_max_pooling1d.py
+#pragma once
+
+#include "layers/layer.h"
+
+namespace tapeflow::layers {
+
+struct GlobalPooling1DOptions {
+  bool keepdims = false;
+  std::string name = "";
+  std::optional<DType> dtype = std::nullopt;
+};
+
+// Shared by GlobalAveragePooling1D and GlobalMaxPooling1D.
+class GlobalPooling1D : public Layer {
+ public:
+  Tensor call(const Tensor& inputs, bool training) override;
+  // With a mask [batch, steps]; an undefined mask is no mask.
+  Tensor call(const Tensor& inputs, const Tensor& mask, bool training);
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  bool keepdims() const { return keepdims_; }
+  nlohmann::json get_config() const override;  // data_format, keepdims
+
+ protected:
+  GlobalPooling1D(const char* class_name, bool max, GlobalPooling1DOptions options);
+  template <class L>
+  static std::shared_ptr<L> make_from_config(const nlohmann::json& config, const char* class_name);
+
+ private:
+  bool max_;
+  bool keepdims_;
+};
+
+class GlobalAveragePooling1D : public GlobalPooling1D {
+ public:
+  explicit GlobalAveragePooling1D(GlobalPooling1DOptions options = {});
+  static std::shared_ptr<GlobalAveragePooling1D> from_config(const nlohmann::json& config);
+};
+
+class GlobalMaxPooling1D : public GlobalPooling1D {
+ public:
+  explicit GlobalMaxPooling1D(GlobalPooling1DOptions options = {});
+  static std::shared_ptr<GlobalMaxPooling1D> from_config(const nlohmann::json& config);
+};
+
+}  // namespace tapeflow::layers

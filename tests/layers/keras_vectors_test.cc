@@ -1,0 +1,146 @@
+// The attention wing's layers against Keras 3 itself: outputs and gradients (inputs and weights) for
+// fixed weights and inputs, float64, from keras_vectors/attention_vectors.json (made by
+// keras_vectors/make_attention_vectors.py with the project's pinned Keras 3 on JAX).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "layers/layers.h"
+#include "tape/tapeflow.h"
+#include "tests/testing/gradient_check.h"
+
+namespace tf = tapeflow;
+namespace L = tf::layers;
+using nlohmann::json;
+using tf::testing::all_close;
+
+namespace {
+
+const json& vectors() {
+  static const json j = [] {
+    std::ifstream in(std::string(TAPEFLOW_SOURCE_DIR) + "/tests/layers/keras_vectors/attention_vectors.json");
+    std::stringstream s;
+    s << in.rdbuf();
+    return json::parse(s.str());
+  }();
+  return j;
+}
+
+const json& find_case(const std::string& name) {
+  for (const json& c : vectors().at("cases"))
+    if (c.at("name") == name) return c;
+  throw std::runtime_error("no Keras case " + name);
+}
+
+tf::Tensor tensor(const json& a) {
+  tf::Shape s;
+  for (const auto& d : a.at("shape")) s.push_back(d.get<std::int64_t>());
+  return tf::constant<double>(a.at("data").get<std::vector<double>>(), s);
+}
+
+using CallFn = std::function<tf::Tensor(L::Layer&, const std::vector<tf::Tensor>&)>;
+
+// Makes the layer from the case's Keras config (float64), builds it with one call, loads the
+// weights, and compares the output and the gradients of sum(output * w_out) with Keras's.
+std::shared_ptr<L::Layer> check_case(const std::string& name, CallFn call, double tol = 1e-12) {
+  const json& c = find_case(name);
+  json config = c.at("config");
+  config["dtype"] = "float64";
+  config["name"] = name;
+  std::shared_ptr<L::Layer> layer;
+  if (c.at("class_name") == "Activation") config["activation"] = "gelu";
+  layer = L::deserialize({{"class_name", c.at("class_name")}, {"config", config}});
+  std::vector<tf::Tensor> in;
+  for (const json& a : c.at("inputs")) in.push_back(tensor(a));
+  call(*layer, in);  // builds
+  std::vector<tf::Tensor> w;
+  for (const json& a : c.at("weights")) w.push_back(tensor(a));
+  layer->set_weights(w);
+  tf::GradientTape tape({.persistent = true});
+  std::vector<tf::Source> sources;
+  for (const json& i : c.at("float_inputs")) {
+    tape.watch(in[i.get<std::size_t>()]);
+    sources.push_back(in[i.get<std::size_t>()]);
+  }
+  const tf::Tensor y = call(*layer, in);
+  const tf::Tensor loss = tf::reduce_sum(y * tensor(c.at("w_out")));
+  EXPECT_TRUE(all_close(y, tensor(c.at("output")), tol, tol)) << name << ": output";
+  const auto gx = tape.gradient(loss, sources);
+  for (std::size_t i = 0; i < gx.size(); ++i)
+    EXPECT_TRUE(gx[i] && all_close(*gx[i], tensor(c.at("grad_inputs")[i]), tol, tol)) << name << ": input " << i;
+  const std::vector<tf::Variable> vars = layer->variables();
+  std::vector<tf::Source> vs(vars.begin(), vars.end());
+  const auto gw = tape.gradient(loss, vs);
+  EXPECT_EQ(gw.size(), c.at("grad_weights").size());
+  for (std::size_t i = 0; i < gw.size() && i < c.at("grad_weights").size(); ++i)
+    EXPECT_TRUE(gw[i] && all_close(*gw[i], tensor(c.at("grad_weights")[i]), tol, tol))
+        << name << ": weight " << c.at("weight_names")[i];
+  return layer;
+}
+
+tf::Tensor one(L::Layer& l, const std::vector<tf::Tensor>& in) { return l(in[0]); }
+
+// Keras 3's ops.layer_normalization computes in result_type(x.dtype, "float32"), which is float32
+// even for float64 inputs: its float64 results carry float32 rounding (~2e-7).
+TEST(KerasVectors, LayerNormalization) {
+  check_case("layer_norm_last_axis", one, 2e-6);
+  check_case("layer_norm_axes_1_2", one, 2e-6);
+  check_case("layer_norm_axis_1_no_center", one, 2e-6);
+}
+
+TEST(KerasVectors, MultiHeadAttentionCrossWithKeyMaskAndScores) {
+  tf::Tensor scores;
+  auto layer = check_case("mha_cross_key_mask_scores", [&](L::Layer& l, const std::vector<tf::Tensor>& in) {
+    auto [out, s] = dynamic_cast<L::MultiHeadAttention&>(l).attend(
+        in[0], in[1], {.key = in[2], .attention_mask = in[3]});
+    scores = s;
+    return out;
+  });
+  EXPECT_TRUE(all_close(scores, tensor(find_case("mha_cross_key_mask_scores").at("scores")), 1e-12, 1e-12));
+  // The fully masked query row: zeros, as Keras.
+  EXPECT_EQ(tf::reduce_sum(tf::abs(tf::slice(scores, {1, 0, 2, 0}, {1, 2, 1, 5}))).item<double>(), 0.0);
+  // Keras's kernel layout.
+  EXPECT_EQ(layer->variables()[0].shape(), (tf::Shape{6, 2, 3}));
+  EXPECT_EQ(layer->variables()[6].shape(), (tf::Shape{2, 4, 5}));
+  EXPECT_EQ(layer->variables()[0].name(), "mha_cross_key_mask_scores/query/kernel:0");
+}
+
+TEST(KerasVectors, MultiHeadAttentionSelfCausalAndNoBias) {
+  check_case("mha_self_causal", [](L::Layer& l, const std::vector<tf::Tensor>& in) {
+    return dynamic_cast<L::MultiHeadAttention&>(l).attend(in[0], in[0], {.use_causal_mask = true}).first;
+  });
+  check_case("mha_self_no_bias", [](L::Layer& l, const std::vector<tf::Tensor>& in) {
+    return l(std::vector<tf::Tensor>{in[0], in[0]});
+  });
+}
+
+TEST(KerasVectors, EmbeddingAndItsMask) {
+  auto layer = check_case("embedding_mask_zero", one);
+  const tf::Tensor mask = dynamic_cast<L::Embedding&>(*layer).compute_mask(tensor(find_case("embedding_mask_zero").at("inputs")[0]));
+  EXPECT_TRUE(all_close(tf::cast(mask, tf::DType::kFloat64), tensor(find_case("embedding_mask_zero").at("mask")), 0, 0));
+}
+
+TEST(KerasVectors, GlobalPooling1D) {
+  check_case("global_average_pooling_1d_mask", [](L::Layer& l, const std::vector<tf::Tensor>& in) {
+    return dynamic_cast<L::GlobalPooling1D&>(l).call(in[0], in[1], false);
+  });
+  check_case("global_max_pooling_1d", one);
+}
+
+TEST(KerasVectors, PermuteAndGelu) {
+  check_case("permute_3_1_2", one);
+  check_case("gelu_exact", one);
+  const json& c = find_case("gelu_tanh");
+  tf::Tensor x = tensor(c.at("inputs")[0]);
+  tf::GradientTape tape;
+  tape.watch(x);
+  const tf::Tensor y = tf::gelu(x, true);
+  EXPECT_TRUE(all_close(y, tensor(c.at("output")), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(*tape.gradient(tf::reduce_sum(y * tensor(c.at("w_out"))), x), tensor(c.at("grad_inputs")[0]),
+                        1e-12, 1e-12));
+}
+
+}  // namespace
