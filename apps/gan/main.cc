@@ -105,7 +105,7 @@ std::shared_ptr<tf::models::Sequential> train_scorer(const Flags& f, const tf::d
                     tf::models::CrossentropyOptions{.from_logits = true}),
                 .metrics = {"accuracy"}});
   clf->fit(ds.x_train, ds.y_train,
-           {.epochs = f.classifier_epochs, .batch_size = 128, .verbose = 0, .seed = f.seed});
+           {.batch_size = 128, .epochs = f.classifier_epochs, .verbose = 0, .seed = f.seed});
   *test_accuracy = clf->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000}).at("accuracy");
   spdlog::info("scorer classifier: {} epochs, test accuracy {:.4f}", f.classifier_epochs, *test_accuracy);
   return clf;

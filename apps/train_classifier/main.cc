@@ -213,8 +213,8 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
                                .update_freq = f.tensorboard.update_freq, .histogram_freq = 1, .write_images = true}));
   const tf::models::History history =
       model->fit(ds.x_train, ds.y_train,
-                 {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks,
-                  .verbose = tf::apps::fit_verbosity(f), .seed = f.seed, .initial_epoch = static_cast<int>(done_epochs),
+                 {.batch_size = f.batch_size, .epochs = f.epochs, .verbose = tf::apps::fit_verbosity(f),
+                  .callbacks = callbacks, .initial_epoch = static_cast<int>(done_epochs), .seed = f.seed,
                   .replica_context = replicas});
   const std::string kept = last_saved.empty()
                                ? (manager ? "no checkpoint was saved yet" : "no checkpoint is kept without --checkpoint-dir")
