@@ -100,7 +100,7 @@ void BM_W1FitEpoch(benchmark::State& state) {
   const Data& d = train_data();
   auto model = compiled_mlp();
   std::uint64_t seed = 1234;
-  for (auto _ : state) model->fit(d.x, d.y, {.epochs = 1, .batch_size = kBatch, .verbose = 0, .seed = seed++});
+  for (auto _ : state) model->fit(d.x, d.y, {.batch_size = kBatch, .epochs = 1, .verbose = 0, .seed = seed++});
   label(state);
 }
 BENCHMARK(BM_W1FitEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1)->Repetitions(3);

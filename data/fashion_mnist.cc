@@ -21,6 +21,9 @@ std::string find_file(const std::string& dir, const std::string& stem) {
                            "or pass the directory that holds it");
 }
 
+// Largest image side accepted (Fashion-MNIST's images are 28 x 28; this only keeps rows * cols sane).
+constexpr std::int64_t kMaxSide = 1 << 15;
+
 void check_layout(const IdxArray& a, const std::string& path, std::size_t rank, const char* what) {
   if (a.type != IdxType::kUInt8 || a.dims.size() != rank)
     throw std::runtime_error("load_fashion_mnist: " + path + ": " + what + " must be " +
@@ -38,6 +41,11 @@ FashionMnistSplit load_split(const std::string& dir, const std::string& prefix, 
     throw std::runtime_error("load_fashion_mnist: " + images_path + " holds " +
                              std::to_string(images.dims[0]) + " images but " + labels_path + " holds " +
                              std::to_string(labels.dims[0]) + " labels");
+  if (images.dims[0] == 0) throw std::runtime_error("load_fashion_mnist: " + images_path + " holds no images");
+  if (images.dims[1] < 1 || images.dims[2] < 1 || images.dims[1] > kMaxSide || images.dims[2] > kMaxSide)
+    throw std::runtime_error("load_fashion_mnist: " + images_path + ": images of " + std::to_string(images.dims[1]) +
+                             " x " + std::to_string(images.dims[2]) + " pixels; each side must be 1 to " +
+                             std::to_string(kMaxSide) + " (Fashion-MNIST's are 28 x 28)");
   const auto bad = std::find_if(labels.bytes.begin(), labels.bytes.end(), [](auto v) { return v >= 10; });
   if (bad != labels.bytes.end())
     throw std::runtime_error("load_fashion_mnist: " + labels_path + ": label " + std::to_string(*bad) +

@@ -28,7 +28,8 @@ inline constexpr const char* kDefaultFashionMnistDir = "/usr/share/datasets/fash
 // `limit` > 0 keeps only the first `limit` examples of each split; 0 keeps all.
 // Errors:  std::invalid_argument for limit < 0. std::runtime_error naming the file(s) for: a missing
 //          file (the message names the Debian package dataset-fashion-mnist), any read_idx error,
-//          images not 3-D uint8, labels not 1-D uint8, image and label counts that differ, a label >= 10.
+//          images not 3-D uint8, labels not 1-D uint8, no images, an image side of 0 or above 32768,
+//          image and label counts that differ, a label >= 10.
 // Ref:     https://github.com/zalandoresearch/fashion-mnist, tf.keras.datasets.fashion_mnist.load_data
 FashionMnist load_fashion_mnist(const std::string& dir = kDefaultFashionMnistDir, std::int64_t limit = 0);
 

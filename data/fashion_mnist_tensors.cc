@@ -1,10 +1,17 @@
 #include "data/fashion_mnist_tensors.h"
 
+#include <limits>
 #include <stdexcept>
 
 namespace tapeflow::data {
 
 Tensor images_to_tensor(const FashionMnistSplit& split, bool flatten) {
+  // rows * cols of an IDX header (each < 2^32) overflows int64 before Shape can refuse it.
+  if (split.count < 0 || split.rows < 0 || split.cols < 0 ||
+      (split.cols > 0 && split.rows > std::numeric_limits<std::int64_t>::max() / split.cols))
+    throw std::invalid_argument("images_to_tensor: split of " + std::to_string(split.count) + " images of " +
+                                std::to_string(split.rows) + " x " + std::to_string(split.cols) +
+                                " pixels: the sizes must be >= 0 and rows * cols must fit in int64");
   const Shape shape = flatten ? Shape{split.count, split.rows * split.cols} : Shape{split.count, split.rows, split.cols};
   if (static_cast<std::int64_t>(split.images.size()) != shape.num_elements())
     throw std::invalid_argument("images_to_tensor: split holds " + std::to_string(split.images.size()) +

@@ -222,7 +222,8 @@ void ProgbarLogger::on_epoch_begin(int epoch, const Logs&) {
   // verbose 2: "epoch 3/10 - 120/469 - ..." progress lines, distinct from fit's "Epoch 3/10 - ..." summary.
   bar_.emplace(ProgbarOptions{.target = options_.steps, .verbose = options_.verbose,
                               .log_interval = options_.log_interval,
-                              .prefix = fmt::format("epoch {}/{}", epoch + 1, options_.epochs), .out = options_.out});
+                              .prefix = fmt::format("epoch {}/{}", epoch + 1, options_.epochs), .out = options_.out,
+                              .dynamic_display = options_.dynamic_display});
   seen_ = 0;
 }
 

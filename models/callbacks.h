@@ -176,6 +176,7 @@ struct ProgbarLoggerOptions {
   std::int64_t steps = -1;    // batches per epoch (-1: unknown)
   double log_interval = 5.0;  // verbose 2
   std::FILE* out = stdout;    // verbose 1
+  std::optional<bool> dynamic_display = std::nullopt;  // verbose 1: see ProgbarOptions (unset: out is a terminal)
 };
 
 // Prints training progress during each epoch through a Progbar; fit adds one when verbose > 0.

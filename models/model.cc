@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 #include "tape/autodiff/gradient_tape.h"
+#include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/runtime/logging.h"
 #include "tape/runtime/recorder.h"
@@ -45,6 +47,11 @@ void check_batch(const char* caller, const data::Example& batch, std::size_t inp
     throw std::invalid_argument(std::string(caller) + ": expected a batch {" +
                                 (inputs == 1 ? std::string("x") : "x1, ..., x" + std::to_string(inputs)) +
                                 ", y}, got " + std::to_string(batch.size()) + " component(s)");
+}
+
+void check_validation_split(double split) {
+  if (!(split >= 0 && split < 1))
+    throw std::invalid_argument("Model::fit: validation_split must be in [0, 1), got " + std::to_string(split));
 }
 
 void check_batch_size(const char* caller, std::int64_t batch_size) {
@@ -192,6 +199,22 @@ Logs Model::test_step(const data::Example& batch) {
 History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) {
   check_xy("Model::fit", x, y);
   check_batch_size("Model::fit", options.batch_size);
+  check_validation_split(options.validation_split);
+  if (x.shape()[0] == 0)  // would fail later as "Dataset::shuffle: buffer_size must be >= 1, got 0"
+    throw std::invalid_argument("Model::fit: x has no examples (shape " + x.shape().to_string() + ")");
+  if (options.validation_split > 0 && options.validation_data.empty() && !options.validation_dataset) {
+    // Keras's train_validation_split: the first floor(n * (1 - split)) examples train, the rest validate.
+    const std::int64_t total = x.shape()[0];
+    const auto keep = static_cast<std::int64_t>(std::floor(static_cast<double>(total) * (1.0 - options.validation_split)));
+    if (keep == 0 || keep == total)
+      throw std::invalid_argument("Model::fit: validation_split=" + std::to_string(options.validation_split) +
+                                  " cannot split " + std::to_string(total) + " examples into a training and a validation set");
+    const std::vector<Tensor> xs = split(x, {keep, total - keep}, 0), ys = split(y, {keep, total - keep}, 0);
+    FitOptions rest = options;
+    rest.validation_split = 0;
+    rest.validation_data = {xs[1], ys[1]};
+    return fit(xs[0], ys[0], rest);
+  }
   const std::int64_t n = x.shape()[0];
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y});
   // Epoch e is shuffle pass e, so a run resumed at initial_epoch sees the batches an uninterrupted run sees.
@@ -218,6 +241,9 @@ History Model::fit(const Tensor& x, const Tensor& y, const FitOptions& options) 
 
 History Model::fit(const data::Dataset& dataset, const FitOptions& options) {
   require_compiled("fit");
+  check_validation_split(options.validation_split);
+  if (options.validation_split > 0)
+    throw std::invalid_argument("Model::fit: validation_split works with fit(x, y) only; give a dataset validation_dataset");
   if (options.epochs < 0)
     throw std::invalid_argument("Model::fit: epochs must be >= 0, got " + std::to_string(options.epochs));
   if (dataset.cardinality() == data::kInfiniteCardinality && options.steps_per_epoch < 1)

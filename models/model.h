@@ -91,18 +91,27 @@ struct CompileOptions {
   std::vector<MetricSpec> metrics = {};
 };
 
-// Keyword arguments of Model.fit.
+// Keyword arguments of Model.fit, in the order of Keras's fit(x, y, batch_size, epochs, verbose,
+// callbacks, validation_split, validation_data, shuffle, initial_epoch, steps_per_epoch), so
+// `model.fit(x, y, {.batch_size = 64, .epochs = 2})` reads as in Python; tapeflow's own options
+// (validation_dataset, seed, replica_context) follow their Keras neighbours or come last.
 struct FitOptions {
-  int epochs = 1;
   std::int64_t batch_size = 32;        // used with x, y (a Dataset is already batched)
+  int epochs = 1;
+  int verbose = 1;                     // 0 silent, 1 progress bar (one line per epoch when stdout is
+                                       // not a terminal), 2 a line per epoch and every 5 s
+  std::vector<std::shared_ptr<Callback>> callbacks = {};
+  // With x, y: the last fraction of the examples (before shuffling) is held out and evaluated after
+  // each epoch as val_*, as Keras does; 0 = none. Ignored when validation_data/validation_dataset is
+  // given (as Keras). Errors: std::invalid_argument outside [0, 1), with fit(dataset), or when the
+  // split leaves no training or no validation example.
+  double validation_split = 0.0;
   std::vector<Tensor> validation_data = {};  // {x_val, y_val}, evaluated after each epoch
   std::optional<data::Dataset> validation_dataset = std::nullopt;  // or a batched dataset of {x, y}
   bool shuffle = true;                 // with x, y: a full reshuffle every epoch
-  std::vector<std::shared_ptr<Callback>> callbacks = {};
-  int verbose = 1;                     // 0 silent, 1 progress bar, 2 a line per epoch and every 5 s
-  std::uint64_t seed = 0;              // shuffle seed
   int initial_epoch = 0;
   std::int64_t steps_per_epoch = -1;   // with an infinite (repeated) dataset: batches per epoch
+  std::uint64_t seed = 0;              // shuffle seed
   // Data-parallel training across the context's ranks (see "Replicas" above); null: this process only.
   std::shared_ptr<ReplicaContext> replica_context = nullptr;
 };

@@ -6,6 +6,8 @@
 #include "models/adversarial.h"
 #include "models/architectures.h"
 #include "models/callbacks.h"
+#include "models/callbacks/model_checkpoint.h"
+#include "models/callbacks/reduce_lr_on_plateau.h"
 #include "models/callbacks/tensorboard.h"
 #include "models/checkpoint.h"
 #include "models/config.h"

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include <unistd.h>
 #include "tape/runtime/logging.h"
 
 namespace tapeflow::models {
@@ -41,6 +43,7 @@ Progbar::Progbar(ProgbarOptions options) : options_(std::move(options)) {
   if (options_.verbose < 0 || options_.verbose > 2)
     throw std::invalid_argument("Progbar: verbose must be 0, 1 or 2, got " + std::to_string(options_.verbose));
   if (options_.width < 1) throw std::invalid_argument("Progbar: width must be positive, got " + std::to_string(options_.width));
+  if (!options_.dynamic_display) options_.dynamic_display = options_.out != nullptr && isatty(fileno(options_.out)) == 1;
   start_ = last_draw_ = std::chrono::steady_clock::now();
 }
 
@@ -80,6 +83,14 @@ void Progbar::update(std::int64_t current, const Values& values, bool finalize) 
                    format_values(values));
     }
     finished_ = finalize;
+    return;
+  }
+  if (!*options_.dynamic_display) {  // a file or a pipe: one line per finished bar, as a log reads
+    if (!finalize) return;
+    finished_ = true;
+    const std::string line = bar_line(current, values, elapsed, finalize) + "\n";
+    std::fputs(line.c_str(), options_.out);
+    std::fflush(options_.out);
     return;
   }
   const bool last = finalize || (options_.target > 0 && current >= options_.target);

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,12 +20,16 @@ struct ProgbarOptions {
   std::string prefix;         // verbose 2: start of each line, e.g. "Epoch 3/10"
   int width = 30;             // characters of the bar
   std::FILE* out = stdout;    // verbose 1 destination (verbose 2 logs through spdlog, info)
+  // verbose 1: redraw the bar in place with '\r' (true), or print only each finished bar as one
+  // line (false, for files and pipes); unset: whether `out` is a terminal (Keras's _dynamic_display).
+  std::optional<bool> dynamic_display = std::nullopt;
 };
 
 // One pass over `target` steps.
 // Facts:    verbose 1 draws "  123/469 [=======>......................] - ETA: 3s - loss: 0.4267"
 //           while running and "469/469 [==============================] - 3s 6ms/step - loss: ..."
-//           plus a newline when finalized (Keras's format: values %.4f, or %.4e below 1e-3).
+//           plus a newline when finalized (Keras's format: values %.4f, or %.4e below 1e-3); without
+//           a dynamic display (out not a terminal) only the finalized line is written, no '\r'.
 //           verbose 2 logs "<prefix> - 123/469 - 12.3s - loss: 0.4267 - ..." every log_interval
 //           seconds and nothing at the end (fit logs the epoch's line).
 // Errors:   std::invalid_argument for verbose outside 0..2 or a non-positive width.

@@ -222,8 +222,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a baseline and an input-gradient-regularized Fashion-MNIST MLP or convnet (loss = CE + λ·‖∂CE/∂x‖₂, "
                "double backward) with the same seed and budget; report clean and FGSM/PGD test accuracy.",
                "adversarial_regularization"};
-  app.add_option("--epochs", f.epochs, "Training epochs per model")->capture_default_str()->check(tf::apps::at_least(1));
-  app.add_option("--batch-size", f.batch_size, "Examples per step")->capture_default_str()->check(tf::apps::at_least(1));
+  app.add_option("--epochs", f.epochs, "Training epochs per model")->capture_default_str()->check(tf::apps::integer_at_least<int>(1));
+  app.add_option("--batch-size", f.batch_size, "Examples per step")->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
   app.add_option("--lambda", f.lambda, "Weight λ of ‖∂CE/∂x‖₂ (global L2 norm over the batch) for the regularized model")
       ->capture_default_str()->check(tf::apps::positive());
   app.add_option("--learning-rate", f.learning_rate, "Adam learning rate")
@@ -231,14 +231,14 @@ int main(int argc, char** argv) {
   app.add_option("--epsilons", f.epsilons, "FGSM/PGD budgets (L∞, pixels in [0, 1]), comma-separated")
       ->delimiter(',')->capture_default_str()->check(tf::apps::in_range(0.0, 1.0));
   app.add_option("--pgd-steps", f.pgd_steps, "Also evaluate PGD with K steps of 2.5·ε/K (0, the default: PGD off)")
-      ->capture_default_str()->check(tf::apps::at_least(0));
+      ->capture_default_str()->check(tf::apps::integer_at_least<int>(0));
   app.add_option("--model", f.model,
                  "Classifier: mlp (Dense ReLU layers of --hidden) or cnn (the Keras convnet: Conv2D 32 -> MaxPool -> "
                  "Conv2D 64 -> MaxPool -> Dropout 0.5 -> Dense 10; its input gradient needs the second derivative "
                  "of a convolution)")
       ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn"}));
   app.add_option("--hidden", f.hidden, "Hidden layer sizes of the MLP (ReLU), comma-separated")
-      ->delimiter(',')->capture_default_str()->check(tf::apps::at_least(1));
+      ->delimiter(',')->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "Save each trained model (weights, Adam state, flags) as DIR/<baseline|regularized>.h5; a file that "
                  "already exists is loaded instead of training, if it was trained with the same flags");

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -49,10 +50,10 @@ void add_common_flags(CLI::App& app, CommonFlags& f) {
   app.add_option("--data-dir", f.data_dir, "Directory with the Fashion-MNIST IDX files (Debian: dataset-fashion-mnist)")
       ->capture_default_str();
   app.add_option("--seed", f.seed, "Seed of the weights and the shuffling (same seed, same threads: same result)")
-      ->capture_default_str();
-  app.add_option("--threads", f.threads, "Kernel threads (0: all cores)")->capture_default_str()->check(at_least(0));
+      ->capture_default_str()->check(integer_at_least<std::uint64_t>(0));
+  app.add_option("--threads", f.threads, "Kernel threads (0: all cores)")->capture_default_str()->check(integer_at_least(0));
   app.add_option("--limit", f.limit, "Use only the first N training and the first N test examples (0: all)")
-      ->capture_default_str()->check(at_least(0));
+      ->capture_default_str()->check(integer_at_least<std::int64_t>(0));
   app.add_option("--metrics-out", f.metrics_out, "Write the final metrics as JSON to FILE");
   app.add_option("--log-level", f.log_level, "Log level")
       ->capture_default_str()->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
@@ -112,6 +113,32 @@ CLI::Validator in_range(double min, double max) {
       "in [" + number_text(min) + ", " + number_text(max) + "]");
 }
 
+CLI::Validator integer_in(long double min, long double max) {
+  return CLI::Validator(
+      [min, max](std::string& input) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        const long double v = std::strtold(input.c_str(), &end);
+        if (end == input.c_str() || *end != '\0') return "expected a whole number, got '" + input + "'";
+        if (v != std::floor(v)) return "expected a whole number, got " + input;
+        if (!(v >= min)) return "must be at least " + fmt::format("{:.0f}", static_cast<double>(min)) + ", got " + input;
+        if (errno == ERANGE || v > max)
+          return "must be at most " + fmt::format("{:.0f}", max) + ", got " + input;
+        return "";
+      },
+      "integer >= " + fmt::format("{:.0f}", static_cast<double>(min)));
+}
+
+std::string prescan_flag(int argc, char** argv, const std::string& flag, const std::string& fallback) {
+  std::string value = fallback;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == flag && i + 1 < argc) value = argv[++i];
+    else if (a.starts_with(flag + "=")) value = a.substr(flag.size() + 1);
+  }
+  return value;
+}
+
 std::optional<int> parse_flags(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -149,6 +176,7 @@ int run_app(const std::string& app, const std::function<int()>& body) {
 
 void apply_common_flags(const CommonFlags& f) {
   spdlog::set_level(spdlog::level::from_str(f.log_level));
+  if (f.verbose == 0 && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   if (f.threads > 0) kernels::set_num_threads(f.threads);
   std::signal(SIGINT, on_sigint);
   if (!f.metrics_out.empty()) check_writable_file("--metrics-out", f.metrics_out);  // fail before training
@@ -176,6 +204,22 @@ void check_writable_file(const std::string& flag, const std::string& path) {
   if (!fs::is_directory(parent, ec))
     throw std::runtime_error(flag + ": cannot write '" + path + "': directory '" + parent.string() + "' does not exist");
   if (const std::string why = probe_write(parent.string()); !why.empty())
+    throw std::runtime_error(flag + ": cannot write '" + path + "': " + why);
+}
+
+void check_writable_output(const std::string& flag, const std::string& path) {
+  const fs::path p(path);
+  const bool directory = path.ends_with('/') || !p.has_extension();
+  if (!directory) return check_writable_file(flag, path);
+  std::error_code ec;
+  if (fs::exists(p, ec) && !fs::is_directory(p, ec))
+    throw std::runtime_error(flag + ": cannot write the directory '" + path + "': a file of that name exists");
+  fs::path existing = p;
+  while (!existing.empty() && !fs::exists(existing, ec)) existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, ec))
+    throw std::runtime_error(flag + ": cannot write '" + path + "': '" + existing.string() + "' is not a directory");
+  if (const std::string why = probe_write(existing.string()); !why.empty())
     throw std::runtime_error(flag + ": cannot write '" + path + "': " + why);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -71,6 +72,20 @@ void add_tensorboard_flags(CLI::App& app, TensorBoardFlags& flags);
 CLI::Validator at_least(double min);
 CLI::Validator positive();  // > 0
 CLI::Validator in_range(double min, double max);
+// Integer flags: a whole number of T's range (no silent saturation: 99999999999999999999 for an
+// int64 flag is refused, "must be at most 9223372036854775807, got ...") and >= min.
+template <class T>
+CLI::Validator integer_at_least(T min);
+CLI::Validator integer_in(long double min, long double max);
+template <class T>
+CLI::Validator integer_at_least(T min) {
+  return integer_in(static_cast<long double>(min), static_cast<long double>(std::numeric_limits<T>::max()));
+}
+
+// The value of `--flag V` / `--flag=V` on the command line (the last one), or `fallback`. For
+// choices that must be known before the flags are declared, such as the --model whose defaults
+// --help shows.
+std::string prescan_flag(int argc, char** argv, const std::string& flag, const std::string& fallback);
 
 // Parses the command line. Returns nullopt to go on, or the exit code to return now: 0 after
 // --help, kExitUsage after a one-line "<app>: usage error: ..." on stderr.
@@ -79,7 +94,8 @@ std::optional<int> parse_flags(CLI::App& app, int argc, char** argv);
 // Runs an app's body, mapping exceptions to the exit codes above with one "<app>: error: ..." line.
 int run_app(const std::string& app, const std::function<int()>& body);
 
-// Applies --log-level and --threads, installs the Ctrl-C handler, and checks --metrics-out.
+// Applies --log-level and --threads (--verbose 0 also lowers the log to warnings and errors: only
+// the app's result line is printed), installs the Ctrl-C handler, and checks --metrics-out.
 // Errors: std::runtime_error naming --metrics-out if it cannot be written (before any training).
 void apply_common_flags(const CommonFlags& flags);
 
@@ -89,6 +105,10 @@ void check_writable_directory(const std::string& flag, const std::string& dir);
 // Checks that `path` can be written (its directory exists and takes a file; an existing file is
 // writable) without creating or changing it. Errors: std::runtime_error naming the flag.
 void check_writable_file(const std::string& flag, const std::string& path);
+// An output that is a file (a name with an extension: check_writable_file) or a directory to be
+// made (no extension, or a trailing '/': its nearest existing parent must take a directory and
+// `path` must not be a file). Nothing is created. Errors: std::runtime_error naming the flag.
+void check_writable_output(const std::string& flag, const std::string& path);
 
 // The fit verbosity for --verbose: as given, or -1 -> 1 (progress bar) when stdout is a terminal,
 // 2 (one line per epoch plus a line every few seconds) otherwise.

@@ -105,7 +105,7 @@ std::shared_ptr<tf::models::Sequential> train_scorer(const Flags& f, const tf::d
                     tf::models::CrossentropyOptions{.from_logits = true}),
                 .metrics = {"accuracy"}});
   clf->fit(ds.x_train, ds.y_train,
-           {.epochs = f.classifier_epochs, .batch_size = 128, .verbose = 0, .seed = f.seed});
+           {.batch_size = 128, .epochs = f.classifier_epochs, .verbose = 0, .seed = f.seed});
   *test_accuracy = clf->evaluate(ds.x_test, ds.y_test, {.batch_size = 1000}).at("accuracy");
   spdlog::info("scorer classifier: {} epochs, test accuracy {:.4f}", f.classifier_epochs, *test_accuracy);
   return clf;
@@ -343,8 +343,8 @@ int main(int argc, char** argv) {
                  "mlp: Dense generator/discriminator (default; fast); dcgan: Dense -> Conv2DTranspose x3 generator and "
                  "Conv2D x2 discriminator (default " + std::to_string(kDcganEpochs) + " epochs)")
       ->capture_default_str()->check(CLI::IsMember({"mlp", "dcgan"}));
-  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(tf::apps::at_least(1));
-  app.add_option("--batch-size", f.batch_size, "Images per step")->capture_default_str()->check(tf::apps::at_least(1));
+  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(tf::apps::integer_at_least<int>(1));
+  app.add_option("--batch-size", f.batch_size, "Images per step")->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
   app.add_option("--learning-rate", f.learning_rate, "Adam learning rate (both networks)")
       ->capture_default_str()->check(tf::apps::positive());
   app.add_option("--beta-1", f.beta_1, "Adam beta_1 (both networks)")
@@ -364,11 +364,11 @@ int main(int argc, char** argv) {
                "With --resume: score the newest checkpoint's generator without training (--epochs is not used)")
       ->needs("--resume");
   app.add_option("--score-samples", f.score_samples, "Generated and noise images scored by the classifier")
-      ->capture_default_str()->check(tf::apps::at_least(1));
+      ->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
   app.add_option("--score-every", f.score_every, "Also score fixed-seed samples every N epochs (0: only at the end)")
-      ->capture_default_str()->check(tf::apps::at_least(0));
+      ->capture_default_str()->check(tf::apps::integer_at_least<int>(0));
   app.add_option("--classifier-epochs", f.classifier_epochs, "Epochs of the scoring classifier")
-      ->capture_default_str()->check(tf::apps::at_least(1));
+      ->capture_default_str()->check(tf::apps::integer_at_least<int>(1));
   tf::apps::add_common_flags(app, f);
   tf::apps::add_tensorboard_flags(app, f.tensorboard);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;

@@ -1,5 +1,6 @@
-// predict: loads any saved model (save_model's .h5 or a TensorFlow.js directory) without the code
-// that defined it, and prints its predictions for IDX images and, given labels, the accuracy.
+// predict: loads any saved model (save_model's .h5, a train_classifier checkpoint ckpt-N.h5, or a
+// TensorFlow.js directory) without the code that defined it, and prints its predictions for IDX
+// images (class, Fashion-MNIST class name, probability) and, given labels, the accuracy.
 // Serving without the training code; see --help.
 #include <spdlog/spdlog.h>
 
@@ -13,9 +14,13 @@
 #include <fstream>
 #include <string>
 
+#include "data/fashion_mnist.h"
 #include "data/idx.h"
 #include "models/models.h"
 #include "tape/ops/index_ops.h"
+#include "tape/ops/math_ops.h"
+#include "tape/ops/nn_ops.h"
+#include "tape/ops/reduction_ops.h"
 
 namespace tf = tapeflow;
 
@@ -31,10 +36,37 @@ struct Flags {
   std::string metrics_out;
 };
 
-// A .h5 or .keras file (save_model, or Keras), or a TensorFlow.js model directory / model.json.
+// A train_classifier checkpoint (ckpt-N.h5): the architecture is the --model stored among the
+// checkpoint's flags, the weights are the checkpoint's (its optimizer state is not needed).
+std::shared_ptr<tf::models::Model> load_checkpoint(const std::string& path) {
+  tf::models::Checkpoint flags_only;
+  flags_only.read(path);  // tracks nothing: reads the stored flags
+  const std::string& config = flags_only.loaded_config();
+  const auto at = config.find("--model=");
+  if (at == std::string::npos)
+    throw std::runtime_error(path + ": the checkpoint does not say which --model it holds (written by another app "
+                             "or an older train_classifier); save the model with train_classifier --save-model");
+  const std::string name = config.substr(at + 8, config.find('\n', at) - at - 8);
+  std::shared_ptr<tf::models::Sequential> model;
+  if (name == "mlp") model = tf::models::make_classifier_mlp();
+  else if (name == "cnn") model = tf::models::make_classifier_cnn();
+  else if (name == "lstm") model = tf::models::make_classifier_lstm();
+  else
+    throw std::runtime_error(path + ": a checkpoint of --model " + name +
+                             ", which predict cannot rebuild; save the model with train_classifier --save-model");
+  model->build(tf::Shape{1, 784});  // train_classifier feeds flattened 28 x 28 images
+  tf::models::Checkpoint weights({.model = model});
+  weights.read(path);
+  return model;
+}
+
+// A .h5 or .keras file (save_model, or Keras), a checkpoint ckpt-N.h5, or a TensorFlow.js model directory /
+// model.json.
 std::shared_ptr<tf::models::Model> load_any(const std::string& path) {
   namespace fs = std::filesystem;
   if (fs::is_directory(path) || path.ends_with(".json")) return tf::models::load_tfjs(path);
+  const std::string file = fs::path(path).filename().string();
+  if (file.starts_with("ckpt-") && file.ends_with(".h5")) return load_checkpoint(path);
   return tf::models::load_model(path, {.compile = false});
 }
 
@@ -55,6 +87,7 @@ tf::Tensor images_tensor(const tf::data::IdxArray& a, std::int64_t n, const tf::
 }
 
 int run(const Flags& f) {
+  if (!f.metrics_out.empty()) tf::apps::check_writable_file("--metrics-out", f.metrics_out);  // before the work
   auto model = load_any(f.model);
   spdlog::info("Loaded {} '{}' ({} parameters) from {}", model->class_name(), model->name(), model->count_params(), f.model);
   const tf::data::IdxArray images = tf::data::read_idx(f.images);
@@ -77,7 +110,20 @@ int run(const Flags& f) {
   const tf::Tensor scores = model->predict(x, {.batch_size = f.batch_size});
   const tf::Tensor predicted = tf::argmax(scores, -1);
   const std::int64_t* p = predicted.data<std::int64_t>();
-  for (std::int64_t i = 0; i < std::min(n, f.show); ++i) std::printf("%lld: class %lld\n", (long long)i, (long long)p[i]);
+  // Probabilities: the outputs as they are when each row already is a distribution (a softmax
+  // layer), else their softmax (logits).
+  tf::Tensor probs = tf::cast(scores, tf::DType::kFloat64);
+  if (n > 0 && !(tf::reduce_min(probs).item() >= 0 &&
+                 tf::reduce_max(tf::abs(tf::reduce_sum(probs, {-1}) - 1.0)).item() < 1e-3))
+    probs = tf::softmax(probs, -1);
+  const double* q = probs.data<double>();
+  const std::int64_t classes = scores.shape()[scores.rank() - 1];
+  const auto names = tf::data::fashion_mnist_class_names();
+  for (std::int64_t i = 0; i < std::min(n, f.show); ++i) {
+    const std::int64_t k = p[i];
+    std::printf("%lld: class %lld%s%s (%.4f)\n", (long long)i, (long long)k, classes == 10 ? " " : "",
+                classes == 10 ? names[static_cast<std::size_t>(k)] : "", q[i * classes + k]);
+  }
   if (!f.labels.empty()) {
     const tf::data::IdxArray labels = tf::data::read_idx(f.labels);
     if (labels.type != tf::data::IdxType::kUInt8 || labels.dims.size() != 1 || labels.dims[0] < n)
@@ -100,14 +146,19 @@ int run(const Flags& f) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app{"Load a saved model (.h5, .keras or a TensorFlow.js directory) and predict classes of IDX images."};
-  app.add_option("--model", f.model, "Model file (.h5 or .keras) or TensorFlow.js directory / model.json")->required()->check(CLI::ExistingPath);
+  CLI::App app{"Load a saved model (.h5, .keras, a train_classifier checkpoint ckpt-N.h5 or a TensorFlow.js "
+               "directory) and predict classes of IDX images.",
+               "predict"};
+  app.add_option("--model", f.model,
+                 "Model file (.h5 or .keras), a train_classifier checkpoint (ckpt-N.h5), or a TensorFlow.js "
+                 "directory / model.json")->required()->check(CLI::ExistingPath);
   app.add_option("--images", f.images, "IDX images (uint8, optionally .gz), scaled to [0, 1]")->required()->check(CLI::ExistingFile);
-  app.add_option("--labels", f.labels, "IDX labels: print the accuracy")->check(CLI::ExistingFile);
-  app.add_option("--batch-size", f.batch_size, "Examples per forward pass")->capture_default_str()->check(tf::apps::at_least(1));
-  app.add_option("--limit", f.limit, "Use only the first N images (0: all)")->capture_default_str()->check(tf::apps::at_least(0));
-  app.add_option("--show", f.show, "Print the first N predictions")->capture_default_str()->check(tf::apps::at_least(0));
-  app.add_option("--metrics-out", f.metrics_out, "Write the accuracy as JSON to this file");
+  auto* labels = app.add_option("--labels", f.labels, "IDX labels: print the accuracy")->check(CLI::ExistingFile);
+  app.add_option("--batch-size", f.batch_size, "Examples per forward pass")->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
+  app.add_option("--limit", f.limit, "Use only the first N images (0: all)")->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(0));
+  app.add_option("--show", f.show, "Print the first N predictions")->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(0));
+  app.add_option("--metrics-out", f.metrics_out, "Write the accuracy as JSON to this file (needs --labels)")
+      ->needs(labels);
   app.footer(tf::apps::kExitCodesHelp);
   // One convention with the other apps: usage errors exit 2, data/file errors 1 (apps/common).
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;

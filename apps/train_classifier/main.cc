@@ -12,8 +12,10 @@
 #include <chrono>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/fashion_mnist_tensors.h"
@@ -29,21 +31,32 @@ namespace tf = tapeflow;
 
 namespace {
 
-// Defaults of --model cnn where --epochs / --learning-rate are not given. 30 epochs reach 0.9165 test
-// accuracy (seed 42); 15 stopped at 0.9124, short of the 0.916 that TensorFlow's 2-conv tutorial net
-// reaches in the dataset's benchmark table.
-constexpr int kCnnEpochs = 30;
-constexpr double kCnnLearningRate = 3e-3;
-// Defaults of --model lstm: the Keras RNN-on-MNIST recipe (Adam 1e-3, constant, 10 epochs; Keras 3.15
-// on TensorFlow 2.21 reaches 0.8726 test accuracy with it here).
-constexpr int kLstmEpochs = 10;
-constexpr double kLstmLearningRate = 1e-3;
-constexpr const char* kLstmSchedule = "constant";
-// Defaults of --model vit: the W12 recipe (Keras ViT example): AdamW(1e-3, weight_decay 1e-4) at a
-// constant rate, 10 epochs, batch 128 (Keras 3.15 on TensorFlow 2.21: 0.8601 test accuracy).
-constexpr int kVitEpochs = 10;
-constexpr double kVitLearningRate = 1e-3;
-constexpr double kVitWeightDecay = 1e-4;
+// Each --model and the defaults of --epochs / --learning-rate / --lr-schedule that it brings (--help
+// shows the chosen model's: `--model cnn --help`). A new model adds a row. cnn: 30 epochs reach 0.9165
+// test accuracy (seed 42); 15 stopped at 0.9124, short of the 0.916 that TensorFlow's 2-conv tutorial
+// net reaches in the dataset's benchmark table. lstm: the Keras RNN-on-MNIST recipe (Adam 1e-3,
+// constant, 10 epochs; Keras 3.15 on TensorFlow 2.21 reaches 0.8726 test accuracy with it here).
+struct ModelDefaults {
+  const char* name;
+  const char* what;
+  int epochs;
+  double learning_rate;
+  const char* schedule;
+  const char* optimizer = "adam";
+  double weight_decay = 0.004;  // AdamW's (Keras default), used with --optimizer adamw
+};
+constexpr ModelDefaults kModels[] = {
+    {"mlp", "784-256-BN-ReLU-256-BN-ReLU-10 (fast)", 8, 2e-3, "cosine"},
+    {"cnn", "Conv2D 32 3x3 -> MaxPool 2 -> Conv2D 64 3x3 -> MaxPool 2 -> Flatten -> Dropout 0.5 -> Dense 10", 30, 3e-3,
+     "cosine"},
+    {"lstm", "the 28 rows as 28 steps of 28 pixels -> LSTM 128 -> Dense 10", 10, 1e-3, "constant"},
+    // vit: the W12 recipe (Keras ViT example): AdamW(1e-3, weight_decay 1e-4) at a constant rate, 10
+    // epochs, batch 128 (Keras 3.15 on TensorFlow 2.21: 0.8601 test accuracy).
+    {"vit",
+     "the Keras Vision Transformer example for 28x28 (4x4 patches -> 49 tokens, Dense 64 + position embedding, 4 "
+     "blocks of LayerNorm -> MultiHeadAttention 4x16 -> LayerNorm -> MLP 128 gelu, 138,890 parameters)",
+     10, 1e-3, "constant", "adamw", 1e-4},
+};
 
 struct Flags : tf::apps::CommonFlags {
   tf::apps::TensorBoardFlags tensorboard;
@@ -57,6 +70,8 @@ struct Flags : tf::apps::CommonFlags {
   std::string checkpoint_dir;  // save every epoch through a CheckpointManager
   bool resume = false;         // restore the newest checkpoint in checkpoint_dir first
   std::string save_model;      // after training: a .h5 / .keras file (save_model), a .onnx file (export_onnx) or a TensorFlow.js directory
+  double validation_split = 0;  // Keras's: the last fraction of the training examples validates
+  std::string csv_log;          // CSVLogger: one row per epoch
   double collective_timeout = 300;  // seconds, under mpirun
   bool no_shared_memory = false;    // under mpirun: MPI_Iallreduce instead of the shared-memory window
 };
@@ -79,7 +94,29 @@ std::shared_ptr<tf::optimizers::Optimizer> make_optimizer(const std::string& nam
   return std::make_shared<opt::Adagrad>(opt::AdagradOptions{.learning_rate = lr});
 }
 
+// Adds the learning rate of the epoch's first step to its logs (as Keras's LearningRateScheduler
+// logs the rate it set), so History, --metrics-out and --csv-log hold it.
+class LogLearningRate : public tf::models::Callback {
+ public:
+  void on_epoch_begin(int, const tf::models::Logs&) override { lr_ = model().optimizer()->current_learning_rate(); }
+  void on_epoch_end(int, tf::models::Logs& logs) override { logs.set("learning_rate", lr_); }
+
+ private:
+  double lr_ = 0;
+};
+
 std::string json_number(double v) { return std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"; }
+
+// Keras's History.history as JSON: {"accuracy": [...], "loss": [...], ...}, one value per epoch.
+std::string history_json(const tf::models::History& h) {
+  std::string out;
+  for (const auto& [name, values] : h.history) {
+    std::string list;
+    for (double v : values) list += (list.empty() ? "" : ", ") + json_number(v);
+    out += fmt::format("{}\n    \"{}\": [{}]", out.empty() ? "" : ",", name, list);
+  }
+  return "{" + out + "\n  }";
+}
 
 void write_metrics(const std::string& path, const Flags& f, const tf::models::Logs& test,
                    const tf::models::History& h, const std::vector<double>& epoch_seconds, double total_seconds,
@@ -89,10 +126,10 @@ void write_metrics(const std::string& path, const Flags& f, const tf::models::Lo
   const std::string json = fmt::format(
       "{{\n  \"model\": \"{}\",\n  \"test_loss\": {},\n  \"test_accuracy\": {},\n  \"train_loss\": {},\n  \"train_accuracy\": {},\n"
       "  \"epochs\": {},\n  \"batch_size\": {},\n  \"optimizer\": \"{}\",\n  \"learning_rate\": {},\n"
-      "  \"seed\": {},\n  \"ranks\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {}\n}}\n",
+      "  \"seed\": {},\n  \"ranks\": {},\n  \"threads\": {},\n  \"limit\": {},\n  \"epoch_seconds\": [{}],\n  \"total_seconds\": {},\n  \"history\": {}\n}}\n",
       f.model, json_number(test.at("loss")), json_number(test.at("accuracy")), json_number(h["loss"].back()),
       json_number(h["accuracy"].back()), h.epoch.size(), f.batch_size, f.optimizer, json_number(f.learning_rate),
-      f.seed, ranks, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds));
+      f.seed, ranks, tf::kernels::num_threads(), f.limit, times, json_number(total_seconds), history_json(h));
   std::ofstream out(path);
   out << json;
   if (!out.flush()) throw std::runtime_error("--metrics-out: cannot write '" + path + "'");
@@ -101,7 +138,8 @@ void write_metrics(const std::string& path, const Flags& f, const tf::models::Lo
 // The flags that shape the trained model, as stored in its checkpoints. --epochs (the run may be
 // extended) and --threads (results then differ in the last bits) only warn when they change.
 tf::apps::AppConfig training_config(const Flags& f) {
-  return {{"--epochs", std::to_string(f.epochs), true},
+  return {{"--model", f.model},
+          {"--epochs", std::to_string(f.epochs), true},
           {"--batch-size", std::to_string(f.batch_size)},
           {"--optimizer", f.optimizer},
           {"--weight-decay", fmt::format("{}", f.weight_decay)},
@@ -116,8 +154,12 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
   const auto t_start = std::chrono::steady_clock::now();
   const bool chief = !replicas || replicas->rank() == 0;  // logs, checkpoints and metrics
   tf::apps::apply_common_flags(f);
+  if (chief && f.resume && !std::filesystem::is_directory(f.checkpoint_dir))  // a typo must not start afresh
+    throw std::runtime_error("--resume: the checkpoint directory '" + f.checkpoint_dir + "' does not exist");
   if (chief && !f.checkpoint_dir.empty()) tf::apps::check_writable_directory("--checkpoint-dir", f.checkpoint_dir);
   if (chief && !f.tensorboard.dir.empty()) tf::apps::check_writable_directory("--tensorboard-dir", f.tensorboard.dir);
+  if (chief && !f.save_model.empty()) tf::apps::check_writable_output("--save-model", f.save_model);
+  if (chief && !f.csv_log.empty()) tf::apps::check_writable_file("--csv-log", f.csv_log);
   if (!chief && spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
   if (replicas)
     spdlog::info("Data-parallel over {} ranks: global batch {}, {} per rank, {} threads per rank", replicas->size(),
@@ -165,12 +207,24 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
     if (chief) manager = std::make_shared<tf::models::CheckpointManager>(ckpt, f.checkpoint_dir, 3);
     if (f.resume) {
       if (chief) {
+        // The flags first: a checkpoint of another --model would otherwise fail on its weights.
+        std::string checked;
+        if (auto newest = manager->latest_checkpoint()) {
+          tf::models::Checkpoint flags_only;
+          try {
+            flags_only.read(*newest);
+            checked = *newest;
+          } catch (const std::runtime_error&) {
+          }  // unreadable: restore() says why and tries older ones
+          if (!checked.empty()) tf::apps::check_config(checked, flags_only.loaded_config(), training_config(f));
+        }
         if (auto path = manager->restore()) {
-          tf::apps::check_config(*path, ckpt->loaded_config(), training_config(f));
+          if (*path != checked) tf::apps::check_config(*path, ckpt->loaded_config(), training_config(f));
           spdlog::info("Resumed from {} after epoch {}", *path, done_epochs);
           last_saved = *path;
         } else {
-          spdlog::info("No checkpoint in {}; starting from scratch", f.checkpoint_dir);
+          throw std::runtime_error("--resume: no readable checkpoint (ckpt-N.h5) in '" + f.checkpoint_dir +
+                                   "'; drop --resume to start a new run there");
         }
       }
       if (replicas && ranks > 1) {  // rank 0 restored: model, optimizer state and epoch to everyone
@@ -221,10 +275,12 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
     callbacks.push_back(std::make_shared<tf::models::TensorBoard>(
         f.tensorboard.dir, tf::models::TensorBoardOptions{
                                .update_freq = f.tensorboard.update_freq, .histogram_freq = 1, .write_images = true}));
+  callbacks.push_back(std::make_shared<LogLearningRate>());
+  if (!f.csv_log.empty()) callbacks.push_back(std::make_shared<tf::models::CSVLogger>(f.csv_log));
   const tf::models::History history =
       model->fit(ds.x_train, ds.y_train,
-                 {.epochs = f.epochs, .batch_size = f.batch_size, .callbacks = callbacks,
-                  .verbose = tf::apps::fit_verbosity(f), .seed = f.seed, .initial_epoch = static_cast<int>(done_epochs),
+                 {.batch_size = f.batch_size, .epochs = f.epochs, .verbose = tf::apps::fit_verbosity(f),
+                  .callbacks = callbacks, .validation_split = f.validation_split, .initial_epoch = static_cast<int>(done_epochs), .seed = f.seed,
                   .replica_context = replicas});
   const std::string kept = last_saved.empty()
                                ? (manager ? "no checkpoint was saved yet" : "no checkpoint is kept without --checkpoint-dir")
@@ -239,7 +295,8 @@ int run(const Flags& f, const std::shared_ptr<Replicas>& replicas) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   double train_seconds = 0;
   for (double t : epoch_seconds) train_seconds += t;
-  spdlog::info("Test loss: {:.4f} - test accuracy: {:.4f}", test.at("loss"), test.at("accuracy"));
+  if (chief)  // the result line: on stdout whatever --verbose and --log-level say
+    std::printf("Test loss: %.4f - test accuracy: %.4f\n", test.at("loss"), test.at("accuracy"));
   spdlog::info("Wall time: {:.2f}s total, {:.2f}s per epoch on average ({} epochs, {} threads)", total,
                train_seconds / static_cast<double>(epoch_seconds.size()), epoch_seconds.size(),
                tf::kernels::num_threads());
@@ -266,26 +323,28 @@ int main(int argc, char** argv) {
   }
 #endif
   Flags f;
+  f.model = tf::apps::prescan_flag(argc, argv, "--model", f.model);
+  std::vector<std::string> model_names;
+  std::string model_help;
+  for (const ModelDefaults& m : kModels) {
+    model_names.push_back(m.name);
+    model_help += fmt::format("; {}: {} (defaults: {} epochs, optimizer {}, learning rate {:g}, {} schedule{})", m.name,
+                              m.what, m.epochs, m.optimizer, m.learning_rate, m.schedule,
+                              std::string_view(m.optimizer) == "adamw" ? fmt::format(", weight decay {:g}", m.weight_decay) : "");
+    if (f.model == m.name) {  // --help shows them
+      f.epochs = m.epochs, f.learning_rate = m.learning_rate, f.schedule = m.schedule;
+      f.optimizer = m.optimizer, f.weight_decay = m.weight_decay;
+    }
+  }
   CLI::App app{"Train a tapeflow Fashion-MNIST classifier (softmax cross-entropy) and report test loss and "
                "accuracy: the MLP 784-256-BN-ReLU-256-BN-ReLU-10 (default), the Keras convnet (--model cnn), an "
                "LSTM over the image rows (--model lstm) or the Keras Vision Transformer (--model vit).",
                "train_classifier"};
-  app.add_option("--model", f.model,
-                 "mlp: 784-256-BN-ReLU-256-BN-ReLU-10 (default: fast, 8 epochs); cnn: Conv2D 32 3x3 -> MaxPool 2 -> "
-                 "Conv2D 64 3x3 -> MaxPool 2 -> Flatten -> Dropout 0.5 -> Dense 10 (defaults: " +
-                     std::to_string(kCnnEpochs) + " epochs, learning rate " + fmt::format("{:g}", kCnnLearningRate) +
-                     "); lstm: the 28 rows as 28 steps of 28 pixels -> LSTM 128 -> Dense 10 (defaults: " +
-                     std::to_string(kLstmEpochs) + " epochs, learning rate " + fmt::format("{:g}", kLstmLearningRate) +
-                     ", " + kLstmSchedule + " schedule" +
-                     "); vit: the Keras Vision Transformer example for 28x28 (4x4 patches -> 49 tokens, Dense 64 + "
-                     "position embedding, 4 blocks of LayerNorm -> MultiHeadAttention 4x16 -> LayerNorm -> MLP 128 "
-                     "gelu, 138,890 parameters; defaults: optimizer adamw, weight decay " +
-                     fmt::format("{:g}", kVitWeightDecay) + ", " + std::to_string(kVitEpochs) + " epochs, learning rate " +
-                     fmt::format("{:g}", kVitLearningRate) + ", constant schedule)")
-      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn", "lstm", "vit"}));
-  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(tf::apps::at_least(1));
+  app.add_option("--model", f.model, "The classifier; --help after --model X shows X's defaults" + model_help)
+      ->capture_default_str()->check(CLI::IsMember(model_names));
+  app.add_option("--epochs", f.epochs, "Training epochs")->capture_default_str()->check(tf::apps::integer_at_least<int>(1));
   app.add_option("--batch-size", f.batch_size, "Examples per training step")
-      ->capture_default_str()->check(tf::apps::at_least(1));
+      ->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
   app.add_option("--optimizer", f.optimizer, "Optimizer")
       ->capture_default_str()->check(CLI::IsMember({"adam", "sgd", "rmsprop", "adagrad", "adamw"}));
   app.add_option("--weight-decay", f.weight_decay, "AdamW's decoupled weight decay (--optimizer adamw)")
@@ -300,6 +359,11 @@ int main(int argc, char** argv) {
                  "After training, save the whole model: PATH.h5 (Keras 2 HDF5) or PATH.keras (Keras 3; both load "
                  "with load_model, the predict app or Keras), PATH.onnx (ONNX, opset 17, for ONNX Runtime) or a "
                  "TensorFlow.js directory (model.json + shards, for tf.loadLayersModel)");
+  app.add_option("--validation-split", f.validation_split,
+                 "Hold out the last fraction of the training examples and report val_loss / val_accuracy per epoch "
+                 "(Keras's validation_split)")
+      ->capture_default_str()->check(tf::apps::in_range(0, 0.99));
+  app.add_option("--csv-log", f.csv_log, "Write one CSV row per epoch (epoch, loss, accuracy, val_*) to FILE (CSVLogger)");
   app.add_flag("--resume", f.resume,
                "Continue from the newest readable checkpoint in --checkpoint-dir (same flags; --epochs may grow)")
       ->needs("--checkpoint-dir");
@@ -312,21 +376,6 @@ int main(int argc, char** argv) {
   tf::apps::add_common_flags(app, f);
   tf::apps::add_tensorboard_flags(app, f.tensorboard);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
-  if (f.model == "cnn") {
-    if (app.count("--epochs") == 0) f.epochs = kCnnEpochs;
-    if (app.count("--learning-rate") == 0) f.learning_rate = kCnnLearningRate;
-  } else if (f.model == "vit") {
-    if (app.count("--epochs") == 0) f.epochs = kVitEpochs;
-    if (app.count("--learning-rate") == 0) f.learning_rate = kVitLearningRate;
-    if (app.count("--optimizer") == 0) f.optimizer = "adamw";
-    if (app.count("--weight-decay") == 0) f.weight_decay = kVitWeightDecay;
-    if (app.count("--lr-schedule") == 0) f.schedule = "constant";
-  }
-  if (f.model == "lstm") {
-    if (app.count("--epochs") == 0) f.epochs = kLstmEpochs;
-    if (app.count("--learning-rate") == 0) f.learning_rate = kLstmLearningRate;
-    if (app.count("--lr-schedule") == 0) f.schedule = kLstmSchedule;
-  }
   return tf::apps::run_app("train_classifier", [&] {
 #ifdef TAPEFLOW_HAVE_DISTRIBUTE
     if (replicas) {

@@ -31,20 +31,12 @@ std::string binary(const std::string& app) { return std::string(TAPEFLOW_BINARY_
 
 const std::vector<std::string> kTrainingApps = {"train_classifier", "adversarial_regularization", "gan"};
 
-class AppHardening : public ::testing::Test {
+class AppHardening : public ScratchTest {
  protected:
   void SetUp() override {
     for (const auto& app : {"train_classifier", "adversarial_regularization", "gan", "predict", "seed_examples"})
       TAPEFLOW_REQUIRE_APP(binary(app));
   }
-  void TearDown() override {
-    for (const auto& p : cleanup_) fs::remove_all(p);
-  }
-  std::string scratch(const std::string& name) {
-    cleanup_.push_back(temp_path(name));
-    return cleanup_.back();
-  }
-  std::vector<std::string> cleanup_;
 };
 
 // Usage errors: exit 2 and one line in words naming the flag, before any data is read.

@@ -4,6 +4,8 @@
 # runs the project shown in README.md ("Using tapeflow from your own project": the files
 # app/CMakeLists.txt and app/main.cc are extracted from the README, so the README is what is built).
 # The project is C++ only and does not set the C++ standard: tapeflow's targets must carry both.
+# Then the package as a library's: libtapeflow_* names, LICENSE, apps in bin/, find_package(tapeflow)
+# without MPI (COMPONENTS distribute brings it), and the same main.cc built through pkg-config.
 # Usage: consumer_test.sh SOURCE_DIR BUILD_DIR WORK_DIR [CMAKE] [CXX_COMPILER] [COMPILER_LAUNCHER]
 set -euo pipefail
 src=$1 build=$2 work=$3 cmake=${4:-cmake} cxx=${5:-c++} launcher=${6:-}
@@ -53,7 +55,58 @@ args=(-S "$work/app" -B "$work/app/build" -DCMAKE_PREFIX_PATH="$work/prefix" -DC
 "$cmake" --build "$work/app/build" -j 2 > "$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the README project failed"; }
 "$work/app/build/fit_line" || fail "the README project's program failed (exit $?)"
 
-# 5. Error path: an install whose HDF5 library has gone says so, naming tapeflow and the file.
+# 5. A package that installs like a library: prefixed library names, the LICENSE, the apps in bin/.
+lib=$(dirname "$(find "$work/prefix" -name 'libtapeflow_tape.*' | head -1)")
+[ -n "$lib" ] && [ "$lib" != . ] || fail "lib/libtapeflow_tape.* is not installed (libraries are named tapeflow_<folder>)"
+for bare in tape layers optimizers data models distribute; do
+  if ls "$lib/lib$bare."* > /dev/null 2>&1; then fail "lib/lib$bare.* is installed: names must start with tapeflow_"; fi
+done
+[ -s "$work/prefix/share/doc/tapeflow/LICENSE" ] || fail "share/doc/tapeflow/LICENSE is not installed"
+grep -q "Apache License" "$work/prefix/share/doc/tapeflow/LICENSE" || fail "LICENSE is not the Apache License"
+if [ -x "$build/apps/train_classifier" ]; then
+  [ -x "$work/prefix/bin/train_classifier" ] || fail "bin/train_classifier is not installed"
+  "$work/prefix/bin/train_classifier" --help > /dev/null || fail "the installed train_classifier --help failed"
+fi
+
+config="$work/prefix/lib/cmake/tapeflow/tapeflowConfig.cmake"
+[ -f "$config" ] || config=$(find "$work/prefix" -name tapeflowConfig.cmake | head -1)
+
+# 6. The core needs no MPI: find_package(tapeflow) works with MPI hidden; COMPONENTS distribute
+#    brings tapeflow::distribute (and needs MPI) when this build has it.
+"$cmake" -S "$work/app" -B "$work/app/build-nompi" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON > "$work/nompi.log" 2>&1 ||
+  { cat "$work/nompi.log"; fail "find_package(tapeflow) needs MPI (it should only with COMPONENTS distribute)"; }
+mkdir -p "$work/dist"
+cat > "$work/dist/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(dist LANGUAGES CXX)
+find_package(tapeflow REQUIRED COMPONENTS distribute)
+if(NOT TARGET tapeflow::distribute)
+  message(FATAL_ERROR "COMPONENTS distribute did not define tapeflow::distribute")
+endif()
+CMAKE
+dist_args=(-S "$work/dist" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx")
+if [ -f "$(dirname "$config")/tapeflow_distributeTargets.cmake" ]; then
+  "$cmake" "${dist_args[@]}" -B "$work/dist/build" > "$work/dist.log" 2>&1 ||
+    { cat "$work/dist.log"; fail "find_package(tapeflow COMPONENTS distribute) failed"; }
+  if "$cmake" "${dist_args[@]}" -B "$work/dist/build-nompi" -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON > "$work/dist-nompi.log" 2>&1; then
+    fail "find_package(tapeflow COMPONENTS distribute) succeeded without MPI"
+  fi
+elif "$cmake" "${dist_args[@]}" -B "$work/dist/build" > "$work/dist.log" 2>&1; then
+  fail "this build has no distribute, yet find_package(tapeflow COMPONENTS distribute) succeeded"
+fi
+
+# 7. pkg-config: the README's main.cc built with nothing but `pkg-config --cflags --libs tapeflow`.
+pc_dir=$(dirname "$(find "$work/prefix" -name tapeflow.pc | head -1)")
+[ -f "$pc_dir/tapeflow.pc" ] || fail "lib/pkgconfig/tapeflow.pc is not installed"
+pc_flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs tapeflow) || fail "pkg-config cannot read tapeflow.pc"
+case "$pc_flags" in *"$work/prefix"*) ;; *) fail "tapeflow.pc does not point into the install prefix: $pc_flags" ;; esac
+# shellcheck disable=SC2086
+$launcher "$cxx" -std=c++20 -O1 "$work/app/main.cc" -o "$work/fit_line_pc" $pc_flags > "$work/pc.log" 2>&1 ||
+  { cat "$work/pc.log"; fail "building the README project with pkg-config failed"; }
+"$work/fit_line_pc" > /dev/null || fail "the pkg-config build of the README project failed (exit $?)"
+
+# 8. Error path: an install whose HDF5 library has gone says so, naming tapeflow and the file.
 cp -r "$work/prefix" "$work/broken"
 config="$work/broken/lib/cmake/tapeflow/tapeflowConfig.cmake"
 [ -f "$config" ] || config=$(find "$work/broken" -name tapeflowConfig.cmake | head -1)

@@ -24,6 +24,15 @@ TEST(FashionMnistTensorsTest, ImagesScaleToUnitInterval) {
   FashionMnistSplit bad = tiny_split();
   bad.images.pop_back();
   EXPECT_THROW(images_to_tensor(bad), std::invalid_argument);
+  // An IDX header [0, 4294967295, 4294967295]: rows * cols overflows int64 (was undefined behaviour,
+  // then "Shape: negative dimension").
+  const FashionMnistSplit huge{.count = 0, .rows = 4294967295, .cols = 4294967295};
+  try {
+    images_to_tensor(huge);
+    ADD_FAILURE() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("4294967295 x 4294967295 pixels: the sizes must be >= 0 and rows * cols must fit"));
+  }
 }
 
 TEST(FashionMnistTensorsTest, LabelsAsInt32OrInt64) {

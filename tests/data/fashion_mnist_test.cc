@@ -97,6 +97,21 @@ TEST_F(FashionMnistFiles, RejectsCountMismatchAndBadLabels) {
   expect_load_error({labels, "label 10 at index 2 is out of range [0, 10)"});
 }
 
+// Files that hold no usable image are refused naming the file, before any model sees them (they gave
+// "Dataset::shuffle: buffer_size must be >= 1, got 0", a Dense shape error, or overflowed rows * cols).
+TEST_F(FashionMnistFiles, RefusesNoImagesAndImagesWithoutPixels) {
+  std::string images = write("train-images-idx3-ubyte", idx_bytes(0x08, {0, 28, 28}, {}), true);
+  write("train-labels-idx1-ubyte", idx_bytes(0x08, {0}, {}), true);
+  expect_load_error({images, "holds no images"});
+  SetUp();
+  images = write("train-images-idx3-ubyte", idx_bytes(0x08, {5, 28, 0}, {}), true);
+  expect_load_error({images, "images of 28 x 0 pixels; each side must be 1 to 32768"});
+  images = write("t10k-images-idx3-ubyte", idx_bytes(0x08, {0, 4294967295u, 4294967295u}, {}), false);
+  write("train-images-idx3-ubyte", idx_bytes(0x08, {5, 2, 3}, iota_bytes(30, 0)), true);
+  write("t10k-labels-idx1-ubyte", idx_bytes(0x08, {0}, {}), false);
+  expect_load_error({images, "holds no images"});
+}
+
 TEST_F(FashionMnistFiles, PassesOnReadErrors) {
   const std::string images = write("t10k-images-idx3-ubyte", idx_bytes(0x08, {3, 2, 3}, iota_bytes(17, 0)), true);
   expect_load_error({"read_idx: " + images, "truncated payload"});

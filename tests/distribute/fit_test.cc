@@ -59,11 +59,11 @@ TEST(FitTest, SameWeightsAsOneProcessWithTheGlobalBatch) {
   const Data d = make_data(kExamples);
   const std::int64_t global_batch = 12;  // 4 steps per epoch; 12 / N per rank for N = 1, 2, 3
   auto reference = make_model();
-  const models::History ref = reference->fit(d.x, d.y, {.epochs = 3, .batch_size = global_batch, .verbose = 0, .seed = 5});
+  const models::History ref = reference->fit(d.x, d.y, {.batch_size = global_batch, .epochs = 3, .verbose = 0, .seed = 5});
 
   auto model = make_model();
   const models::History h = model->fit(
-      d.x, d.y, {.epochs = 3, .batch_size = global_batch, .verbose = 0, .seed = 5, .replica_context = shared_context()});
+      d.x, d.y, {.batch_size = global_batch, .epochs = 3, .verbose = 0, .seed = 5, .replica_context = shared_context()});
   EXPECT_EQ(model->optimizer()->iterations(), 3 * kExamples / global_batch);
   const auto want = values(*reference), got = values(*model);
   ASSERT_EQ(want.size(), got.size());
@@ -86,7 +86,7 @@ TEST(FitTest, SameWeightsAsOneProcessWithTheGlobalBatch) {
   }
   // Deterministic at a fixed number of ranks.
   auto again = make_model();
-  again->fit(d.x, d.y, {.epochs = 3, .batch_size = global_batch, .verbose = 0, .seed = 5,
+  again->fit(d.x, d.y, {.batch_size = global_batch, .epochs = 3, .verbose = 0, .seed = 5,
                         .replica_context = shared_context()});
   EXPECT_EQ(hash_bytes(values(*again)), hash_bytes(got));
 }
@@ -95,7 +95,7 @@ TEST(FitTest, UnevenTailIsDroppedAndEvaluateAveragesShards) {
   const Data d = make_data(29);  // 29 = 2 global batches of 12 + 5 left over
   auto model = make_model();
   const models::History h =
-      model->fit(d.x, d.y, {.epochs = 2, .batch_size = 12, .verbose = 0, .replica_context = shared_context()});
+      model->fit(d.x, d.y, {.batch_size = 12, .epochs = 2, .verbose = 0, .replica_context = shared_context()});
   EXPECT_EQ(model->optimizer()->iterations(), context().size() == 1 ? 2 * 3 : 2 * 2);
   // evaluate: every example once across the shards (uneven: 29 over N ranks), logs averaged.
   const models::Logs local = model->evaluate(d.x, d.y, {.batch_size = 4});
@@ -132,7 +132,7 @@ TEST(FitTest, CallbacksRunOnRankZeroAndItsStopReachesEveryRank) {
   auto stop = std::make_shared<StopAfterFirstEpoch>();
   auto model = make_model();
   const models::History h = model->fit(
-      d.x, d.y, {.epochs = 5, .batch_size = 12, .callbacks = {stop}, .verbose = 0, .replica_context = shared_context()});
+      d.x, d.y, {.batch_size = 12, .epochs = 5, .verbose = 0, .callbacks = {stop}, .replica_context = shared_context()});
   EXPECT_EQ(stop->calls, c.rank() == 0 ? 1 : 0);
   EXPECT_EQ(h.epoch.size(), 1u);  // every rank stopped after epoch 0
   EXPECT_TRUE(same_on_every_rank(hash_bytes(values(*model))));

@@ -108,7 +108,7 @@ int save(const std::string& kind, const std::string& path) {
   }
   tf::Generator g(7);
   const tf::Tensor x = tf::random_normal(x_shape, g, 0.0, 1.0, tf::DType::kFloat32);
-  model->fit(x, labels_for(x, classes), {.epochs = 2, .batch_size = 16, .verbose = 0});
+  model->fit(x, labels_for(x, classes), {.batch_size = 16, .epochs = 2, .verbose = 0});
   tf::models::save_model(*model, path);
   write_floats(path + ".x", x);
   const tf::Tensor pred = model->predict(x);
@@ -137,7 +137,7 @@ int check(const std::string& path, const std::string& x_file, const std::string&
   tf::models::save_model(*model, path + ".tapeflow.h5");
   if (!model->optimizer()) throw std::runtime_error(path + ": loaded without an optimizer");
   const std::int64_t loaded = model->optimizer()->iterations();
-  const tf::models::History h = model->fit(x, y, {.epochs = epochs, .batch_size = 16, .shuffle = false, .verbose = 0});
+  const tf::models::History h = model->fit(x, y, {.batch_size = 16, .epochs = epochs, .verbose = 0, .shuffle = false});
   std::cout << json{{"iterations_loaded", loaded},
                     {"iterations_after", model->optimizer()->iterations()},
                     {"losses", h["loss"]}}

@@ -83,7 +83,7 @@ void train(tf::models::Model& model, std::int64_t examples, bool logits) {
   model.compile({.optimizer = std::make_shared<tf::optimizers::Adam>(),
                  .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
                      tf::models::CrossentropyOptions{.from_logits = logits})});
-  model.fit(ds.x_train, ds.y_train, {.epochs = 1, .batch_size = 32, .verbose = 0, .seed = 5});
+  model.fit(ds.x_train, ds.y_train, {.batch_size = 32, .epochs = 1, .verbose = 0, .seed = 5});
 }
 
 std::shared_ptr<tf::models::Functional> functional() {

@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
           }});
   auto board = std::make_shared<tf::models::TensorBoard>(
       log_dir, tf::models::TensorBoardOptions{.update_freq = 1, .histogram_freq = 1, .write_images = true});
-  model->fit(x, y, {.epochs = epochs, .batch_size = batch, .validation_data = {xv, yv}, .callbacks = {recorder, board},
-                    .verbose = 0, .seed = 3});
+  model->fit(x, y, {.batch_size = batch, .epochs = epochs, .verbose = 0, .callbacks = {recorder, board},
+                    .validation_data = {xv, yv}, .seed = 3});
   std::ofstream(argv[2]) << nlohmann::json{{"scalars", scalars}, {"histograms", histograms}}.dump(1);
   return 0;
 }

@@ -47,7 +47,7 @@ const Tensor kX = zeros(Shape{1, 1});
 const Tensor kY = zeros(Shape{1, 1});
 
 History fit(Scripted& m, std::vector<std::shared_ptr<Callback>> cbs, int epochs) {
-  return m.fit(kX, kY, {.epochs = epochs, .batch_size = 1, .callbacks = std::move(cbs), .verbose = 0});
+  return m.fit(kX, kY, {.batch_size = 1, .epochs = epochs, .verbose = 0, .callbacks = std::move(cbs)});
 }
 
 TEST(CallbacksTest, HistoryRecordsEveryEpoch) {

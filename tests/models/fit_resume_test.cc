@@ -49,20 +49,20 @@ std::vector<std::vector<double>> weights(const Sequential& m) {
 TEST_F(FitResume, ResumedFitIsBitIdenticalToTheUninterruptedOne) {
   const Data d = data();
   auto full = compiled_model();
-  full->fit(d.x, d.y, {.epochs = 4, .batch_size = 16, .verbose = 0, .seed = 3});
+  full->fit(d.x, d.y, {.batch_size = 16, .epochs = 4, .verbose = 0, .seed = 3});
 
   auto first = compiled_model();
-  first->fit(d.x, d.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .seed = 3});
+  first->fit(d.x, d.y, {.batch_size = 16, .epochs = 2, .verbose = 0, .seed = 3});
   Checkpoint({.model = first, .optimizer = first->optimizer()}).write(file("c.h5"));
   auto second = compiled_model();
   Checkpoint({.model = second, .optimizer = second->optimizer()}).read(file("c.h5"));
-  second->fit(d.x, d.y, {.epochs = 4, .batch_size = 16, .verbose = 0, .seed = 3, .initial_epoch = 2});
+  second->fit(d.x, d.y, {.batch_size = 16, .epochs = 4, .verbose = 0, .initial_epoch = 2, .seed = 3});
   EXPECT_EQ(weights(*second), weights(*full));
 
   // Without the data-order state (pass 0's order again) the run differs: the test can fail.
   auto replayed = compiled_model();
   Checkpoint({.model = replayed, .optimizer = replayed->optimizer()}).read(file("c.h5"));
-  replayed->fit(d.x, d.y, {.epochs = 2, .batch_size = 16, .verbose = 0, .seed = 3});
+  replayed->fit(d.x, d.y, {.batch_size = 16, .epochs = 2, .verbose = 0, .seed = 3});
   EXPECT_NE(weights(*replayed), weights(*full));
 }
 
@@ -88,14 +88,14 @@ TEST_F(FitResume, TerminateOnNaNStopsAtTheFirstNonFiniteLoss) {
   auto count = std::make_shared<LambdaCallback>(
       LambdaCallbackOptions{.on_epoch_begin = [&](int, const Logs&) { ++epochs_seen; }});
   const Tensor x = zeros(Shape{32, 1});
-  m.fit(x, x, {.epochs = 3, .batch_size = 8, .shuffle = false, .callbacks = {count, stop}, .verbose = 0});
+  m.fit(x, x, {.batch_size = 8, .epochs = 3, .verbose = 0, .callbacks = {count, stop}, .shuffle = false});
   EXPECT_TRUE(stop->terminated());
   EXPECT_EQ(stop->reason(), "loss nan at epoch 2, batch 2");  // 4 batches per epoch: the 6th batch
   EXPECT_EQ(epochs_seen, 2);
 
   ScriptedLoss fine({1, 1, 1, 1, 1, 1, 1, 1});
   auto quiet = std::make_shared<TerminateOnNaN>();
-  fine.fit(x, x, {.epochs = 2, .batch_size = 8, .callbacks = {quiet}, .verbose = 0});
+  fine.fit(x, x, {.batch_size = 8, .epochs = 2, .verbose = 0, .callbacks = {quiet}});
   EXPECT_FALSE(quiet->terminated());
   EXPECT_EQ(quiet->reason(), "");
 }

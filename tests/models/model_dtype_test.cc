@@ -65,7 +65,7 @@ void expect_matches_float64_reference(Sequential& model) {
   const Tensor ref_loss = reduce_mean(square(reference_forward(w, x) - y));
   EXPECT_NEAR(model.evaluate(x, y, {.batch_size = 8}).at("loss"), ref_loss.item(), 1e-12);
   // fit: one more epoch of one batch is the next reference step.
-  const History h = model.fit(x, y, {.epochs = 1, .batch_size = 8, .shuffle = false, .verbose = 0});
+  const History h = model.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0, .shuffle = false});
   EXPECT_NEAR(h["loss"].back(), reference_step(w, x, y), 1e-12);
 }
 

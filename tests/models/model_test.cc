@@ -8,6 +8,7 @@
 #include "models/sequential.h"
 #include "optimizers/optimizers.h"
 #include "tape/core/random.h"
+#include "tape/ops/array_ops.h"
 
 namespace tapeflow::models {
 namespace {
@@ -41,12 +42,47 @@ void compile_adam(Model& m, double lr = 0.01) {
              .metrics = {"accuracy"}});
 }
 
+// Keras's validation_split: the last fraction of x, y (taken before shuffling) is evaluated as
+// val_* after each epoch and never trained on; FitOptions takes Keras's keyword order.
+TEST(ModelTest, ValidationSplitHoldsOutTheLastFraction) {
+  auto [x, y] = blobs(40, 3);  // 120 examples: 90 train, 30 validate
+  auto split_model = small_mlp(20), explicit_model = small_mlp(20);
+  compile_adam(*split_model);
+  compile_adam(*explicit_model);
+  const History h = split_model->fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0, .validation_split = 0.25});
+  const std::vector<Tensor> xs = split(x, {90, 30}, 0), ys = split(y, {90, 30}, 0);
+  const History want = explicit_model->fit(xs[0], ys[0], {.batch_size = 16, .epochs = 2, .verbose = 0,
+                                                          .validation_data = {xs[1], ys[1]}});
+  ASSERT_EQ(h["val_loss"].size(), 2u);
+  EXPECT_EQ(h["val_loss"], want["val_loss"]);
+  EXPECT_EQ(h["loss"], want["loss"]);
+  EXPECT_EQ(split_model->optimizer()->iterations(), 2 * 6);  // ceil(90 / 16) steps per epoch
+  for (double bad : {-0.1, 1.0, 1.5}) {
+    try {
+      split_model->fit(x, y, {.verbose = 0, .validation_split = bad});
+      FAIL() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("validation_split must be in [0, 1)"));
+    }
+  }
+  EXPECT_THROW(split_model->fit(split(x, {1, 119}, 0)[0], split(y, {1, 119}, 0)[0], {.validation_split = 0.5}),
+               std::invalid_argument);  // 1 example cannot be split
+  EXPECT_THROW(split_model->fit(data::Dataset::from_tensor_slices({x, y}).batch(8), {.validation_split = 0.2}),
+               std::invalid_argument);
+  try {  // no examples: said so (was "Dataset::shuffle: buffer_size must be >= 1, got 0")
+    split_model->fit(zeros(Shape{0, 2}), zeros(Shape{0}, DType::kInt64), {.verbose = 0});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("Model::fit: x has no examples (shape [0, 2])"));
+  }
+}
+
 TEST(ModelTest, FitLearnsThreeBlobs) {
   auto [x, y] = blobs(100, 1);
   auto [xv, yv] = blobs(50, 2);
   auto model = small_mlp(10);
   compile_adam(*model);
-  const History h = model->fit(x, y, {.epochs = 15, .batch_size = 32, .validation_data = {xv, yv}, .verbose = 0});
+  const History h = model->fit(x, y, {.batch_size = 32, .epochs = 15, .verbose = 0, .validation_data = {xv, yv}});
   ASSERT_EQ(h.epoch.size(), 15u);
   EXPECT_LT(h["loss"].back(), h["loss"].front());
   EXPECT_GE(h["accuracy"].back(), 0.95);     // stated target: >= 95% train accuracy after 15 epochs
@@ -67,7 +103,7 @@ TEST(ModelTest, SameSeedGivesBitIdenticalTraining) {
     auto [x, y] = blobs(40, 3);
     auto model = small_mlp(20);
     compile_adam(*model);
-    const History h = model->fit(x, y, {.epochs = 3, .batch_size = 16, .verbose = 0, .seed = shuffle_seed});
+    const History h = model->fit(x, y, {.batch_size = 16, .epochs = 3, .verbose = 0, .seed = shuffle_seed});
     return std::make_pair(h["loss"], model->variables()[0].value().to_vector<float>());
   };
   const auto a = run(5), b = run(5), c = run(6);
@@ -119,7 +155,7 @@ TEST(ModelTest, Errors) {
   }
   EXPECT_THROW(model->fit(x, y, {.batch_size = 0}), std::invalid_argument);
   EXPECT_THROW(model->fit(x, y, {.epochs = -1}), std::invalid_argument);
-  EXPECT_THROW(model->fit(x, y, {.validation_data = {x}, .verbose = 0}), std::invalid_argument);
+  EXPECT_THROW(model->fit(x, y, {.verbose = 0, .validation_data = {x}}), std::invalid_argument);
   EXPECT_THROW(model->train_step({x}), std::invalid_argument);
   EXPECT_THROW(model->predict(Tensor(1.0)), std::invalid_argument);
   EXPECT_THROW(model->evaluate(data::Dataset::from_tensor_slices({x, y}).take(0).batch(4)), std::invalid_argument);
@@ -151,7 +187,7 @@ TEST(ModelTest, SubclassedModelTrainsAndOverridesTrainStep) {
   auto [x, y] = blobs(50, 6);
   TwoLayer model;
   compile_adam(model, 0.05);
-  const History h = model.fit(x, y, {.epochs = 10, .batch_size = 50, .verbose = 0});
+  const History h = model.fit(x, y, {.batch_size = 50, .epochs = 10, .verbose = 0});
   EXPECT_EQ(h["steps"].back(), 30.0);
   EXPECT_GE(h["accuracy"].back(), 0.9);
   EXPECT_EQ(model.trainable_variables().size(), 4u);
@@ -205,7 +241,7 @@ TEST(ModelTest, ValidationDatasetIsEvaluatedEveryEpoch) {
   auto model = small_mlp(50);
   compile_adam(*model);
   const data::Dataset val = data::Dataset::from_tensor_slices({x, y}).batch(25);
-  const History h = model->fit(x, y, {.epochs = 2, .batch_size = 20, .validation_dataset = val, .verbose = 0});
+  const History h = model->fit(x, y, {.batch_size = 20, .epochs = 2, .verbose = 0, .validation_dataset = val});
   ASSERT_EQ(h["val_loss"].size(), 2u);
   EXPECT_NEAR(h["val_loss"].back(), model->evaluate(x, y).at("loss"), 1e-6);
   EXPECT_EQ(model->predict(x).shape(), (Shape{60, 3}));

@@ -42,7 +42,7 @@ TEST(Progbar, KerasBarFormat) {
 TEST(Progbar, RedrawsInPlaceAndEndsWithOneNewline) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
-  Progbar bar({.target = 4, .interval = 0, .width = 4, .out = f});
+  Progbar bar({.target = 4, .interval = 0, .width = 4, .out = f, .dynamic_display = true});
   for (int i = 1; i <= 4; ++i) bar.update(i, {{"loss", 1.0 / i}}, i == 4);
   const std::string out = contents(f);
   EXPECT_EQ(std::count(out.begin(), out.end(), '\r'), 4) << out;
@@ -50,6 +50,20 @@ TEST(Progbar, RedrawsInPlaceAndEndsWithOneNewline) {
   EXPECT_THAT(out, HasSubstr("\r1/4 [>...] - ETA: "));
   EXPECT_THAT(out, HasSubstr("\r4/4 [====] - 0s "));
   EXPECT_THAT(out, HasSubstr("loss: 0.2500\n"));
+  std::fclose(f);
+}
+
+// A file or a pipe (not a terminal) gets no '\r': one line per finished bar (Keras's Progbar
+// without _dynamic_display), so logs and `| tee` stay readable.
+TEST(Progbar, WritesOneLinePerBarWhenTheOutputIsNotATerminal) {
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  Progbar bar({.target = 4, .interval = 0, .width = 4, .out = f});  // default: decided by isatty
+  for (int i = 1; i <= 4; ++i) bar.update(i, {{"loss", 1.0 / i}}, i == 4);
+  const std::string out = contents(f);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\r'), 0) << out;
+  EXPECT_EQ(out.substr(0, 12), "4/4 [====] -") << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   std::fclose(f);
 }
 
@@ -62,12 +76,13 @@ TEST(ProgbarLogger, FitVerboseOnePrintsAnEpochTitleAndABarPerEpoch) {
   const Tensor x = random_uniform(Shape{40, 4}, g);
   const Tensor y = constant(std::vector<std::int32_t>(40, 1), Shape{40});
   auto logger = std::make_shared<ProgbarLogger>(ProgbarLoggerOptions{.verbose = 1, .epochs = 2, .steps = 4, .out = f});
-  model->fit(x, y, {.epochs = 2, .batch_size = 10, .callbacks = {logger}, .verbose = 0});
+  model->fit(x, y, {.batch_size = 10, .epochs = 2, .verbose = 0, .callbacks = {logger}});
   const std::string out = contents(f);
   EXPECT_THAT(out, HasSubstr("Epoch 1/2\n"));
   EXPECT_THAT(out, HasSubstr("Epoch 2/2\n"));
   EXPECT_THAT(out, HasSubstr("4/4 [==============================] - "));
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 4) << out;  // two titles, two finished bars
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\r'), 0) << out;  // a file: line mode
   EXPECT_THROW(ProgbarLogger({.verbose = 0}), std::invalid_argument);
   std::fclose(f);
 }

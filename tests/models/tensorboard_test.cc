@@ -61,7 +61,7 @@ class TensorBoardTest : public ::testing::Test {
 
 TEST_F(TensorBoardTest, EpochScalarsOnlyByDefault) {
   auto board = std::make_shared<TensorBoard>(dir_.string());
-  model_->fit(x_, y_, {.epochs = 3, .batch_size = 4, .callbacks = {board}, .verbose = 0});
+  model_->fit(x_, y_, {.batch_size = 4, .epochs = 3, .verbose = 0, .callbacks = {board}});
   const auto train = events("train");
   EXPECT_EQ(train.size(), 1u + 3 * 3);  // file version; epoch_loss, epoch_binary_accuracy, epoch_learning_rate per epoch
   EXPECT_EQ(count(train, "epoch_loss"), 3);
@@ -74,7 +74,7 @@ TEST_F(TensorBoardTest, EpochScalarsOnlyByDefault) {
 TEST_F(TensorBoardTest, BatchScalarsValidationHistogramsAndImages) {
   auto board = std::make_shared<TensorBoard>(
       dir_.string(), TensorBoardOptions{.update_freq = 3, .histogram_freq = 2, .write_images = true});
-  model_->fit(x_, y_, {.epochs = 3, .batch_size = 2, .validation_data = {x_, y_}, .callbacks = {board}, .verbose = 0});
+  model_->fit(x_, y_, {.batch_size = 2, .epochs = 3, .verbose = 0, .callbacks = {board}, .validation_data = {x_, y_}});
   const auto train = events("train");
   // 12 global batches; every 3rd: 4 of them, each batch_loss and batch_binary_accuracy.
   EXPECT_EQ(count(train, "batch_loss"), 4);
@@ -97,8 +97,8 @@ TEST_F(TensorBoardTest, BatchScalarsValidationHistogramsAndImages) {
 
 TEST_F(TensorBoardTest, EachFitCallWritesNewFiles) {
   auto board = std::make_shared<TensorBoard>(dir_.string());
-  model_->fit(x_, y_, {.epochs = 1, .callbacks = {board}, .verbose = 0});
-  model_->fit(x_, y_, {.epochs = 1, .callbacks = {board}, .verbose = 0});
+  model_->fit(x_, y_, {.epochs = 1, .verbose = 0, .callbacks = {board}});
+  model_->fit(x_, y_, {.epochs = 1, .verbose = 0, .callbacks = {board}});
   EXPECT_EQ(event_files(dir_ / "train").size(), 2u);
 }
 
@@ -108,7 +108,7 @@ TEST_F(TensorBoardTest, UnwritableLogDirIsNamed) {
   const std::string log_dir = (dir_ / "file" / "logs").string();
   auto board = std::make_shared<TensorBoard>(log_dir);
   try {
-    model_->fit(x_, y_, {.epochs = 1, .callbacks = {board}, .verbose = 0});
+    model_->fit(x_, y_, {.epochs = 1, .verbose = 0, .callbacks = {board}});
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_THAT(e.what(), HasSubstr(log_dir));

@@ -46,7 +46,7 @@ std::shared_ptr<models::Sequential> saved_mlp(const std::string& path) {
   const Tensor x = random_input({32, 6}, 1);
   std::vector<std::int64_t> y(32);
   for (int i = 0; i < 32; ++i) y[i] = i % 3;
-  model->fit(x, constant(y, Shape{32}), {.epochs = 1, .batch_size = 8, .verbose = 0});
+  model->fit(x, constant(y, Shape{32}), {.batch_size = 8, .epochs = 1, .verbose = 0});
   models::save_model(*model, path);
   return model;
 }

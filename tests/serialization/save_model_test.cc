@@ -44,7 +44,7 @@ TEST(SaveModelTest, MlpRoundTripIsBitIdentical) {
   auto model = mlp();
   compile_adam(*model, /*amsgrad=*/true);
   auto [x, y] = classification_data(64, 6, 1);
-  model->fit(x, y, {.epochs = 2, .batch_size = 16, .verbose = 0});
+  model->fit(x, y, {.batch_size = 16, .epochs = 2, .verbose = 0});
   const std::string path = temp_path("mlp.h5");
   models::save_model(*model, path);
   auto loaded = models::load_model(path);
@@ -76,7 +76,7 @@ TEST(SaveModelTest, ConvnetRoundTripIsBitIdentical) {
   const Tensor x = random_normal({16, 28, 28, 1}, g);
   std::vector<std::int64_t> labels;
   for (std::int64_t i = 0; i < 16; ++i) labels.push_back(i % 10);
-  model->fit(x, constant(labels, Shape{16}), {.epochs = 1, .batch_size = 8, .verbose = 0});
+  model->fit(x, constant(labels, Shape{16}), {.batch_size = 8, .epochs = 1, .verbose = 0});
   const std::string path = temp_path("cnn.h5");
   models::save_model(*model, path);
   auto loaded = models::load_model(path);
@@ -89,7 +89,7 @@ TEST(SaveModelTest, OptimizerWeightsAreInKerasOrderAndNames) {
   auto model = mlp();
   compile_adam(*model, /*amsgrad=*/true);
   auto [x, y] = classification_data(16, 6, 2);
-  model->fit(x, y, {.epochs = 1, .batch_size = 16, .verbose = 0});
+  model->fit(x, y, {.batch_size = 16, .epochs = 1, .verbose = 0});
   const std::string path = temp_path("order.h5");
   models::save_model(*model, path);
   io::H5Reader r(path);
@@ -144,7 +144,7 @@ TEST(SaveModelTest, ContinuedFitMatchesUninterrupted) {
     return m;
   };
   auto [x, y] = classification_data(48, 6, 4);
-  const models::FitOptions one{.epochs = 1, .batch_size = 16, .shuffle = false, .verbose = 0};
+  const models::FitOptions one{.batch_size = 16, .epochs = 1, .verbose = 0, .shuffle = false};
   auto uninterrupted = build();
   uninterrupted->fit(x, y, one);
   const std::string path = temp_path("continue.h5");

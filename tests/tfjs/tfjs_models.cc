@@ -61,7 +61,7 @@ int export_models(const fs::path& root) {
   mlp->compile({.optimizer = std::make_shared<tf::optimizers::Adam>(), .loss = "sparse_categorical_crossentropy"});
   std::vector<std::int64_t> labels;
   for (int i = 0; i < 64; ++i) labels.push_back(i % 10);
-  mlp->fit(fixed_input({64, 20}, 1), tf::constant(labels, tf::Shape{64}), {.epochs = 2, .batch_size = 16, .verbose = 0});
+  mlp->fit(fixed_input({64, 20}, 1), tf::constant(labels, tf::Shape{64}), {.batch_size = 16, .epochs = 2, .verbose = 0});
   const tf::Tensor x1 = fixed_input({7, 20}, 2);
   tf::models::export_tfjs(*mlp, (root / "mlp").string());
   write_expected(root / "mlp", {x1}, {mlp->predict(x1)});
