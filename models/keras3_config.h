@@ -24,7 +24,7 @@
 //           no feature for holding its default (quantization_config null, synchronized false,
 //           renorm false, optional false, lora_rank null, data_format "channels_last", ...).
 //           Layers are matched by name through nested models.
-//           Nesting: configs deeper than kMaxConfigDepth JSON levels are refused.
+//           Nesting: configs deeper than kMaxConfigDepth (models/config_limits.h) JSON levels are refused.
 // Errors:   std::invalid_argument naming the layer (class and name) and the key, or the depth.
 // Ref:      keras/src/saving/serialization_lib.py (serialize_keras_object), keras/src/models/
 //           functional.py (deserialize_node), keras/src/layers/core/input_layer.py
@@ -32,11 +32,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/config_limits.h"
 #include "models/model.h"
 
 namespace tapeflow::models {
-
-inline constexpr int kMaxConfigDepth = 512;
 
 nlohmann::json from_keras3(const nlohmann::json& config);
 nlohmann::json to_keras3(const nlohmann::json& model_config);
