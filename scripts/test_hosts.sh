@@ -122,13 +122,7 @@ cmd_up() {
   done
   set +e
   trap - ERR
-  # Wait until every bridge port forwards (no STP: at once, but the links come up asynchronously).
-  for i in $(seq 1 "$n"); do
-    for _ in $(seq 1 50); do
-      bridge -n "$sw" link show dev "p$i" 2>/dev/null | grep -q "state forwarding" && break
-      sleep 0.1
-    done
-  done
+  for i in $(seq 1 "$n"); do wait_forwarding "$i"; done
   echo "test_hosts: up $n hosts: $(seq -s ' ' -f "${P}%g" 1 "$n") on $SUBNET.0/24"
 }
 
@@ -168,11 +162,23 @@ cmd_kill() {
   echo "test_hosts: killed every process on $h"
 }
 
+# Waits (up to 5 s) until host i's bridge port forwards and its eth0 has carrier: no STP, so at once,
+# but links come up asynchronously, and a job started before then cannot connect to the host.
+wait_forwarding() {
+  local i=$1
+  for _ in $(seq 1 50); do
+    bridge -n "${P}sw" link show dev "p$i" 2>/dev/null | grep -q "state forwarding" &&
+      ip -n "${P}$i" link show eth0 2>/dev/null | grep -q "LOWER_UP" && return 0
+    sleep 0.1
+  done
+}
+
 cmd_link() {
   local h="${1:-}" state="${2:-}" i
   i="$(host_index "$h")" || exit 1
   [[ "$state" == up || "$state" == down ]] || die "link HOST up|down, got '$state'"
   ip -n "${P}sw" link set "p$i" "$state"
+  [ "$state" = down ] || wait_forwarding "$i"
   echo "test_hosts: $h's link is $state"
 }
 

@@ -328,9 +328,10 @@ int main(int argc, char** argv) {
   std::string model_help;
   for (const ModelDefaults& m : kModels) {
     model_names.push_back(m.name);
-    model_help += fmt::format("; {}: {} (defaults: {} epochs, optimizer {}, learning rate {:g}, {} schedule{})", m.name,
-                              m.what, m.epochs, m.optimizer, m.learning_rate, m.schedule,
-                              std::string_view(m.optimizer) == "adamw" ? fmt::format(", weight decay {:g}", m.weight_decay) : "");
+    const bool adam = std::string_view(m.optimizer) == "adam";
+    model_help += fmt::format("; {}: {} (defaults: {} epochs, learning rate {:g}, {} schedule{})", m.name, m.what,
+                              m.epochs, m.learning_rate, m.schedule,
+                              adam ? "" : fmt::format(", optimizer {}, weight decay {:g}", m.optimizer, m.weight_decay));
     if (f.model == m.name) {  // --help shows them
       f.epochs = m.epochs, f.learning_rate = m.learning_rate, f.schedule = m.schedule;
       f.optimizer = m.optimizer, f.weight_decay = m.weight_decay;
