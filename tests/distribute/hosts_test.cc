@@ -205,6 +205,13 @@ TEST_F(HostsTest, AHostWhoseLinkGoesDownEndsTheJobNamingItAndTheNewestCheckpoint
     ~Reconnect() {
       hosts("link " + host(2) + " up");
       hosts("kill " + host(2));
+      // The next test's job must find the hosts talking again: after the outage, Open MPI's first
+      // connection from host 2 back to host 1 was seen failing ("unable to complete a TCP
+      // connection") when a job started at once. Wait (up to ~20 s) until a trivial 2-host job runs.
+      for (int i = 0; i < 20; ++i) {
+        if (hosts("mpirun --host " + host(1) + ":1," + host(2) + ":1 -np 2 true") == 0) break;
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
     }
   } reconnect;
   lose_host_two("link", 2);
