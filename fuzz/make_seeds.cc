@@ -14,6 +14,7 @@
 #include "models/saving.h"
 #include "models/saving_model.h"
 #include "models/tfjs.h"
+#include "tape/ops/math_ops.h"
 
 namespace fs = std::filesystem;
 namespace tf = tapeflow;
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
                         tf::models::CrossentropyOptions{.from_logits = true}),
                     .metrics = {"accuracy"}});
   tf::Generator gen(3);
-  t.model->fit(tf::random_normal(tf::Shape{4, 4}, gen), tf::Tensor(std::vector<std::int64_t>{0, 1, 2, 0}),
+  t.model->fit(tf::random_normal(tf::Shape{4, 4}, gen), tf::cast(tf::Tensor({0.0, 1.0, 2.0, 0.0}), tf::DType::kInt64),
                {.epochs = 1, .batch_size = 4, .verbose = 0});
   std::ofstream(dir / "model_json" / "mlp.json") << tf::models::to_json(*t.model);
   tf::models::save_model(*t.model, (dir / "h5_model" / "mlp.h5").string());
