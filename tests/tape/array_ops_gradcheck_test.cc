@@ -16,10 +16,8 @@ using In = std::vector<tf::Tensor>;
 namespace {
 
 std::function<In()> inputs(std::vector<tf::Shape> shapes, std::vector<tf::Tensor> extra = {}) {
-  return [shapes, extra] {
-    In out;
-    std::uint64_t seed = 11;
-    for (const auto& s : shapes) out.push_back(random_f64(s, seed++));
+  return [random = tf::testing::random_inputs(std::move(shapes), 11), extra] {
+    In out = random();
     for (const auto& t : extra) out.push_back(t);
     return out;
   };

@@ -15,12 +15,7 @@ namespace {
 using In = std::vector<tf::Tensor>;
 
 std::function<In()> inputs(std::vector<tf::Shape> shapes) {
-  return [shapes] {
-    In out;
-    std::uint64_t seed = 71;
-    for (const auto& s : shapes) out.push_back(random_f64(s, seed++));
-    return out;
-  };
+  return tf::testing::random_inputs(std::move(shapes), 71);
 }
 
 tf::testing::TestFn conv(tf::Size2D s, tf::Padding2D p, tf::Size2D d = {1, 1}) {

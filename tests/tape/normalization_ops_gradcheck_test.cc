@@ -13,12 +13,7 @@ namespace {
 using In = std::vector<tf::Tensor>;
 
 std::function<In()> inputs(std::vector<tf::Shape> shapes, double lo = -1.0, double hi = 1.0) {
-  return [shapes, lo, hi] {
-    In out;
-    std::uint64_t seed = 57;
-    for (const auto& s : shapes) out.push_back(random_f64(s, seed++, lo, hi));
-    return out;
-  };
+  return tf::testing::random_inputs(std::move(shapes), 57, lo, hi);
 }
 
 tf::testing::RegisterGradChecks rows({

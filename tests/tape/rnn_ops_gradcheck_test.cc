@@ -15,12 +15,7 @@ namespace {
 using In = std::vector<tf::Tensor>;
 
 std::function<In()> inputs(std::vector<tf::Shape> shapes) {
-  return [shapes] {
-    In out;
-    std::uint64_t seed = 91;
-    for (const auto& s : shapes) out.push_back(random_f64(s, seed++, -2.0, 2.0));
-    return out;
-  };
+  return tf::testing::random_inputs(std::move(shapes), 91, -2.0, 2.0);
 }
 
 // A weighted sum of every output (weights in[2..5]), so each output's gradient path is checked.

@@ -25,4 +25,14 @@ void run_gradcheck_cases(const std::vector<std::string>& ops) {
   }
 }
 
+std::function<std::vector<Tensor>()> random_inputs(std::vector<Shape> shapes, std::uint64_t first_seed, double lo,
+                                                   double hi) {
+  return [shapes = std::move(shapes), first_seed, lo, hi] {
+    std::vector<Tensor> out;
+    std::uint64_t seed = first_seed;
+    for (const auto& s : shapes) out.push_back(random_f64(s, seed++, lo, hi));
+    return out;
+  };
+}
+
 }  // namespace tapeflow::testing

@@ -2,6 +2,7 @@
 // fails if a registered differentiable op has no row.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,6 +26,11 @@ std::vector<GradCheckCase>& gradcheck_cases();
 struct RegisterGradChecks {
   explicit RegisterGradChecks(std::vector<GradCheckCase> cases);
 };
+
+// A case's make_inputs: one float64 tensor per shape, uniform in [lo, hi), seeded first_seed,
+// first_seed + 1, ... in order (each family's table picks its own first seed).
+std::function<std::vector<Tensor>()> random_inputs(std::vector<Shape> shapes, std::uint64_t first_seed,
+                                                   double lo = -1.0, double hi = 1.0);
 
 // Runs every case whose op name is in `ops` (all cases if empty) and reports failures.
 void run_gradcheck_cases(const std::vector<std::string>& ops);
