@@ -3,16 +3,19 @@
 // MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D,
 // merge layers, SimpleRNN, LSTM, GRU, Bidirectional, InputLayer, KerasTensor, serialization;
 // LayerNormalization, MultiHeadAttention, Embedding, PositionEmbedding, Permute,
-// GlobalAveragePooling1D, GlobalMaxPooling1D).
+// GlobalAveragePooling1D, GlobalMaxPooling1D, Conv1D, MaxPooling1D, AveragePooling1D, RMSNormalization).
 #pragma once
 
 #include "layers/activation.h"
 #include "layers/activations.h"
 #include "layers/attention/multi_head_attention.h"
+#include "layers/convolutional/conv1d.h"
 #include "layers/core/embedding.h"
 #include "layers/core/position_embedding.h"
 #include "layers/normalization/layer_normalization.h"
+#include "layers/normalization/rms_normalization.h"
 #include "layers/pooling/global_pooling1d.h"
+#include "layers/pooling/pooling1d.h"
 #include "layers/batch_normalization.h"
 #include "layers/conv2d.h"
 #include "layers/dense.h"

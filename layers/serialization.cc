@@ -29,6 +29,9 @@
 #include "layers/reshaping/permute.h"
 #include "layers/normalization/layer_normalization.h"
 #include "layers/pooling/global_pooling1d.h"
+#include "layers/pooling/pooling1d.h"
+#include "layers/convolutional/conv1d.h"
+#include "layers/normalization/rms_normalization.h"
 
 namespace tapeflow::layers {
 using nlohmann::json;
@@ -76,6 +79,10 @@ Registry& registry() {
     add("GlobalMaxPooling1D", [](const json& c) { return GlobalMaxPooling1D::from_config(c); });
     add("PositionEmbedding", [](const json& c) { return PositionEmbedding::from_config(c); });
     add("Permute", [](const json& c) { return Permute::from_config(c); });
+    add("Conv1D", [](const json& c) { return Conv1D::from_config(c); });
+    add("MaxPooling1D", [](const json& c) { return MaxPooling1D::from_config(c); });
+    add("AveragePooling1D", [](const json& c) { return AveragePooling1D::from_config(c); });
+    add("RMSNormalization", [](const json& c) { return RMSNormalization::from_config(c); });
     return reg;
   }();
   return *r;

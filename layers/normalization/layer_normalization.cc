@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "layers/internal/normalized_axes.h"
 #include "layers/serialization.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
@@ -12,24 +13,11 @@ namespace tapeflow::layers {
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
     : Layer("LayerNormalization", options.name, std::nullopt, options.dtype), options_(std::move(options)) {
-  if (options_.axis.empty()) throw std::invalid_argument(describe() + ": axis must name at least one axis");
-  if (!(options_.epsilon >= 0))
-    throw std::invalid_argument(describe() + ": epsilon must be >= 0, got " + std::to_string(options_.epsilon));
+  internal::check_axis_and_epsilon(describe(), options_.axis, options_.epsilon);
 }
 
 std::vector<int> LayerNormalization::axes_for(const Shape& s) const {
-  std::vector<int> axes;
-  for (int a : options_.axis) {
-    if (a >= s.rank() || a < -s.rank())
-      throw std::invalid_argument(describe() + ": axis " + std::to_string(a) + " is out of range for input shape " +
-                                  s.to_string());
-    const int n = a < 0 ? a + s.rank() : a;
-    if (std::find(axes.begin(), axes.end(), n) != axes.end())
-      throw std::invalid_argument(describe() + ": axis " + std::to_string(a) + " is repeated");
-    axes.push_back(n);
-  }
-  std::sort(axes.begin(), axes.end());
-  return axes;
+  return internal::normalized_axes(describe(), options_.axis, s);
 }
 
 void LayerNormalization::build(const Shape& input_shape) {
@@ -99,12 +87,7 @@ std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohma
   for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
     r.require_null(k);
   if (r.boolean("rms_scaling", false)) r.fail("rms_scaling", "not supported by tapeflow (use RMSNormalization)");
-  std::vector<int> axis;
-  if (r.has("axis") && r.config().at("axis").is_array()) {
-    for (std::int64_t a : r.integers("axis")) axis.push_back(static_cast<int>(a));
-  } else {
-    axis.push_back(static_cast<int>(r.integer("axis", -1)));
-  }
+  const std::vector<int> axis = internal::axis_from_config(r);
   LayerNormalizationOptions o{.axis = axis,
                               .epsilon = r.number("epsilon", 1e-3),
                               .center = r.boolean("center", true),

@@ -1,6 +1,7 @@
-// The attention wing's layers against Keras 3 itself: outputs and gradients (inputs and weights) for
-// fixed weights and inputs, float64, from keras_vectors/attention_vectors.json (made by
-// keras_vectors/make_attention_vectors.py with the project's pinned Keras 3 on JAX).
+// The attention and sequence wings' layers against Keras 3 itself: outputs and gradients (inputs
+// and weights) for fixed weights and inputs, float64, from keras_vectors/attention_vectors.json and
+// sequence_vectors.json (made by keras_vectors/make_attention_vectors.py and
+// make_sequence_vectors.py with the project's pinned Keras 3 on JAX).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -21,10 +22,16 @@ namespace {
 
 const json& vectors() {
   static const json j = [] {
-    std::ifstream in(std::string(TAPEFLOW_SOURCE_DIR) + "/tests/layers/keras_vectors/attention_vectors.json");
-    std::stringstream s;
-    s << in.rdbuf();
-    return json::parse(s.str());
+    json all = json::object();
+    all["cases"] = json::array();
+    for (const char* file : {"attention_vectors.json", "sequence_vectors.json"}) {
+      std::ifstream in(std::string(TAPEFLOW_SOURCE_DIR) + "/tests/layers/keras_vectors/" + file);
+      std::stringstream s;
+      s << in.rdbuf();
+      const json file_cases = json::parse(s.str()).at("cases");
+      for (const json& c : file_cases) all["cases"].push_back(c);
+    }
+    return all;
   }();
   return j;
 }
@@ -141,6 +148,33 @@ TEST(KerasVectors, PermuteAndGelu) {
   EXPECT_TRUE(all_close(y, tensor(c.at("output")), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(*tape.gradient(tf::reduce_sum(y * tensor(c.at("w_out"))), x), tensor(c.at("grad_inputs")[0]),
                         1e-12, 1e-12));
+}
+
+TEST(KerasVectors, Conv1D) {
+  auto layer = check_case("conv1d_valid", one);
+  EXPECT_EQ(layer->variables()[0].shape(), (tf::Shape{3, 3, 4}));  // Keras's [kernel_size, channels, filters]
+  EXPECT_EQ(layer->variables()[0].name(), "conv1d_valid/kernel:0");
+  EXPECT_EQ(layer->variables()[1].name(), "conv1d_valid/bias:0");
+  check_case("conv1d_same_strides_2", one);
+  check_case("conv1d_causal_dilation_2", one);
+  check_case("conv1d_valid_dilation_3_no_bias", one);
+  check_case("conv1d_causal_strides_3", one);
+}
+
+TEST(KerasVectors, Pooling1D) {
+  check_case("max_pooling_1d_valid", one);
+  check_case("max_pooling_1d_same", one);
+  check_case("average_pooling_1d_valid", one);
+  check_case("average_pooling_1d_same", one);
+}
+
+// Keras 3's ops.rms_normalization computes in result_type(float64, "float32"), float32 in Keras's
+// promotion: its float64 results carry float32 rounding (~1e-7).
+TEST(KerasVectors, RMSNormalization) {
+  auto layer = check_case("rms_norm_last_axis", one, 2e-6);
+  EXPECT_EQ(layer->variables()[0].name(), "rms_norm_last_axis/scale:0");
+  layer = check_case("rms_norm_axes_1_2", one, 2e-6);
+  EXPECT_EQ(layer->variables()[0].shape(), (tf::Shape{3, 4}));
 }
 
 }  // namespace

@@ -8,66 +8,11 @@ Each case: the layer's config, its weights in Keras order, the inputs, the outpu
 gradients of sum(output * w_out) (w_out a fixed random tensor) with respect to the float inputs and
 to every weight (Keras order). Arrays are {"shape": [...], "data": [...]} (row-major).
 """
-import json
 import os
+import sys
 
-os.environ.setdefault("KERAS_BACKEND", "jax")
-import jax  # noqa: E402
-
-jax.config.update("jax_enable_x64", True)
-import jax.numpy as jnp  # noqa: E402
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
-rng = np.random.default_rng(20261202)
-
-
-def arr(a):
-    a = np.asarray(a)
-    return {"shape": list(a.shape), "data": a.astype(np.float64).ravel().tolist()}
-
-
-def rand(*shape, lo=-1.0, hi=1.0):
-    return rng.uniform(lo, hi, size=shape)
-
-
-def case(name, layer, inputs, float_inputs, call=None, extra=None):
-    """inputs: list of numpy arrays passed positionally (or through `call`)."""
-    call = call or (lambda l, xs: l(*xs))
-    built = call(layer, [jnp.asarray(x) for x in inputs])  # builds
-    weights = [rand(*w.shape) if "gamma" not in w.path else 1 + 0.3 * rand(*w.shape) for w in layer.weights]
-    layer.set_weights(weights)
-    out = np.asarray(call(layer, [jnp.asarray(x) for x in inputs]))
-    w_out = rand(*out.shape)
-
-    def loss(ws, xs):
-        full = [jnp.asarray(x) for x in inputs]
-        for i, x in zip(float_inputs, xs):
-            full[i] = x
-        with keras.StatelessScope(state_mapping=list(zip(layer.weights, ws))):
-            y = call(layer, full)
-        return jnp.sum(y * w_out)
-
-    ws0 = [jnp.asarray(w) for w in weights]
-    xs0 = [jnp.asarray(inputs[i]) for i in float_inputs]
-    gw, gx = jax.grad(loss, argnums=(0, 1))(ws0, xs0)
-    entry = {
-        "name": name,
-        "class_name": layer.__class__.__name__,
-        "config": {k: v for k, v in layer.get_config().items() if k in CONFIG_KEYS},
-        "weights": [arr(w) for w in weights],
-        "weight_names": [w.path for w in layer.weights],
-        "inputs": [arr(x) for x in inputs],
-        "float_inputs": float_inputs,
-        "output": arr(out),
-        "w_out": arr(w_out),
-        "grad_inputs": [arr(g) for g in gx],
-        "grad_weights": [arr(g) for g in gw],
-    }
-    if extra:
-        entry.update(extra(layer, inputs))
-    return entry
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from keras_case import Cases, arr, jnp, keras, np  # noqa: E402
 
 # MultiHeadAttention cases ask for the scores: Keras then takes its explicit path (query scaled,
 # einsum, masked softmax), exact in float64. Otherwise it calls jax.nn.dot_product_attention, which
@@ -75,6 +20,8 @@ def case(name, layer, inputs, float_inputs, call=None, extra=None):
 CONFIG_KEYS = {"axis", "epsilon", "center", "scale", "num_heads", "key_dim", "value_dim", "dropout", "use_bias",
                "output_shape", "input_dim", "output_dim", "mask_zero", "dims", "keepdims"}
 F = "float64"
+C = Cases(20261202, CONFIG_KEYS)
+rng, rand, case = C.rng, C.rand, C.case
 cases = []
 
 cases.append(case("layer_norm_last_axis", keras.layers.LayerNormalization(epsilon=1e-3, dtype=F),
@@ -121,8 +68,4 @@ def gelu_tanh(t):
 cases.append(case("gelu_tanh", keras.layers.Activation(gelu_tanh, dtype=F),
                   [rand(3, 4, lo=-3, hi=3)], [0]))
 
-out = {"keras_version": keras.__version__, "backend": keras.backend.backend(), "cases": cases}
-path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_vectors.json")
-with open(path, "w") as f:
-    json.dump(out, f, indent=0)
-print(f"wrote {path}: {len(cases)} cases (Keras {keras.__version__}, {keras.backend.backend()})")
+Cases.write(cases, os.path.join(os.path.dirname(os.path.abspath(__file__)), "attention_vectors.json"))

@@ -1,0 +1,45 @@
+// RMSNormalization: scales each example by the reciprocal root mean square over `axis`, then by
+// a learned scale.
+//
+// Shapes:   any rank >= 1 -> same shape.
+// Weights:  "<name>/scale:0" of shape [input_shape[a] for a in sorted(axis)] (initializer ones).
+// Facts:    Keras 3's ops.rms_normalization: x · rsqrt(mean(x², axis, keepdims) + epsilon) · scale,
+//           composed from ops (square, reduce_mean, rsqrt, mul), so every order of gradient is
+//           theirs. Default epsilon 1e-6 as Keras 3 (Keras 2 has no such layer). No centering, no
+//           bias. Computes in the layer's dtype. `training` changes nothing.
+// Errors:   std::invalid_argument for an empty or repeated axis list, epsilon < 0, an axis outside
+//           the input's rank, or inputs whose normalized dims differ from the built weight's (names
+//           the layer and both shapes).
+// Ref:      keras/src/layers/normalization/rms_normalization.py, keras.ops.rms_normalization
+#pragma once
+
+#include "layers/layer.h"
+
+namespace tapeflow::layers {
+
+struct RMSNormalizationOptions {
+  std::vector<int> axis = {-1};
+  double epsilon = 1e-6;
+  std::string name = "";
+  std::optional<DType> dtype = std::nullopt;
+};
+
+class RMSNormalization : public Layer {
+ public:
+  explicit RMSNormalization(RMSNormalizationOptions options = {});
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& inputs, bool training) override;
+  Shape compute_output_shape(const Shape& input_shape) const override;
+  nlohmann::json get_config() const override;
+  static std::shared_ptr<RMSNormalization> from_config(const nlohmann::json& config);
+  const RMSNormalizationOptions& options() const { return options_; }
+
+ private:
+  // The normalized axes of the input, sorted, non-negative. Errors as the header says.
+  std::vector<int> axes_for(const Shape& input_shape) const;
+  RMSNormalizationOptions options_;
+  Shape param_shape_;
+  Variable scale_;
+};
+
+}  // namespace tapeflow::layers
