@@ -41,7 +41,7 @@ struct Flags : tf::apps::CommonFlags {
   std::vector<double> epsilons = {0.01, 0.03, 0.05, 0.1};
   int pgd_steps = 0;
   std::vector<std::int64_t> hidden = {256};
-  std::string model = "mlp";  // or "cnn": the Keras convnet (make_classifier_cnn)
+  std::string model = "mlp";  // or "cnn": the Keras convnet (make_classifier_cnn); "lstm": make_classifier_lstm
   std::string checkpoint_dir;
 };
 
@@ -68,7 +68,8 @@ std::string json_list(const std::vector<double>& v) {
 tf::apps::AppConfig training_config(const Flags& f, double lambda) {
   std::string hidden;
   for (auto h : f.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
-  return {{"--epochs", std::to_string(f.epochs)},
+  return {{"--model", f.model},
+          {"--epochs", std::to_string(f.epochs)},
           {"--batch-size", std::to_string(f.batch_size)},
           {"--lambda", fmt::format("{}", lambda)},
           {"--learning-rate", fmt::format("{}", f.learning_rate)},
@@ -83,8 +84,9 @@ tf::apps::AppConfig training_config(const Flags& f, double lambda) {
 // loaded instead, after checking that it was trained with the same flags.
 ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const std::string& name, double lambda) {
   std::shared_ptr<tf::models::Sequential> model =
-      f.model == "cnn" ? tf::models::make_classifier_cnn({.seed = f.seed, .name = name})
-                       : tf::models::make_classifier_mlp({.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
+      f.model == "cnn"    ? tf::models::make_classifier_cnn({.seed = f.seed, .name = name})
+      : f.model == "lstm" ? tf::models::make_classifier_lstm({.seed = f.seed, .name = name})
+                          : tf::models::make_classifier_mlp({.hidden = f.hidden, .batch_norm = false, .seed = f.seed, .name = name});
   auto adam = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = f.learning_rate});
   const std::int64_t n = ds.x_train.shape()[0];
   tf::Generator shuffle_gen(f.seed ^ 0x5eedULL);
@@ -97,8 +99,12 @@ ModelReport train(const Flags& f, const tf::data::FashionMnistTensors& ds, const
   const std::string ckpt_path =
       f.checkpoint_dir.empty() ? "" : (std::filesystem::path(f.checkpoint_dir) / (name + ".h5")).string();
   if (!ckpt_path.empty() && std::filesystem::exists(ckpt_path)) {
+    // The flags first (an empty checkpoint reads only them): a checkpoint of another --model would
+    // otherwise fail on its weights.
+    tf::models::Checkpoint flags_only;
+    flags_only.read(ckpt_path);
+    tf::apps::check_config(ckpt_path, flags_only.loaded_config(), training_config(f, lambda));
     ckpt.read(ckpt_path);
-    tf::apps::check_config(ckpt_path, ckpt.loaded_config(), training_config(f, lambda));
     r.restored = true;
     r.final_loss = r.final_cross_entropy = r.final_input_gradient_norm = r.train_seconds = std::nan("");
     spdlog::info("[{}] restored from {} (not trained)", name, ckpt_path);
@@ -235,8 +241,9 @@ int main(int argc, char** argv) {
   app.add_option("--model", f.model,
                  "Classifier: mlp (Dense ReLU layers of --hidden) or cnn (the Keras convnet: Conv2D 32 -> MaxPool -> "
                  "Conv2D 64 -> MaxPool -> Dropout 0.5 -> Dense 10; its input gradient needs the second derivative "
-                 "of a convolution)")
-      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn"}));
+                 "of a convolution) or lstm (the Keras RNN recipe: each image's 28 rows as 28 steps -> LSTM 128 -> "
+                 "Dense 10; the penalty differentiates twice through the recurrence)")
+      ->capture_default_str()->check(CLI::IsMember({"mlp", "cnn", "lstm"}));
   app.add_option("--hidden", f.hidden, "Hidden layer sizes of the MLP (ReLU), comma-separated")
       ->delimiter(',')->capture_default_str()->check(tf::apps::integer_at_least<std::int64_t>(1));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,

@@ -184,6 +184,34 @@ TEST_F(AdversarialAppTest, CheckpointDirSavesThenRestoresBothModels) {
   fs::remove(b);
 }
 
+// --model lstm: the input-gradient penalty differentiates twice through the recurrence (LSTM 128
+// on the 28 rows); its checkpoints store --model, so resuming them as another model is refused.
+TEST_F(AdversarialAppTest, LstmShortRunAndItsCheckpointsKeepTheModel) {
+  if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string dir = temp_path("adv_lstm_ckpt"), a = temp_path("lstm.json");
+  const std::string args = "--limit 256 --epochs 1 --threads 1 --epsilons 0.05 --log-level warn --checkpoint-dir " + dir;
+  const AppRun r = run("--model lstm " + args + " --metrics-out " + a);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string j = slurp(a);
+  expect_well_formed(j);
+  EXPECT_EQ(json_field(j, "model"), "\"lstm\"");
+  for (const char* model : {"baseline", "regularized"}) {
+    const std::size_t at = j.find(std::string("\"") + model + "\": {");
+    ASSERT_NE(at, std::string::npos) << model;
+    const double clean = std::stod(json_field(j, "clean_accuracy", at));
+    EXPECT_GT(clean, 0.1) << model;
+    EXPECT_LE(clean, 1.0) << model;
+    const double fgsm = std::stod(json_field(j, "fgsm_accuracy", at).substr(1));
+    EXPECT_LE(fgsm, clean) << model;
+  }
+  EXPECT_GT(std::stod(json_field(j, "final_input_gradient_norm", j.find("\"regularized\""))), 0.0);
+  const AppRun as_mlp = run("--model mlp " + args);
+  EXPECT_NE(as_mlp.exit_code, 0);
+  EXPECT_THAT(as_mlp.output, HasSubstr("--model mlp (stored: lstm)"));
+  fs::remove_all(dir);
+  fs::remove(a);
+}
+
 TEST_F(AdversarialAppTest, UnwritableMetricsFileFailsBeforeTraining) {
   const AppRun r = run("--limit 100 --metrics-out /nonexistent-dir/m.json");
   EXPECT_EQ(r.exit_code, 1);

@@ -2,6 +2,12 @@
 // RMSNormalization -> GlobalAveragePooling1D -> Dense through to_json / model_from_json and
 // save_model / load_model (.h5 and .keras) give the same predictions bit for bit, with the Keras
 // weight names and summary shapes.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -61,6 +67,87 @@ TEST(SequenceSaveModel, Conv1DPoolingRMSNormRoundTrips) {
   for (const auto& v : model->variables()) names.push_back(v.name());
   EXPECT_THAT(names, ::testing::Contains(HasSubstr("rms_normalization")));
   EXPECT_THAT(names, ::testing::Contains(HasSubstr("/scale:0")));
+}
+
+}  // namespace
+}  // namespace tapeflow
+
+namespace tapeflow {
+namespace {
+
+using namespace testing_io;
+using ::testing::HasSubstr;
+namespace L = layers;
+
+// Embedding(mask_zero) -> LSTM(return_sequences) -> MultiHeadAttention (self) -> Dense: ids [B, 6] -> [B, 6, 3].
+std::shared_ptr<models::Functional> embedding_lstm_attention(std::int64_t units = 8) {
+  auto ids = L::Input({.shape = {6}});
+  auto e = (*std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 11, .output_dim = 5, .mask_zero = true, .seed = 1}))(ids);
+  auto h = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = units, .return_sequences = true, .seed = 2}))(e);
+  auto a = (*std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 4, .seed = 3}))(
+      std::vector<L::KerasTensor>{h, h});
+  auto out = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 3, .seed = 4}))(a);
+  return std::make_shared<models::Functional>(ids, out);
+}
+
+Tensor ids_batch() { return constant<float>({1, 4, 0, 10, 3, 0, 7, 7, 2, 0, 0, 0, 5, 9, 8, 6, 1, 2}, {3, 6}); }
+
+std::string raw(const Tensor& t) { return std::string(static_cast<const char*>(t.raw_data()), t.nbytes()); }
+
+// The child half of FreshProcessLoadIsBitIdentical: load the model named by the environment and
+// write its predictions' bytes.
+TEST(SequenceSaveModel, FreshProcessChild) {
+  const char* model = std::getenv("TAPEFLOW_SEQ_MODEL");
+  if (!model) GTEST_SKIP() << "run by FreshProcessLoadIsBitIdentical";
+  auto loaded = models::load_model(model, {.compile = false});
+  std::ofstream(std::getenv("TAPEFLOW_SEQ_OUT"), std::ios::binary) << raw(loaded->predict(ids_batch()));
+}
+
+TEST(SequenceSaveModel, FreshProcessLoadIsBitIdentical) {
+  auto model = embedding_lstm_attention();
+  const Tensor before = model->predict(ids_batch());
+  EXPECT_EQ(before.shape(), (Shape{3, 6, 3}));
+  for (const char* ext : {"h5", "keras"}) {
+    const std::string path = temp_path(std::string("emb_lstm_mha.") + ext), out = path + ".out";
+    models::save_model(*model, path);
+    std::filesystem::remove(out);
+    const std::string cmd = "TAPEFLOW_SEQ_MODEL=" + path + " TAPEFLOW_SEQ_OUT=" + out + " " +
+                            std::filesystem::read_symlink("/proc/self/exe").string() +
+                            " --gtest_filter=SequenceSaveModel.FreshProcessChild > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(out, std::ios::binary);
+    const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(got.size(), before.nbytes()) << ext;
+    EXPECT_TRUE(got == raw(before)) << ext << ": the fresh process's predictions differ";
+  }
+}
+
+TEST(SequenceSaveModel, MismatchedOrTruncatedWeightsNameTheLayerAndVariable) {
+  auto model = embedding_lstm_attention();
+  const std::string path = temp_path("emb_lstm_mha.weights.h5");
+  model->save_weights(path);
+  auto other = embedding_lstm_attention(/*units=*/9);
+  try {
+    other->load_weights(path);
+    ADD_FAILURE() << "loading LSTM 8 weights into LSTM 9 must fail";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr("lstm"));
+    EXPECT_THAT(e.what(), HasSubstr("kernel"));
+    std::cout << "mismatched: " << e.what() << "\n";
+  }
+  const std::string full = temp_path("emb_lstm_mha.h5");
+  models::save_model(*model, full);
+  const auto size = std::filesystem::file_size(full);
+  const std::string cut = temp_path("emb_lstm_mha_cut.h5");
+  std::filesystem::copy_file(full, cut, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::resize_file(cut, size * 3 / 4);
+  try {
+    models::load_model(cut, {.compile = false});
+    ADD_FAILURE() << "a truncated file must fail";
+  } catch (const std::exception& e) {
+    EXPECT_THAT(e.what(), HasSubstr(cut));
+    std::cout << "truncated: " << e.what() << "\n";
+  }
 }
 
 }  // namespace
