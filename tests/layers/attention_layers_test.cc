@@ -108,4 +108,24 @@ TEST(AttentionWingLayers, FirstAndSecondOrderThroughAnAttentionBlock) {
   }, {x}));
 }
 
+// The vectorized jacobian (experimental_use_pfor, the batching rules) through an attention block
+// with a causal mask agrees with the loop of gradients.
+TEST(AttentionWingLayers, VectorizedJacobianMatchesLoopThroughAnAttentionBlock) {
+  auto mha = std::make_shared<L::MultiHeadAttention>(
+      L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 2, .seed = 5, .dtype = tf::DType::kFloat64});
+  auto ln = std::make_shared<L::LayerNormalization>(L::LayerNormalizationOptions{.dtype = tf::DType::kFloat64});
+  const tf::Tensor x = tf::testing::random_f64({2, 3, 4}, 17);
+  tf::Tensor jac[2];
+  for (int v = 0; v < 2; ++v) {
+    tf::GradientTape tape({.persistent = true});
+    tape.watch(x);
+    const tf::Tensor y = tf::gelu((*ln)(mha->attend(x, x, {.use_causal_mask = true}).first + x));
+    jac[v] = *tape.jacobian(y, x, {.experimental_use_pfor = v == 0});
+  }
+  EXPECT_EQ(jac[0].shape(), tf::Shape({2, 3, 4, 2, 3, 4}));
+  EXPECT_TRUE(tf::testing::all_close(jac[0], jac[1], 1e-12, 1e-12));
+  // Causal: output step 0 does not depend on input steps 1 and 2 of its example.
+  EXPECT_EQ(tf::reduce_sum(tf::abs(tf::slice(jac[0], {0, 0, 0, 0, 1, 0}, {1, 1, 4, 1, 2, 4}))).item<double>(), 0.0);
+}
+
 }  // namespace
