@@ -11,6 +11,7 @@
 #include "layers/input_layer.h"
 #include "layers/serialization.h"
 #include "tape/runtime/recorder.h"
+#include "models/internal/functional_masks.h"
 
 namespace tapeflow::models {
 using layers::KerasTensor;
@@ -142,8 +143,22 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
                                   "') expects shape " + inputs_[i].shape_string() + ", got " + got.to_string());
     values[i] = xs[i];
   }
+  // Keras masks (models/internal/functional_masks.h), per value; undefined: none.
+  std::vector<Tensor> masks(values.size());
   for (const Step& s : steps_) {
-    if (s.deferred) {
+    bool masked = internal::makes_mask(*s.node->layer);
+    for (std::size_t k : s.inputs) masked = masked || masks[k].defined();
+    if (masked && !s.deferred && !s.conv_then_pool) {
+      std::vector<Tensor> in, m;
+      for (std::size_t k : s.inputs) {
+        in.push_back(values[k]);
+        m.push_back(masks[k]);
+      }
+      const bool key_is_value = s.inputs.size() > 2 && s.inputs[2] == s.inputs[1];
+      internal::MaskedOutput r = internal::call_with_masks(*s.node->layer, in, m, key_is_value, training);
+      values[s.output] = r.output;
+      masks[s.output] = r.mask;
+    } else if (s.deferred) {
       values[s.output] = values[s.inputs[0]];  // the pool's step convolves (its only use)
     } else if (s.conv_then_pool) {
       values[s.output] = s.conv_then_pool->call_max_pooled(values[s.inputs[0]], *s.node->layer, training);

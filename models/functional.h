@@ -17,6 +17,10 @@
 //           "input_layers": [[name, 0, 0], ...], "output_layers": [[name, node_index, 0], ...]};
 //           node indices count the layer's calls inside this model, in order.
 //           summary() adds Keras's "Connected to" column ("dense[0][0]").
+//           Keras masks flow through a call as Keras 3's Functional passes them: Embedding(mask_zero)
+//           makes one; the recurrent layers, Bidirectional, MultiHeadAttention and
+//           GlobalAveragePooling1D consume it; which layers pass it on is one table
+//           (models/internal/functional_masks.h). A graph without a mask runs as before.
 //           A Conv2D/Conv2DTranspose with activation relu whose output feeds only a MaxPooling2D
 //           (and is not a model output) runs as conv -> pool -> relu, as in Sequential (see
 //           sequential.h: the same values and gradients, bit for bit).

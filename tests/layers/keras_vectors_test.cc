@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "layers/layers.h"
+#include "models/functional.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradient_check.h"
 
@@ -175,6 +176,49 @@ TEST(KerasVectors, RMSNormalization) {
   EXPECT_EQ(layer->variables()[0].name(), "rms_norm_last_axis/scale:0");
   layer = check_case("rms_norm_axes_1_2", one, 2e-6);
   EXPECT_EQ(layer->variables()[0].shape(), (tf::Shape{3, 4}));
+}
+
+// Masks through the Functional API against Keras 3 Functional models with the same weights: the
+// Embedding's mask_zero mask reaches the LSTM / Bidirectional(GRU), MultiHeadAttention and
+// GlobalAveragePooling1D as Keras passes it (through Dropout too).
+void check_functional(const std::string& name, const std::function<L::KerasTensor(const L::KerasTensor&)>& build) {
+  const json& c = find_case(name);
+  auto ids = L::Input({.shape = {6}});
+  tf::models::Functional model(ids, build(ids));
+  std::vector<tf::Tensor> w;
+  for (const json& a : c.at("weights")) w.push_back(tensor(a));
+  model.set_weights(w);
+  const tf::Tensor x = tensor(c.at("inputs")[0]);
+  const tf::Tensor y = model(x);
+  // Keras's MultiHeadAttention without scores runs jax.nn.dot_product_attention (~2e-8 relative).
+  EXPECT_TRUE(all_close(y, tensor(c.at("output")), 1e-7, 1e-7)) << name << ":\n" << y << "\n" << tensor(c.at("output"));
+}
+
+template <class T, class O>
+std::shared_ptr<T> f64(O o) {
+  o.dtype = tf::DType::kFloat64;
+  return std::make_shared<T>(std::move(o));
+}
+
+TEST(KerasVectors, MasksThroughFunctional) {
+  check_functional("functional_embedding_lstm_mha_gap", [](const L::KerasTensor& ids) {
+    auto h = (*f64<L::LSTM>(L::LSTMOptions{.units = 4, .return_sequences = true}))(
+        (*f64<L::Embedding>(L::EmbeddingOptions{.input_dim = 11, .output_dim = 5, .mask_zero = true}))(ids));
+    auto a = (*f64<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 3}))(
+        std::vector<L::KerasTensor>{h, h});
+    return (*f64<L::Dense>(L::DenseOptions{.units = 3}))((*f64<L::GlobalAveragePooling1D>(L::GlobalPooling1DOptions{}))(a));
+  });
+  check_functional("functional_embedding_bidirectional_gap", [](const L::KerasTensor& ids) {
+    auto e = (*f64<L::Embedding>(L::EmbeddingOptions{.input_dim = 11, .output_dim = 4, .mask_zero = true}))(ids);
+    auto b = (*std::make_shared<L::Bidirectional>(f64<L::GRU>(L::GRUOptions{.units = 3, .return_sequences = true}),
+                                                  L::BidirectionalOptions{.dtype = tf::DType::kFloat64}))(e);
+    return (*f64<L::Dense>(L::DenseOptions{.units = 2}))((*f64<L::GlobalAveragePooling1D>(L::GlobalPooling1DOptions{}))(b));
+  });
+  check_functional("functional_embedding_lstm_last", [](const L::KerasTensor& ids) {
+    auto e = (*f64<L::Embedding>(L::EmbeddingOptions{.input_dim = 11, .output_dim = 4, .mask_zero = true}))(ids);
+    auto d = (*f64<L::Dropout>(L::DropoutOptions{.rate = 0.5}))(e);
+    return (*f64<L::Dense>(L::DenseOptions{.units = 2}))((*f64<L::LSTM>(L::LSTMOptions{.units = 3}))(d));
+  });
 }
 
 }  // namespace

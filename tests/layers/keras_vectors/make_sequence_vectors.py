@@ -1,6 +1,7 @@
 """Makes sequence_vectors.json: Keras 3 outputs and gradients for fixed weights and inputs of the
 1-D convolution, pooling and RMS normalization layers (Conv1D valid / same / causal with strides
-and dilation, MaxPooling1D, AveragePooling1D, RMSNormalization), in float64, read by
+and dilation, MaxPooling1D, AveragePooling1D, RMSNormalization) and of masks through Functional models (Embedding(mask_zero) into LSTM / GRU /
+Bidirectional, MultiHeadAttention, GlobalAveragePooling1D), in float64, read by
 tests/layers/keras_vectors_test.cc. Cases as keras_case.py describes. Keras 3's float32 detours show
 in float64 models: its tanh (convert_to_tensor to floatx) and ops.rms_normalization
 (result_type(float64, "float32") is float32 in Keras's promotion) round to float32, so the RMS cases
@@ -12,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from keras_case import Cases, keras  # noqa: E402
+from keras_case import Cases, arr, keras, np  # noqa: E402
 
 CONFIG_KEYS = {"filters", "kernel_size", "strides", "padding", "dilation_rate", "activation", "use_bias",
                "pool_size", "axis", "epsilon"}
@@ -39,5 +40,30 @@ cases.append(case("average_pooling_1d_same", keras.layers.AveragePooling1D(3, st
 cases.append(case("rms_norm_last_axis", keras.layers.RMSNormalization(dtype=F), [rand(2, 3, 4, lo=-2, hi=3)], [0]))
 cases.append(case("rms_norm_axes_1_2", keras.layers.RMSNormalization(axis=[1, 2], epsilon=1e-3, dtype=F),
                   [rand(2, 3, 4)], [0]))
+
+
+
+# Masks through the Functional API: whole models' outputs for fixed weights (Keras order) and ids
+# with padding zeros (one mid-sequence zero too), as the "functional" cases.
+def functional_case(name, build):
+    ids_in = keras.Input((6,), dtype="int32")
+    model = keras.Model(ids_in, build(ids_in))
+    weights = [C.rand(*w.shape) for w in model.weights]
+    model.set_weights(weights)
+    ids = np.array([[1, 4, 0, 10, 3, 0], [7, 7, 2, 0, 0, 0], [5, 9, 8, 6, 1, 2]], dtype=np.int32)
+    out = np.asarray(model(ids))
+    return {"name": name, "class_name": "Functional", "weights": [arr(w) for w in weights],
+            "weight_names": [w.path for w in model.weights], "inputs": [arr(ids)], "output": arr(out)}
+
+
+L = keras.layers
+cases.append(functional_case("functional_embedding_lstm_mha_gap", lambda x: L.Dense(3, dtype=F)(
+    L.GlobalAveragePooling1D(dtype=F)(L.MultiHeadAttention(2, 3, dtype=F)(*[L.LSTM(
+        4, return_sequences=True, dtype=F)(L.Embedding(11, 5, mask_zero=True, dtype=F)(x))] * 2)))))
+cases.append(functional_case("functional_embedding_bidirectional_gap", lambda x: L.Dense(2, dtype=F)(
+    L.GlobalAveragePooling1D(dtype=F)(L.Bidirectional(L.GRU(3, return_sequences=True, dtype=F), dtype=F)(
+        L.Embedding(11, 4, mask_zero=True, dtype=F)(x))))))
+cases.append(functional_case("functional_embedding_lstm_last", lambda x: L.Dense(2, dtype=F)(
+    L.LSTM(3, dtype=F)(L.Dropout(0.5, dtype=F)(L.Embedding(11, 4, mask_zero=True, dtype=F)(x))))))
 
 Cases.write(cases, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sequence_vectors.json"))
