@@ -9,6 +9,9 @@
 
 #include "layers/conv2d.h"
 #include "layers/input_layer.h"
+#include "layers/attention/multi_head_attention.h"
+#include "layers/rnn/bidirectional.h"
+#include "layers/rnn/rnn.h"
 #include "layers/serialization.h"
 #include "tape/runtime/recorder.h"
 #include "models/internal/functional_masks.h"
@@ -305,6 +308,54 @@ json Functional::get_config() const {
           {"output_layers", outs}};
 }
 
+namespace {
+
+// Keras 2's call arguments of an inbound node ({...} in [layer, node, tensor, kwargs]: tf.keras 2
+// serializes every argument beside the first as a keyword, tensors as [layer, node, tensor]): the
+// tensors, as further inputs in the order the layer's multi-input call takes them
+// (MultiHeadAttention: value, key; SimpleRNN / LSTM / GRU / Bidirectional: initial_state...).
+// `training` and flags at their defaults pass. Errors: std::invalid_argument naming the model, the
+// layer and the argument for anything else (an explicit mask, attention_mask, use_causal_mask or
+// return_attention_scores true: a Functional node carries tensors only).
+std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs, const std::string& me) {
+  const json none = json::object();
+  const json& kwargs = refs[0].is_array() && refs[0].size() > 3 && refs[0][3].is_object() ? refs[0][3] : none;
+  const bool mha = dynamic_cast<const layers::MultiHeadAttention*>(&layer) != nullptr;
+  const bool rnn = dynamic_cast<const layers::RNN*>(&layer) || dynamic_cast<const layers::Bidirectional*>(&layer);
+  json value, key;
+  std::vector<json> out;
+  for (const auto& [k, v] : kwargs.items()) {
+    if (k == "training" && (v.is_null() || v.is_boolean())) continue;
+    if (mha && (k == "value" || k == "key")) {
+      (k == "value" ? value : key) = v;
+      continue;
+    }
+    if (mha && (k == "use_causal_mask" || k == "return_attention_scores") && v == false) continue;
+    if (rnn && k == "initial_state") {
+      if (v.is_array() && !v.empty() && v[0].is_array()) {
+        for (const json& r : v) out.push_back(r);
+      } else if (!v.is_null()) {
+        out.push_back(v);
+      }
+      continue;
+    }
+    if (rnn && k == "mask" && v.is_null()) continue;
+    throw std::invalid_argument(me + ": layer '" + layer.name() + "': call argument '" + k + "': " + v.dump().substr(0, 120) +
+                                " is not supported by tapeflow's Functional nodes");
+  }
+  if (mha) {
+    if (!key.is_null() && value.is_null())
+      throw std::invalid_argument(me + ": layer '" + layer.name() + "': call argument 'key' without 'value'");
+    std::vector<json> qvk;
+    if (!value.is_null()) qvk.push_back(value);
+    if (!key.is_null()) qvk.push_back(key);
+    return qvk;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::shared_ptr<Functional> Functional::from_config(const json& config) {
   if (!config.is_object()) throw std::invalid_argument("Functional: config must be a JSON object");
   const std::string model_name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
@@ -347,9 +398,6 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
     if (ref[2].get<std::int64_t>() != 0)
       throw std::invalid_argument(me + ": layer '" + user + "': tensor_index " + ref[2].dump() + " of layer '" + from +
                                   "' (tapeflow layers have one output)");
-    if (ref.size() > 3 && !ref[3].is_null() && !(ref[3].is_object() && ref[3].empty()))
-      throw std::invalid_argument(me + ": layer '" + user + "': call arguments " + ref[3].dump() +
-                                  " are not supported by tapeflow");
     auto it = made.find({from, ref[1].get<std::int64_t>()});
     *out = it == made.end() ? nullptr : &it->second;
   };
@@ -361,14 +409,16 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
         const json& refs = node.is_object() && node.contains("args") ? node["args"] : node;  // Keras 2 form only
         if (!refs.is_array() || refs.empty())
           throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': bad inbound node " + node.dump());
+        std::vector<json> all_refs(refs.begin(), refs.end());
+        for (const json& ref : node_call_tensors(*p.layer, refs, me)) all_refs.push_back(ref);
         std::vector<KerasTensor> in;
-        for (const json& ref : refs) {
+        for (const json& ref : all_refs) {
           const KerasTensor* t = nullptr;
           resolve(ref, p.layer->name(), &t);
           if (!t) break;
           in.push_back(*t);
         }
-        if (in.size() != refs.size()) break;
+        if (in.size() != all_refs.size()) break;
         made[{p.layer->name(), static_cast<std::int64_t>(p.done)}] = in.size() == 1 ? (*p.layer)(in[0]) : (*p.layer)(in);
         ++p.done;
         progress = true;

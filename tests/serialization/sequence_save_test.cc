@@ -152,3 +152,75 @@ TEST(SequenceSaveModel, MismatchedOrTruncatedWeightsNameTheLayerAndVariable) {
 
 }  // namespace
 }  // namespace tapeflow
+
+namespace tapeflow {
+namespace {
+
+using namespace testing_io;
+using ::testing::HasSubstr;
+namespace L = layers;
+using nlohmann::json;
+
+// The node of layer `name` in a model config, rewritten as tf.keras 2 writes a call with further
+// arguments: [[first input ref, kwargs]] with kwargs[key_i] = the i-th further input's [layer, node, tensor].
+json as_keras2_kwargs(json config, const std::string& name, const std::vector<std::string>& keys, bool list = false) {
+  for (json& l : config["config"]["layers"]) {
+    if (l["name"] != name) continue;
+    json node = l["inbound_nodes"][0];
+    json kwargs = json::object();
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+      json ref = json::array({node[i + 1][0], node[i + 1][1], node[i + 1][2]});
+      if (list) kwargs[keys[0]].push_back(ref); else kwargs[keys[i]] = ref;
+    }
+    json first = node[0];
+    first[3] = kwargs;
+    l["inbound_nodes"] = json::array({json::array({first})});
+  }
+  return config;
+}
+
+TEST(SequenceSaveModel, Keras2NodeKwargsAreRead) {
+  // MultiHeadAttention(query, value=..., key=...) as tf.keras 2 stores it.
+  auto q = L::Input({.shape = {3, 4}});
+  auto v = L::Input({.shape = {5, 4}});
+  auto k = L::Input({.shape = {5, 2}});
+  auto a = (*std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 3, .seed = 1}))(
+      std::vector<L::KerasTensor>{q, v, k});
+  auto model = std::make_shared<models::Functional>(std::vector<L::KerasTensor>{q, v, k}, std::vector<L::KerasTensor>{a});
+  const std::string mha = model->layers()[3]->name();
+  const json keras2 = as_keras2_kwargs(json::parse(models::to_json(*model)), mha, {"value", "key"});
+  ASSERT_NE(keras2.dump().find("\"key\":[\""), std::string::npos) << keras2.dump();
+  json with_flags = keras2;
+  for (json& l : with_flags["config"]["layers"])
+    if (l["name"] == mha) l["inbound_nodes"][0][0][3].update({{"use_causal_mask", false}, {"return_attention_scores", false}, {"training", nullptr}});
+  const std::vector<Tensor> xs = {random_input({2, 3, 4}, 1), random_input({2, 5, 4}, 2), random_input({2, 5, 2}, 3)};
+  const Tensor before = model->predict(xs);
+  for (const json& c : {keras2, with_flags}) {
+    auto loaded = std::dynamic_pointer_cast<models::Functional>(models::model_from_json(c.dump()));
+    ASSERT_TRUE(loaded);
+    loaded->set_weights(model->get_weights());
+    EXPECT_TRUE(same_bits(loaded->predict(xs), before)) << c.dump();
+  }
+  json causal = keras2;
+  for (json& l : causal["config"]["layers"])
+    if (l["name"] == mha) l["inbound_nodes"][0][0][3]["use_causal_mask"] = true;
+  EXPECT_THAT([&] { models::model_from_json(causal.dump()); },
+              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("layer '" + mha + "': call argument 'use_causal_mask': true")));
+
+  // LSTM(sequences, initial_state=[h, c]).
+  auto s = L::Input({.shape = {4, 3}});
+  auto h = L::Input({.shape = {2}});
+  auto c = L::Input({.shape = {2}});
+  auto y = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = 2, .seed = 4}))(std::vector<L::KerasTensor>{s, h, c});
+  auto rnn = std::make_shared<models::Functional>(std::vector<L::KerasTensor>{s, h, c}, std::vector<L::KerasTensor>{y});
+  const json k2 = as_keras2_kwargs(json::parse(models::to_json(*rnn)), rnn->layers()[3]->name(), {"initial_state", "initial_state"}, true);
+  ASSERT_NE(k2.dump().find("\"initial_state\":[[\""), std::string::npos) << k2.dump();
+  const std::vector<Tensor> ss = {random_input({2, 4, 3}, 5), random_input({2, 2}, 6), random_input({2, 2}, 7)};
+  auto loaded = std::dynamic_pointer_cast<models::Functional>(models::model_from_json(k2.dump()));
+  ASSERT_TRUE(loaded);
+  loaded->set_weights(rnn->get_weights());
+  EXPECT_TRUE(same_bits(loaded->predict(ss), rnn->predict(ss))) << k2.dump();
+}
+
+}  // namespace
+}  // namespace tapeflow
