@@ -137,6 +137,35 @@ BENCHMARK(BM_W11Step)
     ->UseRealTime()
     ->MinTime(2.0);
 
+// W12 (../shared/peers/py/w12_vit.py): one Model::train_step of the Keras ViT example for 28x28
+// (make_classifier_vit: 49 tokens of 16 pixels, 4 blocks of LayerNorm -> MultiHeadAttention 4x16 ->
+// LayerNorm -> MLP 128 gelu, dropout 0.1 in training) with AdamW(1e-3, weight_decay 1e-4) at batch 128
+// on W1's real batches (ms/step). Peers (2 threads, same machine, see the issue): PyTorch 2.15
+// 165-170 ms/step, TensorFlow 2.21 tf.function 177-186, PyTorch 1.13 205-215, libtorch 213.
+void BM_W12Step(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(0)));
+  const auto& batches = w1_batches();
+  auto model = models::make_classifier_vit({.seed = 0});
+  model->compile({.optimizer = std::make_shared<optimizers::AdamW>(
+                      optimizers::AdamWOptions{.learning_rate = 1e-3, .weight_decay = 1e-4}),
+                  .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
+                      models::CrossentropyOptions{.from_logits = true}),
+                  .metrics = {"accuracy"}});
+  std::size_t k = 0;
+  for (int i = 0; i < 2; ++i) model->train_step(batches[k++ % batches.size()]);  // warm-up
+  for (auto _ : state) model->train_step(batches[k++ % batches.size()]);
+  state.counters["examples/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
+                                                    benchmark::Counter::kIsRate);
+  label(state);
+}
+BENCHMARK(BM_W12Step)
+    ->Name("W12Step")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(3.0);
+
 }  // namespace
 
 BENCHMARK_MAIN();

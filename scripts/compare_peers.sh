@@ -6,6 +6,11 @@
 #   bash scripts/compare_peers.sh                 # W1-W5 at 2 threads
 #   WL="w8 w9" bash scripts/compare_peers.sh      # the convnet step and the DCGAN step
 #   THREADS="1 2" WL="w2 w3" bash scripts/compare_peers.sh
+#   WL="w11 w12" bash scripts/compare_peers.sh    # the LSTM step and the ViT step (issue 36)
+#
+# With PT2 / TFPY set (eval "$(bash ../shared/peers/pypi/setup.sh)"), w11 and w12 also run the PyPI
+# peers in the same run: PyTorch 2.15 (MKL + oneDNN) on the same py/ scripts, and TensorFlow 2.21 /
+# Keras 3 (pypi/keras_apps.py: eager, tf.function, XLA steps). Targets count against the fastest.
 #
 # Needs: python3-torch libtorch-dev (apt), a Release build in ./build with benches
 # (bash scripts/build.sh). The peers' folder is copied to $PEERS_WORK (default /tmp/tapeflow-peers)
@@ -35,7 +40,19 @@ for line in sys.stdin:
     r = json.loads(line)
     print("  %s %s: %.4g %s" % (r["impl"], r["variant"], r["median"], r["unit"]))'
 }
-ours() { "$B/$1" --benchmark_filter="$2" 2>&1 | grep '^BM_' | sed 's/^/  tapeflow /'; }
+pypi() {  # pypi w11|w12 THREADS SCRIPT: PyTorch 2.15 and TensorFlow 2.21, when PT2 / TFPY are set
+  if [[ -n "${PT2:-}" ]]; then
+    (cd "$SRC/py" && BENCH_BLAS=mkl BENCH_RESULTS=/dev/null "$PT2" "$3" "$2" step 2>&1 | grep '^RESULT' |
+      sed -E 's/^RESULT //' | python3 -c 'import json, sys
+for line in sys.stdin:
+    r = json.loads(line)
+    print("  pytorch2 %s: %.4g %s" % (r["variant"], r["median"], r["unit"]))')
+  fi
+  if [[ -n "${TFPY:-}" ]]; then
+    (cd "$SRC/pypi" && KERAS_BACKEND=tensorflow "$TFPY" keras_apps.py step "$1" "$2" 2>/dev/null | sed 's/^/  tf2.21 /')
+  fi
+}
+ours() { "$B/$1" --benchmark_filter="$2" 2>&1 | grep -E '^(BM_|W[0-9]+)' | sed 's/^/  tapeflow /'; }
 cd "$WORK"
 # Both sides use AVX-512 where the CPU has it (oneDNN; tapeflow's float tiles, simd512.h).
 ISA=$(grep -qw avx512f /proc/cpuinfo && echo "AVX-512 CPU" || echo "AVX2 CPU")
@@ -58,6 +75,12 @@ for t in ${THREADS:-2}; do
           ours bench_conv_bench "W8Step/$t/" ;;
       w9) peer /usr/bin/python3 py/w9_dcgan.py "$t" tfsame; peer build/libtorch_bench "$t" w9
           ours bench_conv_bench "W9Step/$t/" ;;
+      w11) peer /usr/bin/python3 py/w11_lstm.py "$t" step; peer build/libtorch_bench "$t" w11
+           pypi w11 "$t" w11_lstm.py
+           ours bench_train_bench "W11Step/threads:$t/" ;;
+      w12) peer /usr/bin/python3 py/w12_vit.py "$t" step; peer build/libtorch_bench "$t" w12
+           pypi w12 "$t" w12_vit.py
+           ours bench_train_bench "W12Step/$t/" ;;
       *) echo "unknown workload $w" >&2; exit 2 ;;
     esac
   done
