@@ -20,8 +20,10 @@
 #   scripts/test_hosts.sh kill HOST      SIGKILL to every process on HOST (the machine crashes)
 #   scripts/test_hosts.sh link HOST down|up       the switch side of HOST's link (the cable is pulled)
 #   scripts/test_hosts.sh shape HOST "delay 5ms rate 1gbit"
-#       a qdisc on the switch side of HOST's link (traffic towards HOST): netem where the kernel has it,
-#       else a token bucket (tbf) at the same rate without the delay (said on stderr). "none" removes it.
+#       netem on the switch side of HOST's link where the kernel has it; else (no sch_netem, as here)
+#       HOST behind two TAP devices and a relay that delays every frame (test_hosts_link.py) plus a
+#       token bucket (tbf) for the rate: see cmd_shape. "none" removes it.
+#   scripts/test_hosts.sh rtt HOST_A HOST_B       UDP round trips A -> B: "rtt min/median/max = ... ms"
 #
 # Layout: a switch namespace ${P}sw holds a bridge br0 and one veth end p<i> per host; the other end is
 # eth0 in host ${P}<i>, address 10.233.0.<i>/24 (no route anywhere else, no address outside these
@@ -83,6 +85,7 @@ cmd_down() {
     ip netns del "$ns" 2>/dev/null || true
     rm -rf "/etc/netns/$ns"
   done
+  rm -f /run/${P}-relay-*.pid /run/${P}-relay-*.log
   # Hosts files of namespaces that are already gone.
   for ns in /etc/netns/*; do
     [ -e "$ns" ] || continue
@@ -182,12 +185,38 @@ cmd_link() {
   echo "test_hosts: $h's link is $state"
 }
 
+# Shaping HOST's link. netem where the kernel has it (delay and rate on the switch side). Without
+# sch_netem (CONFIG_NET_SCH_NETEM unset, as on this CI machine: tc offers only tbf/htb/ingress, so
+# `tc qdisc ... netem delay 5ms` fails), the delay is made by test_hosts_link.py: the host's veth
+# eth0 is set aside (renamed veth0, down), a TAP device named eth0 with the host's address takes its
+# place, a second TAP t<i> joins the switch's bridge, and the relay (in the switch's namespace)
+# copies every frame between the two after the delay, each way (RTT = 2 x delay); the rate is a
+# token bucket (tbf) on both taps. Needs /dev/net/tun (the tun module) and python3. `shape HOST none`
+# puts the veth back.
+relay_pidfile() { echo "/run/${P}-relay-$1.pid"; }
+
+unshape() {  # i
+  local i=$1 h="${P}$1" pid
+  ip netns exec "${P}sw" tc qdisc del dev "p$i" root 2>/dev/null
+  pid="$(cat "$(relay_pidfile "$i")" 2>/dev/null)"
+  if [ -n "$pid" ]; then kill -KILL "$pid" 2>/dev/null; fi
+  rm -f "$(relay_pidfile "$i")"
+  if ip -n "$h" link show veth0 >/dev/null 2>&1; then
+    ip -n "$h" link del eth0 2>/dev/null
+    ip -n "$h" link set veth0 name eth0
+    ip -n "$h" addr add "$SUBNET.$i/24" dev eth0 2>/dev/null
+    ip -n "$h" link set eth0 up
+  fi
+  ip -n "${P}sw" link del "t$i" 2>/dev/null
+  wait_forwarding "$i"
+}
+
 cmd_shape() {
-  local h="${1:-}" spec="${2:-}" i rate
+  local h="${1:-}" spec="${2:-}" i rate delay mac
   i="$(host_index "$h")" || exit 1
   [ -n "$spec" ] || die "shape HOST SPEC: no SPEC (e.g. \"delay 5ms rate 1gbit\", or none)"
+  unshape "$i"
   if [ "$spec" = none ]; then
-    ip netns exec "${P}sw" tc qdisc del dev "p$i" root 2>/dev/null
     echo "test_hosts: $h's link is not shaped"
     return 0
   fi
@@ -197,12 +226,55 @@ cmd_shape() {
     return 0
   fi
   rate="$(sed -n 's/.*rate \([^ ]*\).*/\1/p' <<<"$spec")"
-  [ -n "$rate" ] || die "the kernel has no netem qdisc and '$spec' gives no rate for a token bucket instead"
-  echo "test_hosts: the kernel has no netem qdisc (sch_netem): the delay of '$spec' is not applied," \
-    "only its rate, through a token bucket (tbf rate $rate)" >&2
-  ip netns exec "${P}sw" tc qdisc replace dev "p$i" root tbf rate "$rate" burst 256kb latency 100ms ||
-    die "tc qdisc tbf rate $rate failed on $h's link"
-  echo "test_hosts: $h's link: tbf rate $rate (no delay: no netem)"
+  delay="$(sed -n 's/.*delay \([0-9.]*\)ms.*/\1/p' <<<"$spec")"
+  [ -n "$delay" ] || die "shape: without netem only 'delay Nms [rate R]' is emulated, got '$spec'"
+  [ -c /dev/net/tun ] || die "shape: the kernel has no netem and no /dev/net/tun for the relay"
+  command -v python3 >/dev/null || die "shape: the kernel has no netem and the relay needs python3"
+  local sw="${P}sw" ready
+  ready="$(relay_pidfile "$i")"
+  ip -n "$sw" tuntap add "t$i" mode tap || die "shape: ip tuntap add t$i failed"
+  ip -n "$sw" link set "t$i" master br0
+  ip -n "$sw" link set "t$i" up
+  # The tap keeps the veth's MAC address: the other hosts' ARP caches stay right.
+  mac="$(ip -n "$h" -o link show eth0 | sed -n 's|.*link/ether \([0-9a-f:]*\).*|\1|p')"
+  ip -n "$h" link set eth0 down
+  ip -n "$h" link set eth0 name veth0
+  ip -n "$h" tuntap add eth0 mode tap || { unshape "$i"; die "shape: ip tuntap add eth0 on $h failed"; }
+  ip -n "$h" link set eth0 address "$mac"
+  ip -n "$h" addr add "$SUBNET.$i/24" dev eth0
+  ip -n "$h" link set eth0 up
+  ip netns exec "$sw" setsid python3 "$HERE/test_hosts_link.py" relay --host-netns "/run/netns/$h" \
+    --host-tap eth0 --switch-tap "t$i" --delay-ms "$delay" --ready "$ready" \
+    </dev/null >"/run/${P}-relay-$i.log" 2>&1 &
+  for _ in $(seq 1 50); do [ -s "$ready" ] && break; sleep 0.1; done
+  [ -s "$ready" ] || { cat "/run/${P}-relay-$i.log" >&2; unshape "$i"; die "shape: the relay did not start"; }
+  if [ -n "$rate" ]; then
+    ip netns exec "$sw" tc qdisc replace dev "t$i" root tbf rate "$rate" burst 256kb latency 100ms &&
+      ip netns exec "$h" tc qdisc replace dev eth0 root tbf rate "$rate" burst 256kb latency 100ms ||
+      { unshape "$i"; die "shape: tc qdisc tbf rate $rate failed on $h's link"; }
+  fi
+  for _ in $(seq 1 50); do
+    bridge -n "$sw" link show dev "t$i" 2>/dev/null | grep -q "state forwarding" &&
+      ip -n "$h" link show eth0 2>/dev/null | grep -q "LOWER_UP" && break
+    sleep 0.1
+  done
+  echo "test_hosts: $h's link: no netem in this kernel; ${delay} ms each way through a TAP relay" \
+    "(test_hosts_link.py)${rate:+, tbf rate $rate}"
+}
+
+# Round trips from host A to host B (UDP echo, 10 tries): "rtt min/median/max = a/b/c ms".
+cmd_rtt() {
+  local a="${1:-}" b="${2:-}" ib pid rc
+  host_index "$a" >/dev/null
+  ib="$(host_index "$b")" || exit 1
+  ip netns exec "$b" python3 "$HERE/test_hosts_link.py" echo </dev/null >/dev/null 2>&1 &
+  pid=$!
+  sleep 0.3
+  ip netns exec "$a" python3 "$HERE/test_hosts_link.py" ping --to "$SUBNET.$ib" --count 10
+  rc=$?
+  kill "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  return $rc
 }
 
 sub="${1:-}"
@@ -217,5 +289,6 @@ case "$sub" in
   kill) cmd_kill "$@" ;;
   link) cmd_link "$@" ;;
   shape) cmd_shape "$@" ;;
-  *) die "usage: $0 check | up N | down | status | exec HOST CMD... | mpirun ARGS... | kill HOST | link HOST up|down | shape HOST SPEC" ;;
+  rtt) cmd_rtt "$@" ;;
+  *) die "usage: $0 check | up N | down | status | exec HOST CMD... | mpirun ARGS... | kill HOST | link HOST up|down | shape HOST SPEC | rtt HOST_A HOST_B" ;;
 esac
