@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/conv2d.h"
+#include "models/internal/functional_masks.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::models {
@@ -26,8 +27,13 @@ Tensor Sequential::call(const Tensor& inputs, bool training) {
   if (layers().empty()) throw std::logic_error(describe() + ": call() on a Sequential model with no layers");
   const auto& ls = layers();
   Tensor x = inputs;
+  Tensor mask;  // Keras's mask, as in Functional (models/internal/functional_masks.h); undefined: none
   for (std::size_t i = 0; i < ls.size(); ++i) {
-    if (auto* conv = i + 1 < ls.size() ? layers::relu_commutes_with(*ls[i], *ls[i + 1]) : nullptr) {
+    if (mask.defined() || internal::makes_mask(*ls[i])) {
+      internal::MaskedOutput r = internal::call_with_masks(*ls[i], {x}, {mask}, false, training);
+      x = r.output;
+      mask = r.mask;
+    } else if (auto* conv = i + 1 < ls.size() ? layers::relu_commutes_with(*ls[i], *ls[i + 1]) : nullptr) {
       x = conv->call_max_pooled(x, *ls[i + 1], training);  // see the header
       ++i;
     } else {

@@ -9,6 +9,8 @@
 //           build(shape) or the
 //           first call builds every layer by running a zero batch of one example through them in
 //           inference mode (nothing is recorded, no state changes), so summary() can show shapes.
+//           Keras masks pass from layer to layer as in Functional (Embedding(mask_zero) into the
+//           recurrent layers, GlobalAveragePooling1D, MultiHeadAttention; models/internal/functional_masks.h).
 //           call() runs a Conv2D/Conv2DTranspose with activation relu that feeds a MaxPooling2D of
 //           the same dtype as conv -> pool -> relu: max and relu commute (relu is non-decreasing),
 //           so values and gradients of every order are those of conv -> relu -> pool, bit for bit

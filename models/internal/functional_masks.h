@@ -1,4 +1,4 @@
-// Keras masks through a Functional graph (Keras 3's _keras_mask): which layers make, consume, pass
+// Keras masks through a Functional graph and a Sequential model (Keras 3's _keras_mask): which layers make, consume, pass
 // on or drop the mask of their input, in one table.
 //
 // Facts:    Embedding(mask_zero) makes ids != 0. SimpleRNN / LSTM / GRU / Bidirectional consume it

@@ -11,6 +11,7 @@
 
 #include "layers/layers.h"
 #include "models/functional.h"
+#include "models/sequential.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradient_check.h"
 
@@ -219,6 +220,21 @@ TEST(KerasVectors, MasksThroughFunctional) {
     auto d = (*f64<L::Dropout>(L::DropoutOptions{.rate = 0.5}))(e);
     return (*f64<L::Dense>(L::DenseOptions{.units = 2}))((*f64<L::LSTM>(L::LSTMOptions{.units = 3}))(d));
   });
+}
+
+// The same masks through a Sequential model (Keras's Sequential passes them as Functional does).
+TEST(KerasVectors, MasksThroughSequential) {
+  const json& c = find_case("functional_embedding_lstm_last");
+  tf::models::Sequential model({f64<L::Embedding>(L::EmbeddingOptions{.input_dim = 11, .output_dim = 4, .mask_zero = true}),
+                                f64<L::Dropout>(L::DropoutOptions{.rate = 0.5}), f64<L::LSTM>(L::LSTMOptions{.units = 3}),
+                                f64<L::Dense>(L::DenseOptions{.units = 2})});
+  const tf::Tensor x = tensor(c.at("inputs")[0]);
+  model(x);  // builds
+  std::vector<tf::Tensor> w;
+  for (const json& a : c.at("weights")) w.push_back(tensor(a));
+  model.set_weights(w);
+  // Keras runs the LSTM's tanh in float32 (convert_to_tensor): ~5e-9 here.
+  EXPECT_TRUE(all_close(model(x), tensor(c.at("output")), 1e-7, 1e-7)) << model(x) << "\n" << tensor(c.at("output"));
 }
 
 }  // namespace
