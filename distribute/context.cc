@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -128,6 +129,7 @@ Context::~Context() {
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+  tensor_reducer_.reset();
   reducer_.reset();
   comm_.reset();
   MPI_Finalize();
@@ -147,6 +149,24 @@ Tensor Context::allreduce(const Tensor& tensor, ReduceOp op, const char* name) {
     throw std::invalid_argument(std::string("distribute::allreduce (") + name + "): cannot " +
                                 (op == ReduceOp::kAverage ? "average" : "reduce") + " a " +
                                 dtype_name(tensor.dtype()) + " tensor");
+  if (size_ > 1 && (op == ReduceOp::kAverage || op == ReduceOp::kSum) && is_floating(tensor.dtype())) {
+    // The gradients' path (fusion buffer; the shared-memory window and, across machines, its slices
+    // with MPI_Iallreduce), through a reducer of its own so the gradients' layout stays as it is.
+    // Every rank takes this branch in the same call: dtype and op are the same everywhere.
+    if (!tensor_reducer_)
+      tensor_reducer_ = std::make_unique<internal::GradientReducer>(*comm_, false, options_.shared_memory,
+                                                                    options_.shared_memory_group);
+    tensor_reducer_->set_shared_memory(options_.shared_memory);
+    if (!tensor_slot_.defined() || tensor_slot_.shape() != tensor.shape() || tensor_slot_.dtype() != tensor.dtype())
+      tensor_slot_ = Variable(tensor, {.name = name, .trainable = false});
+    comm_->begin(name);
+    tensor_reducer_->begin({tensor_slot_}, op, std::numeric_limits<std::int64_t>::max());
+    timings_.tensor_allreduces += 1;
+    timings_.tensor_allreduces_shared += tensor_reducer_->uses_shared_memory() ? 1 : 0;
+    tensor_reducer_->set(0, tensor);
+    std::vector<std::optional<Tensor>> out = tensor_reducer_->finish();
+    return *out[0];
+  }
   Tensor out = Tensor::empty(tensor.shape(), tensor.dtype());
   std::memcpy(out.mutable_raw_data(), tensor.raw_data(), tensor.nbytes());
   comm_->begin(name);

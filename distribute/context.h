@@ -98,6 +98,8 @@ struct ReductionTimings {
   std::int64_t started_in_backward = 0;  // buffers whose reduction started before the backward pass ended
   double backward_seconds = 0;       // in tape.gradient (including the reductions started in it)
   double wait_seconds = 0;           // blocked after the backward pass until every buffer was reduced
+  std::int64_t tensor_allreduces = 0;         // allreduce() calls that took the gradients' path
+  std::int64_t tensor_allreduces_shared = 0;  // of those, through the shared-memory window
 };
 
 // True when this process was started by mpirun/mpiexec (Open MPI, MPICH, PMIx), i.e. when a
@@ -129,6 +131,9 @@ class Context : public models::ReplicaContext {
   // tensor of the same shape and dtype (float32, float64, int32, int64; average needs floating).
   // Shapes:  [...] -> [...]. Errors: std::invalid_argument for an unsupported dtype or average of
   //          integers; shapes that differ across ranks are not detected (as MPI).
+  // Path:    average or sum of float32/float64 goes the gradients' way (a fusion buffer through the
+  //          shared-memory window where the ranks share machines, its slices across machines with
+  //          MPI_Iallreduce: bit-identical on every rank); min, max and integers use MPI_Iallreduce.
   // Ref:     hvd.allreduce(tensor, op=hvd.Average)
   Tensor allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::kAverage, const char* name = "allreduce");
   // Root's tensor on every rank (others pass a tensor of the same shape and dtype). Ref: hvd.broadcast
@@ -187,6 +192,10 @@ class Context : public models::ReplicaContext {
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
   std::unique_ptr<internal::Communicator> comm_;
   std::unique_ptr<internal::GradientReducer> reducer_;
+  // allreduce() of floating tensors by average or sum: the reducer's path with a layout of its own
+  // (made at the first such call, collectively), and the variable standing for the last shape.
+  std::unique_ptr<internal::GradientReducer> tensor_reducer_;
+  Variable tensor_slot_;
   std::vector<std::vector<std::int64_t>> checked_;  // variable lists (handle ids) already checked
   ReductionTimings timings_;
 };

@@ -128,6 +128,38 @@ TEST(ContextTest, AllreduceAveragesLongTensorsExactly) {
   }
 }
 
+// allreduce() of floating tensors by average or sum takes the gradients' path: the shared-memory
+// window where the ranks form groups (one host, or 2 ranks on each of 2 hosts: then the slices
+// cross hosts with MPI_Iallreduce), the reducer's MPI_Iallreduce otherwise; min, max and integers
+// stay on plain MPI_Iallreduce. Both settings of the window give the same exact values.
+TEST(ContextTest, AllreduceOfFloatsTakesTheGradientsPath) {
+  Context& c = context();
+  if (c.size() == 1) GTEST_SKIP() << "one rank: nothing to reduce";
+  const int n = c.size();
+  const bool had = c.options().shared_memory;
+  for (bool shared : {true, false}) {
+    SCOPED_TRACE(shared ? "shared memory" : "MPI_Iallreduce");
+    c.set_shared_memory(shared);
+    c.reset_timings();
+    for (std::int64_t len : {5, 1003, 5}) {  // a new shape, a larger one (the window grows), back
+      std::vector<float> v(static_cast<std::size_t>(len));
+      for (std::int64_t i = 0; i < len; ++i) v[static_cast<std::size_t>(i)] = static_cast<float>((c.rank() + 1) * i);
+      const auto avg = c.allreduce(constant(v, Shape{len})).to_vector<float>();
+      const auto sum = c.allreduce(constant(v, Shape{len}), ReduceOp::kSum).to_vector<float>();
+      for (std::int64_t i = 0; i < len; ++i) {
+        ASSERT_EQ(avg[static_cast<std::size_t>(i)], static_cast<float>(i * (n + 1)) / 2) << len << " " << i;
+        ASSERT_EQ(sum[static_cast<std::size_t>(i)], static_cast<float>(i * n * (n + 1) / 2)) << len << " " << i;
+      }
+    }
+    c.allreduce(constant(std::vector<float>{1.0f}, Shape{1}), ReduceOp::kMax);
+    EXPECT_EQ(c.timings().tensor_allreduces, 6);
+    EXPECT_EQ(c.timings().tensor_allreduces_shared, c.uses_shared_memory() ? 6 : 0)
+        << "groups of one size > 1 reduce user tensors in the window";
+  }
+  c.set_shared_memory(had);
+  c.reset_timings();
+}
+
 TEST(ContextTest, BroadcastAndBroadcastVariables) {
   Context& c = context();
   const int root = c.size() - 1;
