@@ -105,6 +105,18 @@ void tanh(const T* x, T* y, std::int64_t n) {
 }
 
 template <class T>
+void sigmoid(const T* x, T* y, std::int64_t n) {
+  for_chunks(n, [x, y](std::int64_t b, std::int64_t e) {
+    if constexpr (std::is_same_v<T, float>) {
+      Eigen::Map<Eigen::ArrayXf>(y + b, e - b) = Eigen::Map<const Eigen::ArrayXf>(x + b, e - b).logistic();
+    } else {
+      for (std::int64_t i = b; i < e; ++i)
+        y[i] = x[i] >= 0 ? T(1) / (T(1) + std::exp(-x[i])) : std::exp(x[i]) / (T(1) + std::exp(x[i]));
+    }
+  });
+}
+
+template <class T>
 void elu(const T* x, T* y, std::int64_t n) {
   for_chunks(n, [x, y](std::int64_t b, std::int64_t e) {
     if constexpr (std::is_same_v<T, float>) {
@@ -195,6 +207,7 @@ void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, st
 
 #define TAPEFLOW_ACTIVATIONS(T)                                                \
   template void tanh<T>(const T*, T*, std::int64_t);                           \
+  template void sigmoid<T>(const T*, T*, std::int64_t);                        \
   template void tanh_grad<T>(const T*, const T*, T*, std::int64_t);            \
   template void elu<T>(const T*, T*, std::int64_t);                            \
   template void elu_grad<T>(const T*, const T*, T*, std::int64_t);             \

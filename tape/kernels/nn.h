@@ -35,6 +35,11 @@ void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, st
 // Ref:      tf.math.tanh, tf.raw_ops.TanhGrad, ReluGrad, LeakyRelu, LeakyReluGrad
 template <class T>
 void tanh(const T* x, T* y, std::int64_t n);
+// y = 1 / (1 + e⁻ˣ). sigmoid<float> is Eigen's vectorized logistic (the one TensorFlow's CPU
+// Sigmoid kernel evaluates: a clamped rational approximation, about 1e-7 relative); sigmoid<double>
+// is the scalar overflow-safe form (eˣ / (1 + eˣ) for x < 0). Ref: tf.math.sigmoid
+template <class T>
+void sigmoid(const T* x, T* y, std::int64_t n);
 // dx = dy·(1 - y²) from the tanh output y.
 template <class T>
 void tanh_grad(const T* y, const T* dy, T* dx, std::int64_t n);

@@ -386,10 +386,7 @@ TensorList tanh_grad_gradient(C c, G g) {
   return {c.needs_gradient(0) ? g[0] * dy * y * (-2.0) : Tensor(), c.needs_gradient(1) ? tanh_grad(y, g[0]) : Tensor()};
 }
 TensorList sigmoid_forward(In in, const Attrs&) {
-  return unary_forward<Kinds::kFloat>("sigmoid", in, [](auto v) {
-    using T = decltype(v);
-    return v >= 0 ? T(1) / (T(1) + std::exp(-v)) : std::exp(v) / (T(1) + std::exp(v));
-  });
+  return activation_forward("sigmoid", in, [](auto x, auto y, auto n) { kernels::sigmoid(x, y, n); });
 }
 // sigmoid' = y (1 - y), from the saved output.
 TensorList sigmoid_gradient(C c, G g) { const Tensor& y = c.output(0); return {g[0] * y * (1.0 - y)}; }
