@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Data-parallel scaling in one run (issue 33): bench_distribute_w1 at 2 ranks x 1 thread for
+#   W1 (the MLP) at 512 and at 128 examples per rank, and W8 (the CNN) at 128 per rank,
+# on one host (the shared-memory window, and MPI_Iallreduce, interleaved by the benchmark) and on
+# 2 test hosts of scripts/test_hosts.sh (TCP over veth; needs root), each configuration REPEATS
+# times, alternating one host / two hosts (A/B/A/B) so that a change of machine load hits both.
+# The benchmark itself interleaves, block by block, the step with communication and the same step
+# with the reduction skipped ("local": the machine's own bound) and reports "% of local" medians.
+# Load averages are printed before and after every run: on a shared machine, rerun when it is quiet.
+#   scripts/scaling.sh [BUILD_DIR]       (REPEATS=2 STEPS=20 by default; output on stdout)
+# The test hosts use the prefix $TAPEFLOW_TEST_HOSTS (default tfsc), made here and removed at the end.
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+BUILD="$(cd "${1:-$HERE/../build}" && pwd)"
+BENCH="$BUILD/bench/distribute/bench_distribute_w1"
+REPEATS="${REPEATS:-2}"
+STEPS="${STEPS:-20}"
+export TAPEFLOW_TEST_HOSTS="${TAPEFLOW_TEST_HOSTS:-tfsc}"
+[ -x "$BENCH" ] || { echo "scaling: no $BENCH (build the target bench_distribute_w1)" >&2; exit 1; }
+
+two_hosts=0
+if bash "$HERE/test_hosts.sh" up 2 >/dev/null; then
+  two_hosts=1
+  trap 'bash "$HERE/test_hosts.sh" down' EXIT
+else
+  echo "scaling: no test hosts here (see scripts/test_hosts.sh check): one host only" >&2
+fi
+P="$TAPEFLOW_TEST_HOSTS"
+configs=("--model mlp --batch 512" "--model mlp --batch 128" "--model cnn --batch 128")
+echo "scaling: $(date -u +%FT%TZ), $(nproc) cores, REPEATS=$REPEATS STEPS=$STEPS"
+for rep in $(seq 1 "$REPEATS"); do
+  for cfg in "${configs[@]}"; do
+    # shellcheck disable=SC2086
+    {
+      echo "== repeat $rep, one host (shm + MPI_Iallreduce): $cfg --per-rank; load $(cut -d' ' -f1-3 /proc/loadavg)"
+      mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$BENCH" $cfg --per-rank --threads 1 --steps "$STEPS"
+      if [ "$two_hosts" = 1 ]; then
+        echo "== repeat $rep, 2 test hosts (TCP over veth): $cfg --per-rank; load $(cut -d' ' -f1-3 /proc/loadavg)"
+        bash "$HERE/test_hosts.sh" mpirun --host "${P}1:1,${P}2:1" -np 2 "$BENCH" $cfg --per-rank --threads 1 \
+          --steps "$STEPS"
+      fi
+    }
+  done
+done
+echo "scaling: done, load $(cut -d' ' -f1-3 /proc/loadavg)"
