@@ -47,10 +47,11 @@ std::shared_ptr<tf::models::Model> load_checkpoint(const std::string& path) {
     throw std::runtime_error(path + ": the checkpoint does not say which --model it holds (written by another app "
                              "or an older train_classifier); save the model with train_classifier --save-model");
   const std::string name = config.substr(at + 8, config.find('\n', at) - at - 8);
-  std::shared_ptr<tf::models::Sequential> model;
+  std::shared_ptr<tf::models::Model> model;
   if (name == "mlp") model = tf::models::make_classifier_mlp();
   else if (name == "cnn") model = tf::models::make_classifier_cnn();
   else if (name == "lstm") model = tf::models::make_classifier_lstm();
+  else if (name == "vit") model = tf::models::make_classifier_vit();
   else
     throw std::runtime_error(path + ": a checkpoint of --model " + name +
                              ", which predict cannot rebuild; save the model with train_classifier --save-model");

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,39 @@ TEST_F(AppTruth, PredictRefusesIgnoredFlagsAndNamesClasses) {
   ASSERT_EQ(ckpt_code, 0) << from_ckpt;
   const auto accuracy_line = [](const std::string& out) { return out.substr(out.find("accuracy: ")); };
   EXPECT_EQ(accuracy_line(from_ckpt), accuracy_line(saved));
+}
+
+// predict serves the sequence and attention models too: a --model lstm and a --model vit run's
+// checkpoint (ckpt-N.h5, the architecture rebuilt from its stored --model) and its --save-model file
+// give the same predictions, with class names.
+TEST_F(AppTruth, PredictServesLstmAndVitCheckpointsAndSavedModels) {
+  if (!dataset_installed()) GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  const std::string images = kData + "/t10k-images-idx3-ubyte.gz";
+  const std::string labels = " --labels " + kData + "/t10k-labels-idx1-ubyte.gz --limit 50 --show 2";
+  for (const std::string arch : {"lstm", "vit"}) {
+    SCOPED_TRACE(arch);
+    const std::string model = scratch(arch + ".h5"), ck = scratch(arch + "_ck");
+    const auto [train_code, train_out] =
+        run_app(binary("train_classifier"), "--model " + arch + " --limit 64 --epochs 1 --threads 1 --verbose 0 "
+                                            "--save-model " + model + " --checkpoint-dir " + ck);
+    ASSERT_EQ(train_code, 0) << train_out;
+    const auto [saved_code, saved] = run_app(binary("predict"), "--model " + model + " --images " + images + labels);
+    const auto [ckpt_code, from_ckpt] =
+        run_app(binary("predict"), "--model " + ck + "/ckpt-1.h5 --images " + images + labels);
+    ASSERT_EQ(saved_code, 0) << saved;
+    ASSERT_EQ(ckpt_code, 0) << from_ckpt;
+    EXPECT_THAT(saved, ::testing::ContainsRegex("0: class [0-9] (T-shirt/top|Trouser|Pullover|Dress|Coat|Sandal|"
+                                                "Shirt|Sneaker|Bag|Ankle boot) \\("));
+    // The summary line and the shown predictions (class and probability) agree.
+    const auto served = [](const std::string& out) {
+      std::string kept, line;
+      for (std::istringstream in(out); std::getline(in, line);)
+        if (line.find(": class ") != std::string::npos || line.find("accuracy: ") != std::string::npos) kept += line + "\n";
+      return kept;
+    };
+    EXPECT_THAT(served(saved), HasSubstr("accuracy: "));
+    EXPECT_EQ(served(from_ckpt), served(saved));
+  }
 }
 
 }  // namespace
