@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CTest `stage_headers`: cmake/stage_headers.cmake on a small tree — public headers staged under
 # tapeflow/ with project includes rewritten, internal/ headers only when included, stale headers
-# removed, and a public header that includes <hdf5.h> (or Eigen, oneTBB, spdlog) fails naming it.
+# removed, and a public header that includes <hdf5.h> (or Eigen, oneTBB, spdlog, or any third-party
+# header but nlohmann-json's) fails naming it.
 # Usage: stage_headers_test.sh SOURCE_DIR WORK_DIR [CMAKE]
 set -euo pipefail
 src=$1 work=$2 cmake=${3:-cmake}
@@ -31,4 +32,12 @@ stage > "$work/log" 2>&1 || { cat "$work/log"; fail "restaging failed"; }
 printf '#pragma once\n#include <hdf5.h>\n' > "$work/src/tape/bad.h"
 if stage > "$work/log" 2>&1; then fail "a public header including <hdf5.h> was staged"; fi
 grep -q "the public header tape/bad.h has '#include <hdf5.h>'" "$work/log" || { cat "$work/log"; fail "message"; }
+# nlohmann-json is the one public third-party dependency (tapeflow::layers); any other is refused.
+rm "$work/src/tape/bad.h"
+printf '#pragma once\n#include <nlohmann/json_fwd.hpp>\n#include <cstdint>\n' > "$work/src/tape/json.h"
+stage > "$work/log" 2>&1 || { cat "$work/log"; fail "a public header including <nlohmann/json_fwd.hpp> was refused"; }
+printf '#pragma once\n#include <boost/any.hpp>\n' > "$work/src/tape/bad.h"
+if stage > "$work/log" 2>&1; then fail "a public header including <boost/any.hpp> was staged"; fi
+tr -s ' \n' '  ' < "$work/log" | grep -q "the public header tape/bad.h has '#include <boost/any.hpp>'.*nlohmann-json" ||
+  { cat "$work/log"; fail "message for <boost/any.hpp>"; }
 echo "stage_headers: ok"
