@@ -167,7 +167,13 @@ void softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y) {
     T* yr = y + r * cols;
     const T m = row_max(xr, cols);
     T s = 0;
-    for (std::int64_t j = 0; j < cols; ++j) s += (yr[j] = std::exp(xr[j] - m));
+    if constexpr (std::is_same_v<T, float>) {
+      // Eigen's packet exp (libm's expf was ~3% of the ViT step); the sum stays in index order.
+      Eigen::Map<Eigen::ArrayXf>(yr, cols) = (Eigen::Map<const Eigen::ArrayXf>(xr, cols) - m).exp();
+      for (std::int64_t j = 0; j < cols; ++j) s += yr[j];
+    } else {
+      for (std::int64_t j = 0; j < cols; ++j) s += (yr[j] = std::exp(xr[j] - m));
+    }
     const T inv = T(1) / s;
     for (std::int64_t j = 0; j < cols; ++j) yr[j] *= inv;
   });
