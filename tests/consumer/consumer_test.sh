@@ -5,7 +5,8 @@
 # app/CMakeLists.txt and app/main.cc are extracted from the README, so the README is what is built).
 # The project is C++ only and does not set the C++ standard: tapeflow's targets must carry both.
 # Then the package as a library's: libtapeflow_* names, LICENSE, apps in bin/, find_package(tapeflow)
-# without MPI (COMPONENTS distribute brings it), and the same main.cc built through pkg-config.
+# without MPI (COMPONENTS distribute brings it), nlohmann-json as the one third-party public
+# dependency, and the same main.cc built through pkg-config.
 # Usage: consumer_test.sh SOURCE_DIR BUILD_DIR WORK_DIR [CMAKE] [CXX_COMPILER] [COMPILER_LAUNCHER]
 set -euo pipefail
 src=$1 build=$2 work=$3 cmake=${4:-cmake} cxx=${5:-c++} launcher=${6:-}
@@ -76,6 +77,15 @@ config="$work/prefix/lib/cmake/tapeflow/tapeflowConfig.cmake"
 "$cmake" -S "$work/app" -B "$work/app/build-nompi" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON > "$work/nompi.log" 2>&1 ||
   { cat "$work/nompi.log"; fail "find_package(tapeflow) needs MPI (it should only with COMPONENTS distribute)"; }
+# 6b. nlohmann-json is the one third-party public dependency (tapeflow::layers: Layer::get_config
+#     returns nlohmann::json, as Keras's returns a dict): find_package(tapeflow) finds it, and without
+#     it fails naming it (not with a missing header in the consumer's build).
+grep -q 'find_dependency(nlohmann_json' "$config" || fail "tapeflowConfig.cmake does not find_dependency(nlohmann_json)"
+if "$cmake" -S "$work/app" -B "$work/app/build-nojson" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON > "$work/nojson.log" 2>&1; then
+  fail "find_package(tapeflow) succeeded without nlohmann-json, which its public headers include"
+fi
+grep -q "nlohmann_json" "$work/nojson.log" || { cat "$work/nojson.log"; fail "without nlohmann-json the error does not name it"; }
 mkdir -p "$work/dist"
 cat > "$work/dist/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)

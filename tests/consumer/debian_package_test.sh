@@ -16,6 +16,8 @@ deb=$(ls "$work"/pkg/tapeflow_*.deb 2>/dev/null | head -1)
 [ -n "$deb" ] || fail "cpack made no tapeflow_*.deb (log: $work/cpack.log)"
 dpkg-deb --field "$deb" Package Version Depends | tee "$work/fields.txt"
 grep -q '^Depends: .*libhdf5-dev' "$work/fields.txt" || fail "the package does not depend on libhdf5-dev"
+# nlohmann-json is a public dependency (Layer::get_config returns nlohmann::json): the package brings it.
+grep -q '^Depends: .*nlohmann-json3-dev' "$work/fields.txt" || fail "the package does not depend on nlohmann-json3-dev"
 dpkg-deb -x "$deb" "$work/root"
 for f in usr/include/tapeflow/tapeflow.h usr/share/doc/tapeflow/LICENSE; do
   [ -f "$work/root/$f" ] || fail "the package lacks /$f"
