@@ -8,6 +8,7 @@
 # with the reduction skipped ("local": the machine's own bound) and reports "% of local" medians.
 # Load averages are printed before and after every run: on a shared machine, rerun when it is quiet.
 #   scripts/scaling.sh [BUILD_DIR]       (REPEATS=2 STEPS=20 by default; output on stdout)
+# Then, on 2 test hosts, W1 at 512 per rank and W8 over the slow link (5 ms each way, 1 Gbit).
 # The test hosts use the prefix $TAPEFLOW_TEST_HOSTS (default tfsc), made here and removed at the end.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -42,4 +43,16 @@ for rep in $(seq 1 "$REPEATS"); do
     }
   done
 done
+if [ "$two_hosts" = 1 ]; then
+  # The slow link of issue 33 (host 2 behind a 5 ms-each-way relay and a 1 Gbit token bucket; see
+  # test_hosts.sh shape): the step time when the reduction crosses it.
+  bash "$HERE/test_hosts.sh" shape "${P}2" "delay 5ms rate 1gbit"
+  bash "$HERE/test_hosts.sh" rtt "${P}1" "${P}2"
+  for cfg in "--model mlp --batch 512" "--model cnn --batch 128"; do
+    echo "== slow link (5 ms each way, 1 Gbit), 2 test hosts: $cfg --per-rank; load $(cut -d' ' -f1-3 /proc/loadavg)"
+    # shellcheck disable=SC2086
+    bash "$HERE/test_hosts.sh" mpirun --host "${P}1:1,${P}2:1" -np 2 "$BENCH" $cfg --per-rank --threads 1 --steps "$STEPS"
+  done
+  bash "$HERE/test_hosts.sh" shape "${P}2" none
+fi
 echo "scaling: done, load $(cut -d' ' -f1-3 /proc/loadavg)"
