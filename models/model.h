@@ -100,6 +100,8 @@ struct FitOptions {
   int epochs = 1;
   int verbose = 1;                     // 0 silent, 1 progress bar (one line per epoch when stdout is
                                        // not a terminal), 2 a line per epoch and every 5 s
+  // Called as Keras calls them: on_train_begin/end, on_epoch_begin/end (with the epoch's logs),
+  // on_train_batch_begin/end. Ref: keras.callbacks.Callback
   std::vector<std::shared_ptr<Callback>> callbacks = {};
   // With x, y: the last fraction of the examples (before shuffling) is held out and evaluated after
   // each epoch as val_*, as Keras does; 0 = none. Ignored when validation_data/validation_dataset is
