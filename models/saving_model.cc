@@ -73,9 +73,20 @@ CompileOptions compile_options(const json& optimizer, const json& loss, const js
                                     "': not supported by tapeflow, got " + opt["config"][key].dump());
   compile.optimizer = optimizers::deserialize(opt);
   compile.loss = LossSpec(deserialize_loss(from_keras3(loss)));
-  if (metrics.is_array())
-    for (const json& m : metrics) {
-      if (!m.is_string()) throw std::invalid_argument("metrics: only metric names are supported, got " + m.dump());
+  // tf_keras 2.11+ nests a single-output model's metrics in one more list ([[...]]) and writes a metric
+  // given by name as {"class_name": "MeanMetricWrapper", "config": {"fn": "sparse_categorical_accuracy",
+  // "name": "accuracy"}}: the function it wraps is the metric.
+  const json& listed = metrics.is_array() && metrics.size() == 1 && metrics[0].is_array() ? metrics[0] : metrics;
+  if (listed.is_array())
+    for (const json& m : listed) {
+      if (m.is_object() && m.value("class_name", json()) == "MeanMetricWrapper" && m.contains("config") &&
+          m["config"].is_object() && m["config"].contains("fn") && m["config"]["fn"].is_string()) {
+        compile.metrics.emplace_back(m["config"]["fn"].get<std::string>());
+        continue;
+      }
+      if (!m.is_string())
+        throw std::invalid_argument("metrics: only metric names and MeanMetricWrapper of a named function are supported, got " +
+                                    m.dump().substr(0, 200));
       compile.metrics.emplace_back(m.get<std::string>());
     }
   else if (!metrics.is_null())

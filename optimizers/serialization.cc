@@ -205,7 +205,9 @@ std::shared_ptr<Optimizer> deserialize(const json& j) {
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
     throw std::invalid_argument("optimizers::deserialize: expected {\"class_name\", \"config\"}, got " +
                                 j.dump().substr(0, 200));
-  const std::string cls = j["class_name"].get<std::string>();
+  std::string cls = j["class_name"].get<std::string>();
+  // tf_keras 2.11+ registers its optimizers under the "Custom" package: "Custom>Adam" in its files.
+  if (cls.rfind("Custom>", 0) == 0) cls = cls.substr(7);
   static const json empty = json::object();
   const json& c = j.contains("config") ? j["config"] : empty;
   const std::string where = "optimizer " + cls;
