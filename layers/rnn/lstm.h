@@ -10,7 +10,7 @@
 // Facts:    z = x @ kernel + h_{t-1} @ recurrent_kernel + bias; i = σr(z_i), f = σr(z_f),
 //           c_t = f·c_{t-1} + i·σ(z_c), o = σr(z_o), h_t = o·σ(c_t), with σ = activation (tanh) and
 //           σr = recurrent_activation (sigmoid; Keras 3's hard_sigmoid is relu6(x + 3) / 6).
-//           x @ kernel runs for all steps in one GEMM before the loop (rnn.h); set_fused(true) makes
+//           x @ kernel runs for all steps in one GEMM before the loop (rnn.h); by default (set_fused)
 //           the gate math of a step one fused op, LSTMBlockCell (tape/ops/rnn_ops.h). recurrent_dropout
 //           masks h_{t-1} in the recurrent GEMM only, one mask per gate (Keras 3's implementation 1). Gradients of every order through the ops.
 // Errors:   std::invalid_argument for units <= 0, a dropout outside [0, 1), an unknown activation (at
@@ -54,10 +54,10 @@ class LSTMCell : public RNNCell {
   const Variable& kernel() const { return kernel_; }
   const Variable& recurrent_kernel() const { return recurrent_kernel_; }
   const Variable& bias() const { return bias_; }
-  // true: with tanh / sigmoid a step's element-wise math is the fused LSTMBlockCell op
-  // (tape/ops/rnn_ops.h); false (default): the composed ops (same values to rounding). The default is
-  // the composed path because it measured faster (W11Step A/B: 37-44 vs 51-53 ms CPU per step): the
-  // fused kernel's scalar exp / tanh and its longer gradient cost more than they save so far.
+  // true (default): with tanh / sigmoid a step's element-wise math is the fused LSTMBlockCell op
+  // (tape/ops/rnn_ops.h); false: the composed ops (same values to rounding). The default is the fused
+  // op since its activations use Eigen's packet logistic / tanh (W11Step/threads:2 A/B, same runs,
+  // load ~9 on 2 cores: fused 44-46 vs composed 52-59 ms per step).
   void set_fused(bool fused) { fused_ = fused; }
 
  protected:
@@ -66,7 +66,7 @@ class LSTMCell : public RNNCell {
   std::optional<Tensor> input_bias() const override;
 
  private:
-  bool fused_ = false;
+  bool fused_ = true;
   LSTMOptions options_;
   activations::ActivationFn activation_, recurrent_activation_;
   Variable kernel_, recurrent_kernel_, bias_;
