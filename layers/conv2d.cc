@@ -5,6 +5,7 @@
 #include "layers/internal/nhwc.h"
 #include "layers/pooling2d.h"
 
+#include "tape/kernels/window.h"
 #include "tape/ops/conv_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
@@ -121,14 +122,15 @@ Shape Conv2D::compute_output_shape(const Shape& s) const {
   const auto& o = options_;
   Shape out = s;
   for (int i = 0; i < 2; ++i) {
-    const std::int64_t eff = (o.kernel_size[i] - 1) * o.dilation_rate[i] + 1;
-    const std::int64_t in = s[1 + i];
-    const std::int64_t n = o.padding == "same" ? (in + o.strides[i] - 1) / o.strides[i]
-                                               : (in >= eff ? (in - eff) / o.strides[i] + 1 : 0);
-    if (n < 1)
+    try {
+      out[1 + i] = kernels::window_dim("Conv2D", op_padding(o.padding), s[1 + i], o.kernel_size[i], o.strides[i],
+                                       o.dilation_rate[i])
+                       .out;
+    } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(describe() + ": input shape " + s.to_string() + " is too small for kernel_size " +
-                                  pair_string(o.kernel_size) + " with padding \"" + o.padding + "\"");
-    out[1 + i] = n;
+                                  pair_string(o.kernel_size) + " with padding \"" + o.padding + "\" (" + e.what() +
+                                  ")");
+    }
   }
   out[3] = o.filters;
   return out;

@@ -4,6 +4,7 @@
 
 #include "layers/internal/nhwc.h"
 
+#include "tape/kernels/window.h"
 #include "tape/ops/conv_ops.h"
 #include "tape/ops/reduction_ops.h"
 
@@ -27,12 +28,15 @@ Shape Pooling2D::compute_output_shape(const Shape& s) const {
   check_nhwc(describe(), s);
   Shape out = s;
   for (int i = 0; i < 2; ++i) {
-    const std::int64_t in = s[1 + i], k = pool_size_[i], st = strides_[i];
-    const std::int64_t n = padding_ == "same" ? (in + st - 1) / st : (in >= k ? (in - k) / st + 1 : 0);
-    if (n < 1)
+    try {
+      out[1 + i] = kernels::window_dim(class_name().c_str(), padding_ == "same" ? "SAME" : "VALID", s[1 + i],
+                                       pool_size_[i], strides_[i], 1)
+                       .out;
+    } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(describe() + ": input shape " + s.to_string() + " is too small for pool_size (" +
-                                  std::to_string(pool_size_[0]) + ", " + std::to_string(pool_size_[1]) + ")");
-    out[1 + i] = n;
+                                  std::to_string(pool_size_[0]) + ", " + std::to_string(pool_size_[1]) + ") (" +
+                                  e.what() + ")");
+    }
   }
   return out;
 }

@@ -59,6 +59,7 @@
 
 #include <cstdint>
 #include <string>
+#include "tape/kernels/window.h"
 
 namespace tapeflow::kernels {
 
@@ -95,19 +96,7 @@ struct Conv2DGeometry {
   std::int64_t out_pixels() const { return n * ho * wo; }
 };
 
-// Output size and padding before of one spatial dimension, TF's rule
-// (tensorflow/core/framework/kernel_shape_util.cc GetWindowedOutputSizeVerbose):
-//   VALID: out = ceil((in - eff + 1) / s), pad 0;  eff = (k - 1) d + 1
-//   SAME:  out = ceil(in / s), pad_total = max((out - 1) s + eff - in, 0), before = total / 2
-//          (the extra pixel goes after: bottom/right);
-//   EXPLICIT: out = (in + before + after - eff) / s + 1.
-// Errors:   std::invalid_argument naming `op` and the values when out would be < 1 or an argument
-//           is not positive.
-struct WindowDim {
-  std::int64_t out = 0, pad_before = 0, pad_after = 0;
-};
-WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
-                     std::int64_t d, std::int64_t explicit_before = 0, std::int64_t explicit_after = 0);
+// WindowDim / window_dim (the one TF output-size rule): tape/kernels/window.h.
 
 // What conv2d applies to each output row (or tile) as soon as it is finished (still in cache):
 // y = y + bias[f] (bias: g.f values; null: none), then y = y > 0 ? y : 0 when relu. The same

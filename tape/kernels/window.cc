@@ -1,9 +1,9 @@
-// window_dim: TF's output-size rule (conv.h).
+// window_dim: TF's output-size rule (window.h).
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "tape/kernels/conv.h"
+#include "tape/kernels/window.h"
 
 namespace tapeflow::kernels {
 

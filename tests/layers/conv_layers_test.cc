@@ -2,9 +2,13 @@
 // 4-D inputs. Expected values are hand-computed with TF/Keras semantics.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "layers/layers.h"
+#include "tape/kernels/window.h"
 #include "tape/autodiff/gradient_tape.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
@@ -63,6 +67,41 @@ TEST(Conv2DLayer, OutputShapesMatchComputeOutputShape) {
     EXPECT_EQ(conv.compute_output_shape(c.in), c.out);
     EXPECT_EQ(conv(tf::zeros(c.in)).shape(), c.out);
   }
+}
+
+// The layers' output shapes come from the kernels' one TF rule (tape/kernels/window.h): same sizes,
+// and an error exactly where the rule has no positive output size.
+TEST(Conv2DLayer, OutputShapesFollowTheKernelWindowRule) {
+  for (const std::string padding : {"valid", "same"})
+    for (std::int64_t in = 1; in <= 9; ++in)
+      for (std::int64_t k = 1; k <= 4; ++k)
+        for (std::int64_t s = 1; s <= 3; ++s)
+          for (std::int64_t d = 1; d <= (s == 1 ? 2 : 1); ++d) {  // Keras: no strides > 1 with dilation
+            const std::string tf_padding = padding == "same" ? "SAME" : "VALID";
+            std::int64_t want = -1, want_pool = -1;
+            try {
+              want = tf::kernels::window_dim("test", tf_padding, in, k, s, d).out;
+            } catch (const std::invalid_argument&) {
+            }
+            try {
+              want_pool = tf::kernels::window_dim("test", tf_padding, in, k, s, 1).out;
+            } catch (const std::invalid_argument&) {
+            }
+            const std::string what = padding + " in " + std::to_string(in) + " k " + std::to_string(k) + " s " +
+                                     std::to_string(s) + " d " + std::to_string(d);
+            Conv2D conv({.filters = 1, .kernel_size = {k, 1}, .strides = {s, 1}, .padding = padding,
+                         .dilation_rate = {d, 1}});
+            MaxPooling2D pool({.pool_size = {k, 1}, .strides = std::array<std::int64_t, 2>{s, 1}, .padding = padding});
+            if (want < 0)
+              EXPECT_THROW(conv.compute_output_shape({1, in, 3, 1}), std::invalid_argument) << what;
+            else
+              EXPECT_EQ(conv.compute_output_shape({1, in, 3, 1})[1], want) << what;
+            if (d != 1) continue;
+            if (want_pool < 0)
+              EXPECT_THROW(pool.compute_output_shape({1, in, 3, 1}), std::invalid_argument) << what;
+            else
+              EXPECT_EQ(pool.compute_output_shape({1, in, 3, 1})[1], want_pool) << what;
+          }
 }
 
 TEST(Conv2DTransposeLayer, ValuesAndShapes) {
