@@ -1888,12 +1888,14 @@ namespace {
 using ArgmaxIndex = std::int32_t;
 
 // Packets of int32 indices as wide as T's packets (float on AVX2; Eigen 3.4's packet_traits<int>
-// stays on SSE's 4 lanes, so named here), else none: the index work then runs per channel.
+// stays on SSE's 4 lanes, so named here), else none: the index work then runs per channel. Not
+// when AVX-512F is on for the whole file (clang -march=native: float packets are Packet16f, and
+// Eigen 3.4 declares but never defines preinterpret<Packet16f>(Packet8i), so nothing linked).
 template <class T>
 struct IndexPacket {
   static constexpr bool kOn = false;
 };
-#ifdef __AVX2__
+#if defined(__AVX2__) && !defined(__AVX512F__)
 template <>
 struct IndexPacket<float> {
   static constexpr bool kOn = true;
