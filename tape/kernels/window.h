@@ -19,8 +19,12 @@ namespace tapeflow::kernels {
 // Errors:   std::invalid_argument naming `op` and the values when out would be < 1 or an argument
 //           is not positive.
 struct WindowDim {
-  std::int64_t out = 0, pad_before = 0, pad_after = 0;
+  std::int64_t out = 0;         // output size of the dimension
+  std::int64_t pad_before = 0;  // zeros padded before the input (top/left)
+  std::int64_t pad_after = 0;   // zeros padded after the input (bottom/right)
 };
+// The output size and padding of one spatial dimension for `padding` "VALID", "SAME" or "EXPLICIT"
+// (explicit_before/explicit_after used only there), by the rule above; `op` names the caller in errors.
 WindowDim window_dim(const char* op, const std::string& padding, std::int64_t in, std::int64_t k, std::int64_t s,
                      std::int64_t d, std::int64_t explicit_before = 0, std::int64_t explicit_after = 0);
 
