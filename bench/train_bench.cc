@@ -108,7 +108,9 @@ BENCHMARK(BM_W1FitEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime(
 // W11 (../shared/peers/py/w11_lstm.py): one Model::train_step of the LSTM classifier (Reshape 28x28 ->
 // LSTM 128 -> Dense 10, Adam 1e-3) at batch 128 on W1's real batches (ms/step). Peers (2 threads, same
 // machine, see the issue): PyTorch 2.15 11.3-11.6 ms/step, TensorFlow 2.21 XLA 24.4-25.8, libtorch 32.7.
-// Arg 2: 1 = the fused LSTMBlockCell step, 0 = the same math composed from ops (the layer's default) (A/B).
+// Arg 2: 1 = the fused LSTMBlockCell step (the layer's default), 0 = the same math composed from ops (A/B).
+// Reported as BM_W11Step/<threads>/<fused> (unnamed args and the BM_ prefix, so that
+// ../shared/peers/pypi/run.sh, which keeps "^BM_" lines filtered by "W11Step/<threads>/", shows them).
 void BM_W11Step(benchmark::State& state) {
   ThreadCap cap(static_cast<int>(state.range(0)));
   const auto& batches = w1_batches();
@@ -127,12 +129,10 @@ void BM_W11Step(benchmark::State& state) {
   label(state);
 }
 BENCHMARK(BM_W11Step)
-    ->Name("W11Step")
     ->Args({1, 1})
     ->Args({2, 1})
     ->Args({1, 0})
     ->Args({2, 0})
-    ->ArgNames({"threads", "fused"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);
@@ -159,7 +159,6 @@ void BM_W12Step(benchmark::State& state) {
   label(state);
 }
 BENCHMARK(BM_W12Step)
-    ->Name("W12Step")
     ->Arg(1)
     ->Arg(2)
     ->Unit(benchmark::kMillisecond)

@@ -77,7 +77,7 @@ for t in ${THREADS:-2}; do
           ours bench_conv_bench "W9Step/$t/" ;;
       w11) peer /usr/bin/python3 py/w11_lstm.py "$t" step; peer build/libtorch_bench "$t" w11
            pypi w11 "$t" w11_lstm.py
-           ours bench_train_bench "W11Step/threads:$t/" ;;
+           ours bench_train_bench "W11Step/$t/" ;;
       w12) peer /usr/bin/python3 py/w12_vit.py "$t" step; peer build/libtorch_bench "$t" w12
            pypi w12 "$t" w12_vit.py
            ours bench_train_bench "W12Step/$t/" ;;
