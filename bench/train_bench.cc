@@ -45,12 +45,21 @@ const std::vector<data::Example>& w1_batches() {
 }
 
 
+// The workloads' compile: `optimizer`, sparse softmax cross-entropy from logits, the accuracy metric.
+void compile_classifier(models::Model& model, std::shared_ptr<optimizers::Optimizer> optimizer) {
+  model.compile({.optimizer = std::move(optimizer),
+                 .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
+                     models::CrossentropyOptions{.from_logits = true}),
+                 .metrics = {"accuracy"}});
+}
+
+std::shared_ptr<optimizers::Adam> adam_1e3() {
+  return std::make_shared<optimizers::Adam>(optimizers::AdamOptions{.learning_rate = 1e-3});
+}
+
 std::shared_ptr<models::Sequential> compiled_mlp() {
   auto model = models::make_classifier_mlp({.seed = 0});
-  model->compile({.optimizer = std::make_shared<optimizers::Adam>(optimizers::AdamOptions{.learning_rate = 1e-3}),
-                  .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
-                      models::CrossentropyOptions{.from_logits = true}),
-                  .metrics = {"accuracy"}});
+  compile_classifier(*model, adam_1e3());
   return model;
 }
 
@@ -58,17 +67,21 @@ void label(benchmark::State& state) {
   state.SetLabel(train_data().real ? "fashion-mnist" : "random data (dataset missing)");
 }
 
-// Model::train_step: forward, loss, tape gradient, Adam update, loss tracker and accuracy metric.
-void BM_W1TrainStep(benchmark::State& state) {
-  ThreadCap cap(static_cast<int>(state.range(0)));
+// `warmup` Model::train_steps, then the timed ones, over W1's batches in order; reports examples/s.
+void time_train_steps(benchmark::State& state, models::Model& model, int warmup) {
   const auto& batches = w1_batches();
-  auto model = compiled_mlp();
   std::size_t k = 0;
-  for (int i = 0; i < 20; ++i) model->train_step(batches[k++ % batches.size()]);  // warm-up
-  for (auto _ : state) model->train_step(batches[k++ % batches.size()]);
+  for (int i = 0; i < warmup; ++i) model.train_step(batches[k++ % batches.size()]);
+  for (auto _ : state) model.train_step(batches[k++ % batches.size()]);
   state.counters["examples/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
                                                     benchmark::Counter::kIsRate);
   label(state);
+}
+
+// Model::train_step: forward, loss, tape gradient, Adam update, loss tracker and accuracy metric.
+void BM_W1TrainStep(benchmark::State& state) {
+  ThreadCap cap(static_cast<int>(state.range(0)));
+  time_train_steps(state, *compiled_mlp(), 20);
 }
 BENCHMARK(BM_W1TrainStep)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(2.0);
 
@@ -113,20 +126,11 @@ BENCHMARK(BM_W1FitEpoch)->Arg(1)->Arg(2)->Unit(benchmark::kSecond)->UseRealTime(
 // ../shared/peers/pypi/run.sh, which keeps "^BM_" lines filtered by "W11Step/<threads>/", shows them).
 void BM_W11Step(benchmark::State& state) {
   ThreadCap cap(static_cast<int>(state.range(0)));
-  const auto& batches = w1_batches();
   auto model = models::make_classifier_lstm({.seed = 0});
   auto lstm = std::dynamic_pointer_cast<layers::LSTM>(model->layers()[1]);
   std::dynamic_pointer_cast<layers::LSTMCell>(lstm->cell())->set_fused(state.range(1) != 0);
-  model->compile({.optimizer = std::make_shared<optimizers::Adam>(optimizers::AdamOptions{.learning_rate = 1e-3}),
-                  .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
-                      models::CrossentropyOptions{.from_logits = true}),
-                  .metrics = {"accuracy"}});
-  std::size_t k = 0;
-  for (int i = 0; i < 5; ++i) model->train_step(batches[k++ % batches.size()]);  // warm-up
-  for (auto _ : state) model->train_step(batches[k++ % batches.size()]);
-  state.counters["examples/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
-                                                    benchmark::Counter::kIsRate);
-  label(state);
+  compile_classifier(*model, adam_1e3());
+  time_train_steps(state, *model, 5);
 }
 BENCHMARK(BM_W11Step)
     ->Args({1, 1})
@@ -144,19 +148,10 @@ BENCHMARK(BM_W11Step)
 // 165-170 ms/step, TensorFlow 2.21 tf.function 177-186, PyTorch 1.13 205-215, libtorch 213.
 void BM_W12Step(benchmark::State& state) {
   ThreadCap cap(static_cast<int>(state.range(0)));
-  const auto& batches = w1_batches();
   auto model = models::make_classifier_vit({.seed = 0});
-  model->compile({.optimizer = std::make_shared<optimizers::AdamW>(
-                      optimizers::AdamWOptions{.learning_rate = 1e-3, .weight_decay = 1e-4}),
-                  .loss = std::make_shared<models::SparseCategoricalCrossentropy>(
-                      models::CrossentropyOptions{.from_logits = true}),
-                  .metrics = {"accuracy"}});
-  std::size_t k = 0;
-  for (int i = 0; i < 2; ++i) model->train_step(batches[k++ % batches.size()]);  // warm-up
-  for (auto _ : state) model->train_step(batches[k++ % batches.size()]);
-  state.counters["examples/s"] = benchmark::Counter(static_cast<double>(state.iterations() * kBatch),
-                                                    benchmark::Counter::kIsRate);
-  label(state);
+  compile_classifier(*model, std::make_shared<optimizers::AdamW>(
+                                 optimizers::AdamWOptions{.learning_rate = 1e-3, .weight_decay = 1e-4}));
+  time_train_steps(state, *model, 2);
 }
 BENCHMARK(BM_W12Step)
     ->Arg(1)
