@@ -44,7 +44,8 @@ struct BatchNormalizationOptions {
   Initializer moving_mean_initializer = "zeros";
   // Initializer of "moving_variance" (default ones).
   Initializer moving_variance_initializer = "ones";
-  // The layer's name; empty: the unique snake_case class name ("batch_normalization", "batch_normalization_1", ...).
+  // The layer's name; empty: the unique snake_case class name
+  // ("batch_normalization", "batch_normalization_1", ...).
   std::string name = "";
   // Seeds the layer's Generator (its weight initializers); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;

@@ -51,7 +51,8 @@ struct MultiHeadAttentionOptions {
   Initializer kernel_initializer = "glorot_uniform";
   // Initializer of the four biases (default zeros).
   Initializer bias_initializer = "zeros";
-  // The layer's name; empty: the unique snake_case class name ("multi_head_attention", "multi_head_attention_1", ...).
+  // The layer's name; empty: the unique snake_case class name
+  // ("multi_head_attention", "multi_head_attention_1", ...).
   std::string name = "";
   // Seeds the layer's Generator (weights, and the attention dropout's masks); empty: the
   // process-wide default sequence.

@@ -22,7 +22,8 @@ struct PositionEmbeddingOptions {
   std::int64_t sequence_length = 0;
   // Initializer of "embeddings" [sequence_length, features] (default glorot_uniform, as keras_hub).
   Initializer initializer = "glorot_uniform";
-  // The layer's name; empty: the unique snake_case class name ("position_embedding", "position_embedding_1", ...).
+  // The layer's name; empty: the unique snake_case class name
+  // ("position_embedding", "position_embedding_1", ...).
   std::string name = "";
   // Seeds the layer's Generator (its weight initializers); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;

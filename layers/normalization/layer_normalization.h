@@ -36,7 +36,8 @@ struct LayerNormalizationOptions {
   Initializer beta_initializer = "zeros";
   // Initializer of "gamma" (default ones).
   Initializer gamma_initializer = "ones";
-  // The layer's name; empty: the unique snake_case class name ("layer_normalization", "layer_normalization_1", ...).
+  // The layer's name; empty: the unique snake_case class name
+  // ("layer_normalization", "layer_normalization_1", ...).
   std::string name = "";
   // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;

@@ -24,7 +24,8 @@ struct RMSNormalizationOptions {
   std::vector<int> axis = {-1};
   // Added to the mean of squares before the reciprocal square root (default 1e-6, >= 0).
   double epsilon = 1e-6;
-  // The layer's name; empty: the unique snake_case class name ("rms_normalization", "rms_normalization_1", ...).
+  // The layer's name; empty: the unique snake_case class name
+  // ("rms_normalization", "rms_normalization_1", ...).
   std::string name = "";
   // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
