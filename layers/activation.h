@@ -14,11 +14,11 @@ namespace tapeflow::layers {
 
 // Activation's keyword arguments. Ref: keras.layers.Activation
 struct ActivationOptions {
-  // keras.activations name ("relu", "softmax", ...); "linear": identity
+  // keras.activations name ("relu", "softmax", ...); "linear" (default): the identity.
   std::string activation = "linear";
-  // The layer's name; empty: the unique snake_case class name ("activation", "activation_1", ...)
+  // The layer's name; empty: the unique snake_case class name ("activation", "activation_1", ...).
   std::string name = "";
-  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
@@ -43,11 +43,11 @@ class Activation : public Layer {
 
 // LeakyReLU's keyword arguments. Ref: keras.layers.LeakyReLU
 struct LeakyReLUOptions {
-  // Slope for x < 0 (>= 0; Keras 2's alpha, Keras 3's negative_slope)
+  // Slope for x < 0 (>= 0, default 0.3; Keras 2's alpha, Keras 3's negative_slope).
   double alpha = 0.3;
-  // The layer's name; empty: the unique snake_case class name ("leaky_re_lu", "leaky_re_lu_1", ...)
+  // The layer's name; empty: the unique snake_case class name ("leaky_re_lu", "leaky_re_lu_1", ...).
   std::string name = "";
-  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 

@@ -48,7 +48,7 @@ struct Conv2DOptions {
   Initializer kernel_initializer = "glorot_uniform";
   // Initializer of "bias" (default zeros).
   Initializer bias_initializer = "zeros";
-  // L2 factor l: adds l · sum(kernel²) to losses() (keras.regularizers.L2); 0: none.
+  // L2 factor l (>= 0): adds l · sum(kernel²) to losses() (keras.regularizers.L2); 0: none.
   double kernel_regularizer_l2 = 0.0;
   // The layer's name; empty: the unique snake_case class name ("conv2d", "conv2d_transpose", ...).
   std::string name = "";

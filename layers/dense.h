@@ -19,23 +19,24 @@ namespace tapeflow::layers {
 
 // Dense's keyword arguments, in Keras's order. Ref: keras.layers.Dense
 struct DenseOptions {
-  // Dimensionality of the output space (required, > 0)
+  // Dimensionality of the output space (required, > 0).
   std::int64_t units = 0;
-  // keras.activations name applied last; "" or "linear": none
+  // keras.activations name applied last ("relu", "softmax", ...); "" (default) or "linear": none.
   std::string activation = "";
-  // Whether to add the "bias" weight [units]
+  // Whether to add the "bias" weight [units] (default true).
   bool use_bias = true;
-  // Initializer of "kernel" [in, units]
+  // Initializer of "kernel" [in, units] (default glorot_uniform).
   Initializer kernel_initializer = "glorot_uniform";
-  // Initializer of "bias" [units]
+  // Initializer of "bias" [units] (default zeros).
   Initializer bias_initializer = "zeros";
-  // L2 factor l: adds l · sum(kernel²) to losses(); 0: none
+  // L2 factor l (>= 0): adds l · sum(kernel²) to losses() (keras.regularizers.L2); 0 (default):
+  // none.
   double kernel_regularizer_l2 = 0.0;
-  // The layer's name; empty: the unique snake_case class name ("dense", "dense_1", ...)
+  // The layer's name; empty: the unique snake_case class name ("dense", "dense_1", ...).
   std::string name = "";
-  // Seeds the layer's Generator (weight initializers); empty: the process-wide default sequence
+  // Seeds the layer's Generator (its weight initializers); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
-  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
@@ -44,7 +45,8 @@ struct DenseOptions {
 // Ref: keras.layers.Dense
 class Dense : public Layer {
  public:
-  // Errors: std::invalid_argument for units <= 0 or an unknown activation (names the layer).
+  // Errors: std::invalid_argument for units <= 0, kernel_regularizer_l2 < 0 or an unknown activation
+  // (names the layer).
   explicit Dense(DenseOptions options);
   // Dense({.units = units, .activation = activation}), as keras.layers.Dense(units, activation).
   explicit Dense(std::int64_t units, const std::string& activation = "");

@@ -15,13 +15,13 @@ namespace tapeflow::layers {
 
 // Dropout's keyword arguments, in Keras's order. Ref: keras.layers.Dropout
 struct DropoutOptions {
-  // Fraction of the inputs to drop in training, in [0, 1); 0: the identity
+  // Fraction of the inputs dropped in training, in [0, 1); 0 (default): the identity.
   double rate = 0.0;
-  // Seeds the mask Generator; empty: the default sequence
+  // Seeds the layer's Generator (the masks); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
-  // The layer's name; empty: the unique snake_case class name ("dropout", "dropout_1", ...)
+  // The layer's name; empty: the unique snake_case class name ("dropout", "dropout_1", ...).
   std::string name = "";
-  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 

@@ -11,9 +11,9 @@ namespace tapeflow::layers {
 
 // Flatten's keyword arguments (data_format is always channels_last). Ref: keras.layers.Flatten
 struct FlattenOptions {
-  // The layer's name; empty: the unique snake_case class name ("flatten", "flatten_1", ...)
+  // The layer's name; empty: the unique snake_case class name ("flatten", "flatten_1", ...).
   std::string name = "";
-  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 

@@ -23,7 +23,7 @@ struct InputOptions {
   std::vector<std::int64_t> shape;
   // The dtype of the values fed in (default float32; an int dtype for Embedding's indices).
   DType dtype = DType::kFloat32;
-  // The layer's name; empty for "input_1", "input_2", ... (Keras 2's naming).
+  // The layer's name; empty: "input_1", "input_2", ... (Keras 2's naming).
   std::string name = "";
 };
 

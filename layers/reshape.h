@@ -12,12 +12,12 @@ namespace tapeflow::layers {
 
 // Reshape's keyword arguments. Ref: keras.layers.Reshape
 struct ReshapeOptions {
-  // The shape of each example, without the batch axis;
-  // one entry may be -1 (inferred from the element count)
+  // The shape of each example, without the batch axis (required); one entry may be -1
+  // (inferred from the element count).
   std::vector<std::int64_t> target_shape;
-  // The layer's name; empty: the unique snake_case class name ("reshape", "reshape_1", ...)
+  // The layer's name; empty: the unique snake_case class name ("reshape", "reshape_1", ...).
   std::string name = "";
-  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 

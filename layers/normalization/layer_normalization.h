@@ -47,7 +47,8 @@ struct LayerNormalizationOptions {
 // by beta. Shapes: any rank >= 1 -> the same. Ref: keras.layers.LayerNormalization
 class LayerNormalization : public Layer {
  public:
-  // Errors: std::invalid_argument for an empty or repeated axis list or epsilon < 0 (names the layer).
+  // Errors: std::invalid_argument for an empty axis list or epsilon < 0 (names the layer); a
+  // repeated or out-of-range axis is an error at build.
   explicit LayerNormalization(LayerNormalizationOptions options = {});
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;

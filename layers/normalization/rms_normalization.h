@@ -35,7 +35,8 @@ struct RMSNormalizationOptions {
 // Shapes: any rank >= 1 -> the same. Ref: keras.layers.RMSNormalization
 class RMSNormalization : public Layer {
  public:
-  // Errors: std::invalid_argument for an empty or repeated axis list or epsilon < 0 (names the layer).
+  // Errors: std::invalid_argument for an empty axis list or epsilon < 0 (names the layer); a
+  // repeated or out-of-range axis is an error at build.
   explicit RMSNormalization(RMSNormalizationOptions options = {});
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
