@@ -114,7 +114,9 @@ case "$pc_flags" in *"$work/prefix"*) ;; *) fail "tapeflow.pc does not point int
 # shellcheck disable=SC2086
 $launcher "$cxx" -std=c++20 -O1 "$work/app/main.cc" -o "$work/fit_line_pc" $pc_flags > "$work/pc.log" 2>&1 ||
   { cat "$work/pc.log"; fail "building the README project with pkg-config failed"; }
-"$work/fit_line_pc" > /dev/null || fail "the pkg-config build of the README project failed (exit $?)"
+# (pkg-config gives no run path: a shared install's libraries are found as users find them, by
+# LD_LIBRARY_PATH; a static one needs nothing.)
+LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/fit_line_pc" > /dev/null || fail "the pkg-config build of the README project failed (exit $?)"
 
 # 8. Error path: an install whose HDF5 library has gone says so, naming tapeflow and the file.
 cp -r "$work/prefix" "$work/broken"
