@@ -72,7 +72,8 @@ enum class MonitorMode { kAuto, kMin, kMax };
 
 // Keyword arguments of keras.callbacks.EarlyStopping, with Keras's defaults.
 struct EarlyStoppingOptions {
-  std::string monitor = "val_loss";  // the epoch-log entry watched
+  // The epoch-log entry watched ("val_loss", "val_accuracy", ...; "val_*" needs validation data).
+  std::string monitor = "val_loss";
   double min_delta = 0.0;            // a change of at most |min_delta| does not count as improvement
   int patience = 0;                  // epochs without improvement before stopping; >= 0
   MonitorMode mode = MonitorMode::kAuto;  // whether smaller or larger is better
@@ -161,7 +162,8 @@ struct CheckpointHookOptions {
   // Called with the epoch (from 0) and its logs whenever a checkpoint is due.
   std::function<void(int epoch, const Logs& logs)> save = nullptr;
   int every_n_epochs = 1;             // a checkpoint is due after epochs n, 2n, ... (counted from 1); >= 1
-  std::string monitor = "val_loss";  // used only with save_best_only
+  // The epoch-log entry save_best_only compares (unused without it).
+  std::string monitor = "val_loss";
   // Save a due checkpoint only if `monitor` beats the best value saved so far (the first one always
   // saves; a monitor missing from the logs skips the save with a warning).
   bool save_best_only = false;
