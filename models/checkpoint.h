@@ -118,7 +118,7 @@ class Checkpoint {
 class CheckpointManager {
  public:
   // Manages `checkpoint`'s files in `directory` (created if missing), keeping the newest
-  // max_to_keep (tf.train.CheckpointManager's; default 5 here).
+  // max_to_keep of them (tf.train.CheckpointManager's argument; it has no default there, 5 here).
   // Errors: std::invalid_argument for a null checkpoint or max_to_keep < 1; std::runtime_error naming
   // the directory if it cannot be created or listed, or is not a directory.
   CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std::string directory, int max_to_keep = 5);
