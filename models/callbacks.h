@@ -42,8 +42,8 @@ class Callback {
   virtual void on_epoch_end(int epoch, Logs& logs) {}
   // Called before each train_step; `batch` counts from 0 within the epoch, `logs` is empty.
   virtual void on_train_batch_begin(std::int64_t batch, const Logs& logs) {}
-  // Called after each train_step with what it returned: the running means of "loss" and the
-  // metrics over the epoch so far.
+  // Called after each train_step with the logs it returned (Model's own: the running means of
+  // "loss" and the metrics over the epoch so far).
   virtual void on_train_batch_end(std::int64_t batch, const Logs& logs) {}
 
  protected:
