@@ -59,8 +59,8 @@ Tensor pgd_attack(layers::Layer& model, const Tensor& x, const Tensor& y, double
 
 // How evaluate_robustness attacks: epsilon == 0 is clean accuracy; pgd_steps == 0 is FGSM.
 struct AttackOptions {
-  double epsilon = 0;
-  int pgd_steps = 0;
+  double epsilon = 0;        // L∞ attack radius on inputs in [0, 1]; 0: no attack (clean accuracy)
+  int pgd_steps = 0;         // PGD steps (pgd_attack); 0: one FGSM step (fgsm_attack)
   double pgd_step_size = 0;  // <= 0: 2.5·epsilon/steps
 };
 

@@ -21,13 +21,16 @@
 
 namespace tapeflow::models {
 
+// Options of make_classifier_mlp (defaults: the W1 Fashion-MNIST classifier).
 struct ClassifierMlpOptions {
-  std::int64_t inputs = 784;
-  std::vector<std::int64_t> hidden = {256, 256};
-  std::int64_t classes = 10;
-  bool batch_norm = true;
+  std::int64_t inputs = 784;                      // input features (28 x 28 pixels, flattened)
+  std::vector<std::int64_t> hidden = {256, 256};  // units of each hidden Dense, in order
+  std::int64_t classes = 10;                      // units of the output Dense (logits)
+  bool batch_norm = true;                         // a BatchNormalization after each hidden Dense
   double dropout = 0.0;  // a Dropout after each hidden ReLU when > 0
+  // Base seed of the layers' initializers and dropout (layer i gets seed + i); unset: the defaults.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The model's name.
   std::string name = "classifier_mlp";
 };
 
@@ -37,9 +40,11 @@ struct ClassifierMlpOptions {
 // Errors:  std::invalid_argument for non-positive sizes or a dropout outside [0, 1).
 std::shared_ptr<Sequential> make_classifier_mlp(const ClassifierMlpOptions& options = {});
 
+// Options of make_gan_generator and make_gan_discriminator (defaults: the W4 MNIST GAN).
 struct GanOptions {
-  std::int64_t noise_dim = 100;
-  std::int64_t image_dim = 784;
+  std::int64_t noise_dim = 100;  // generator input features (the noise vector)
+  std::int64_t image_dim = 784;  // generator output / discriminator input features (flat images)
+  // Base seed of the layers' initializers (layer i gets seed + i); unset: the defaults.
   std::optional<std::uint64_t> seed = std::nullopt;
 };
 
@@ -48,11 +53,15 @@ std::shared_ptr<Sequential> make_gan_generator(const GanOptions& options = {});
 // images [batch, 784] -> Dense 512 -> LeakyReLU(0.2) -> Dense 256 -> LeakyReLU(0.2) -> Dense 1 (logit).
 std::shared_ptr<Sequential> make_gan_discriminator(const GanOptions& options = {});
 
+// Options of make_classifier_cnn (defaults: Keras's MNIST convnet on 28 x 28 x 1 images).
 struct ClassifierCnnOptions {
-  std::int64_t height = 28, width = 28, channels = 1;
-  std::int64_t classes = 10;
-  double dropout = 0.5;
+  // Image rows: the flat input [batch, height·width·channels] is reshaped to (height, width, channels).
+  std::int64_t height = 28, width = 28, /**< image columns */ channels = 1;  // image channels
+  std::int64_t classes = 10;  // units of the output Dense (logits)
+  double dropout = 0.5;       // rate of the Dropout before the output Dense; in [0, 1)
+  // Base seed of the layers' initializers and dropout (layer i gets seed + i); unset: the defaults.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The model's name.
   std::string name = "classifier_cnn";
 };
 
@@ -64,11 +73,15 @@ struct ClassifierCnnOptions {
 //          small for the two conv + pool stages (names the layer).
 std::shared_ptr<Sequential> make_classifier_cnn(const ClassifierCnnOptions& options = {});
 
+// Options of make_classifier_lstm (defaults: Keras's RNN on 28 x 28 MNIST images, row by row).
 struct ClassifierLstmOptions {
-  std::int64_t steps = 28, features = 28;  // each image's rows as a sequence of pixel rows
-  std::int64_t units = 128;
-  std::int64_t classes = 10;
+  // Time steps: the flat input [batch, steps·features] is reshaped to (steps, features).
+  std::int64_t steps = 28, features = 28;  // features per step (each image's rows as a sequence of pixel rows)
+  std::int64_t units = 128;   // units of the LSTM (its last output feeds the output Dense)
+  std::int64_t classes = 10;  // units of the output Dense (logits)
+  // Base seed of the layers' initializers (layer i gets seed + i); unset: the defaults.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The model's name.
   std::string name = "classifier_lstm";
 };
 
@@ -78,8 +91,10 @@ struct ClassifierLstmOptions {
 // Errors:  std::invalid_argument for non-positive sizes.
 std::shared_ptr<Sequential> make_classifier_lstm(const ClassifierLstmOptions& options = {});
 
+// Options of make_dcgan_generator and make_dcgan_discriminator (TF's DCGAN tutorial).
 struct DcganOptions {
-  std::int64_t noise_dim = 100;
+  std::int64_t noise_dim = 100;  // generator input features (the noise vector; the discriminator ignores it)
+  // Base seed of the layers' initializers and dropout (layer i gets seed + i); unset: the defaults.
   std::optional<std::uint64_t> seed = std::nullopt;
 };
 
@@ -93,17 +108,21 @@ std::shared_ptr<Sequential> make_dcgan_generator(const DcganOptions& options = {
 // Dense 1 (logit); 212,865 parameters.
 std::shared_ptr<Sequential> make_dcgan_discriminator(const DcganOptions& options = {});
 
+// Options of make_classifier_vit (defaults: the W12 ViT for 28 x 28 x 1 images).
 struct ClassifierVitOptions {
-  std::int64_t height = 28, width = 28;  // one channel
-  std::int64_t patch_size = 4;
-  std::int64_t projection_dim = 64;
-  std::int64_t num_heads = 4;
-  std::int64_t transformer_layers = 4;
-  std::int64_t mlp_units = 128;
-  double dropout = 0.1;
-  double epsilon = 1e-6;
-  std::int64_t classes = 10;
+  // Image rows of the flat one-channel input [batch, height·width].
+  std::int64_t height = 28, width = 28;  // image columns (one channel)
+  std::int64_t patch_size = 4;           // square patches of patch_size² pixels; divides height and width
+  std::int64_t projection_dim = 64;      // token width (Dense projection, attention and block output)
+  std::int64_t num_heads = 4;            // attention heads (key_dim projection_dim / num_heads)
+  std::int64_t transformer_layers = 4;   // transformer blocks
+  std::int64_t mlp_units = 128;          // units of each block's gelu Dense
+  double dropout = 0.1;                  // rate of the attention and MLP dropouts; in [0, 1)
+  double epsilon = 1e-6;                 // every LayerNormalization's epsilon
+  std::int64_t classes = 10;             // units of the output Dense (logits)
+  // Base seed of the layers' initializers and dropout (layer i gets seed + i); unset: the defaults.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The model's name.
   std::string name = "classifier_vit";
 };
 

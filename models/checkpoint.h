@@ -42,19 +42,32 @@
 
 namespace tapeflow::models {
 
+// What a Checkpoint saves besides the extra state tracked later (tf.train.Checkpoint(model=...,
+// optimizer=...)); either may be null.
 struct CheckpointOptions {
+  // The model whose weights go to model_weights/ (and whose layers' training generators are tracked).
   std::shared_ptr<layers::Layer> model;
+  // The optimizer whose variables (iterations, then slots) go to optimizer_weights/.
   std::shared_ptr<optimizers::Optimizer> optimizer;
 };
 
+// Saves and restores a model, an optimizer and tracked extra state (variables, counters, random
+// generators, traced functions) as one HDF5 file; the layout, guarantees and errors are in the file
+// comment above. Ref: tf.train.Checkpoint
 class Checkpoint {
  public:
+  // Tracks options.model's layer training generators as "model_rng.<i>" (track_layer_generators).
   explicit Checkpoint(CheckpointOptions options = {});
 
   // Extra state. Names: [A-Za-z0-9_.-]+, unique per kind. Pointers are not owned and must outlive
   // the checkpoint's write()/read() calls.
+  // Errors: std::invalid_argument for a bad or duplicate name or an undefined variable.
   void track_variable(const std::string& name, const Variable& variable);
+  // Saves *counter as counters/<name> (an int64 scalar) and restores it; a negative value in the file
+  // is an error. Errors: std::invalid_argument for a bad or duplicate name or a null pointer.
   void track_counter(const std::string& name, std::int64_t* counter);
+  // Saves the generator's state as generators/<name> and restores it, so draws continue as in the
+  // saved run. Errors: std::invalid_argument for a bad or duplicate name or a null pointer.
   void track_generator(const std::string& name, Generator* generator);
   // Tracks the training generator of every layer in `model`'s tree (depth first, the model itself
   // first) that has one, as "<prefix>.<i>". Returns how many.
@@ -67,7 +80,13 @@ class Checkpoint {
   // The "config" of the file the last read() restored ("" if it had none).
   const std::string& loaded_config() const { return loaded_config_; }
 
+  // Writes everything tracked to `path` (the layout above), atomically: temporary file, fsync,
+  // rename. Errors: std::runtime_error naming the file for I/O.
   void write(const std::string& path) const;
+  // Restores everything tracked from a file write() made; checks all of it before assigning anything.
+  // Errors: std::runtime_error "<file>: <problem>" for a file that is not a tapeflow checkpoint (or
+  // of another format_version), a tracked entry missing, a shape, dtype or count mismatch, a
+  // different optimizer schedule, a bad saved function, or I/O.
   void read(const std::string& path);
   // Names of the functions registered by the last read().
   const std::vector<std::string>& loaded_functions() const { return loaded_functions_; }
@@ -98,6 +117,10 @@ class Checkpoint {
 //           (naming each file and its problem; the files are left alone).
 class CheckpointManager {
  public:
+  // Manages `checkpoint`'s files in `directory` (created if missing), keeping the newest
+  // max_to_keep of them (tf.train.CheckpointManager's argument; it has no default there, 5 here).
+  // Errors: std::invalid_argument for a null checkpoint or max_to_keep < 1; std::runtime_error naming
+  // the directory if it cannot be created or listed, or is not a directory.
   CheckpointManager(std::shared_ptr<Checkpoint> checkpoint, std::string directory, int max_to_keep = 5);
   // Saves a new checkpoint; returns its path.
   std::string save();
@@ -108,6 +131,7 @@ class CheckpointManager {
   // Restores the newest readable checkpoint; returns its path (nullopt when there is none: nothing
   // changes).
   std::optional<std::string> restore();
+  // The checkpoint directory given to the constructor.
   const std::string& directory() const { return directory_; }
 
  private:

@@ -26,6 +26,7 @@
 
 namespace tapeflow::models {
 
+// The "keras_version" to_json writes (the Keras 2 release whose model JSON tapeflow writes).
 inline constexpr const char* kKerasVersion = "2.15.0";
 
 // Registers Sequential and Functional with layers::register_layer_class (idempotent; done by the
@@ -33,11 +34,29 @@ inline constexpr const char* kKerasVersion = "2.15.0";
 void register_model_classes();
 
 nlohmann::json model_to_config(const Model& model);  // {"class_name", "config"}
+// Keras 2's model.to_json(): model_to_config plus "keras_version" (kKerasVersion) and "backend"
+// ("tensorflow"); indent as nlohmann's dump (-1: one line).
+// Errors: std::logic_error for a subclassed model (or layer) without a config.
 std::string to_json(const Model& model, int indent = -1);
+// keras.models.model_from_config: a built model with fresh weights from {"class_name", "config"}
+// ("Sequential", "Functional", "Model" or a registered model class).
+// Errors: std::invalid_argument for JSON nested deeper than kMaxConfigDepth, no class_name, an
+// unknown class, a class that is a layer and not a model, or a bad layer config (naming the
+// layer and the field).
 std::shared_ptr<Model> model_from_config(const nlohmann::json& config);
+// keras.models.model_from_json: parses json_text, then model_from_config.
+// Errors: std::invalid_argument for text that does not parse (nlohmann's message and position),
+// and what model_from_config throws.
 std::shared_ptr<Model> model_from_json(const std::string& json_text);
 
+// keras.losses.serialize: {"class_name": loss.class_name(), "config": loss.get_config()}.
+// Errors: std::logic_error (from Loss::get_config) for a loss class without a config.
 nlohmann::json serialize_loss(const Loss& loss);
+// keras.losses.deserialize: a loss from a Keras name ("mse", ...) or {"class_name", "config"} of
+// SparseCategoricalCrossentropy, CategoricalCrossentropy, BinaryCrossentropy or MeanSquaredError
+// (reduction "auto" / "sum_over_batch_size" / "sum" / "none").
+// Errors: std::invalid_argument for an unknown name or class, a bad field, or what tapeflow does
+// not support (label_smoothing != 0, axis != -1, a non-null ignore_class).
 std::shared_ptr<Loss> deserialize_loss(const nlohmann::json& config);
 
 }  // namespace tapeflow::models

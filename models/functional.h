@@ -46,14 +46,21 @@ class ConvBase;
 
 namespace tapeflow::models {
 
+// keras.Model(inputs, outputs): a model made of the layer calls between Inputs and outputs (see the
+// file comment for the graph rules, config format and errors). Ref: keras.Model (Functional API)
 class Functional : public Model {
  public:
+  // The graph from `inputs` (each from layers::Input, in the order call and fit take them) to
+  // `outputs`; name "" gives Keras 2's "model", "model_1", ...
+  // Errors: std::invalid_argument naming the model for no inputs or outputs, an undefined tensor, an
+  // input that is not an Input or is given twice, a disconnected graph, two layers with one name.
   Functional(std::vector<layers::KerasTensor> inputs, std::vector<layers::KerasTensor> outputs, std::string name = "");
+  // One input, one output: Functional({input}, {output}, name).
   Functional(const layers::KerasTensor& input, const layers::KerasTensor& output, std::string name = "");
 
   using Model::call;
   using Model::predict;
-  // One input, one output.
+  // One input, one output: runs the recorded layer calls on `inputs`.
   Tensor call(const Tensor& inputs, bool training) override;
   // Several inputs, one output.
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
@@ -61,16 +68,26 @@ class Functional : public Model {
   std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
   // Outputs in inference mode, batch by batch. Shapes: each x [n, ...] -> each output [n, ...].
   Tensor predict(const std::vector<Tensor>& xs, const EvaluateOptions& options = {});
+  // Every output in inference mode, batch by batch, in the order given to the constructor.
+  // Shapes: each x [n, ...] -> each output [n, ...].
+  // Errors: std::invalid_argument naming the model for a wrong number of inputs, batch_size < 1,
+  // or 0 examples.
   std::vector<Tensor> predict_all(const std::vector<Tensor>& xs, const EvaluateOptions& options = {});
 
   void build(const Shape& input_shape) override;
   void build(const std::vector<Shape>& input_shapes) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
 
+  // The model's Input tensors, in the constructor's order (Keras's model.inputs).
   const std::vector<layers::KerasTensor>& inputs() const { return inputs_; }
+  // The model's output tensors, in the constructor's order (Keras's model.outputs).
   const std::vector<layers::KerasTensor>& outputs() const { return outputs_; }
 
   nlohmann::json get_config() const override;
+  // Rebuilds the graph from a get_config() dict (Keras 2's, also what tf.keras writes): layers are
+  // deserialized, then called on their inbound nodes; the weights are fresh.
+  // Errors: std::invalid_argument naming the model and the layer or node for a bad config (no
+  // layers list, duplicate names, unknown inbound layers or nodes) and what layer deserialization throws.
   static std::shared_ptr<Functional> from_config(const nlohmann::json& config);
 
  protected:

@@ -18,6 +18,7 @@
 
 namespace tapeflow::models {
 
+// Options of gan_train_step.
 struct GanStepOptions {
   // R1 penalty weight γ: L_D += γ/2 · mean over the batch of ‖∂D(real)/∂real‖² (double backward).
   double r1_gamma = 0;
@@ -26,7 +27,7 @@ struct GanStepOptions {
 // Scalars of one step (evaluated; nothing of them stays on a tape).
 struct GanStepResult {
   double d_loss = 0;      // including the R1 term
-  double g_loss = 0;
+  double g_loss = 0;      // BCE(D(G(z)), 1), the generator's loss
   double r1_penalty = 0;  // γ/2 · E‖∇D‖² (0 when r1_gamma == 0)
   double d_real = 0;      // mean sigmoid(D(real))
   double d_fake = 0;      // mean sigmoid(D(G(z)))

@@ -37,15 +37,25 @@
 
 namespace tapeflow::models {
 
+// A model or layer config in Keras 3's form rewritten in the Keras 2 form (see from_keras3 above);
+// a Keras 2 config comes back unchanged. Errors: std::invalid_argument beyond kMaxConfigDepth.
 nlohmann::json from_keras3(const nlohmann::json& config);
+// A Keras 2 model config (model_to_config) in Keras 3's form, as config.json of a `.keras` file
+// holds it (see to_keras3 above). Errors: std::invalid_argument beyond kMaxConfigDepth.
 nlohmann::json to_keras3(const nlohmann::json& model_config);
 // The config without tf.keras 2's keys that Keras 3 refuses at their defaults (time_major: false,
 // which tf.keras 2 reads as absent too): what our .h5 files write, so Keras 3 loads them.
 nlohmann::json without_keras2_only_keys(const nlohmann::json& config, int depth = 0);
 // The Keras 3 form of an optimizer config ({"class_name", "config"}), and of a loss config.
 nlohmann::json optimizer_to_keras3(const nlohmann::json& optimizer_config);
+// loss_to_keras3: module "keras.losses" added, reduction "auto" renamed "sum_over_batch_size";
+// a bare loss name passes unchanged.
 nlohmann::json loss_to_keras3(const nlohmann::json& loss_config);
 
+// Checks that every key of every layer config in `model_config` (Keras 2 form, from from_keras3)
+// is one the matching layer of `model` (built from that config) writes in its own get_config, or a
+// Keras 3 key at the default tapeflow implements; a key tapeflow would silently ignore is refused.
+// Errors: std::invalid_argument naming the layer (class and name) and the key.
 void check_config_keys(const nlohmann::json& model_config, const Model& model);
 
 }  // namespace tapeflow::models

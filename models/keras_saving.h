@@ -41,9 +41,18 @@
 
 namespace tapeflow::models {
 
+// The "keras_version" written to metadata.json (the Keras 3 release whose format is written).
 inline constexpr const char* kKeras3Version = "3.15.1";
 
+// Writes `model` as a Keras 3 `.keras` zip at `path` (whatever its extension), atomically;
+// options.include_optimizer false leaves out "optimizer/vars" (compile_config stays).
+// Errors: std::logic_error for a subclassed model without get_config(); std::runtime_error naming
+// the file for I/O.
 void save_keras(const Model& model, const std::string& path, const SaveModelOptions& options = {});
+// Reads a `.keras` zip (written by save_keras or Keras 3) at `path`: the model from config.json,
+// its weights, and with options.compile (when there is a compile_config) the compiled optimizer,
+// loss and metrics with the optimizer's variables.
+// Errors: std::runtime_error "<file>: ..." as listed above; nothing is returned on any error.
 std::shared_ptr<Model> load_keras(const std::string& path, const LoadModelOptions& options = {});
 
 }  // namespace tapeflow::models

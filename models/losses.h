@@ -27,17 +27,26 @@ enum class Reduction { kSumOverBatchSize, kSum, kNone };
 class Loss {
  public:
   virtual ~Loss() = default;
+  // call(y_true, y_pred) times sample_weight (cast to the losses' dtype; one with as many
+  // elements as the losses is reshaped to them), then reduced: kSumOverBatchSize the mean, kSum the
+  // sum (scalars), kNone unreduced. Errors: as call, and std::invalid_argument naming both shapes
+  // if sample_weight does not broadcast.
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = Tensor()) const;
   // Per-sample losses, unreduced.
   virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
+  // The loss's name (Keras's snake_case default, e.g. "sparse_categorical_crossentropy").
   const std::string& name() const { return name_; }
+  // How operator() reduces the per-sample losses.
   Reduction reduction() const { return reduction_; }
   // Keras's class name and config ({"reduction": "auto", "name", ...}; models/config.h reads it
   // back with deserialize_loss). Errors: std::logic_error for a class without a config.
   virtual std::string class_name() const { return "Loss"; }
+  // The config: {"reduction": "auto" | "sum" | "none", "name": ...} plus the subclass's fields
+  // (Keras 2's loss config). Errors: std::logic_error naming the loss and class for this base.
   virtual nlohmann::json get_config() const;
 
  protected:
+  // For subclasses: the name and reduction every loss has.
   Loss(std::string name, Reduction reduction) : name_(std::move(name)), reduction_(reduction) {}
 
  private:
@@ -45,10 +54,12 @@ class Loss {
   Reduction reduction_;
 };
 
+// Keyword arguments of the cross-entropy losses (Keras's from_logits, reduction, name).
 struct CrossentropyOptions {
-  bool from_logits = false;
-  Reduction reduction = Reduction::kSumOverBatchSize;
-  std::string name = "";  // empty: the Keras snake_case default
+  bool from_logits = false;  // y_pred holds logits (unnormalised scores), not probabilities
+  Reduction reduction = Reduction::kSumOverBatchSize;  // Keras's default: the mean over the losses
+  // The loss's name; empty: the Keras snake_case default of the class.
+  std::string name = "";
 };
 
 // Cross-entropy between integer labels and class scores.
@@ -59,10 +70,12 @@ struct CrossentropyOptions {
 // Ref:     keras.losses.SparseCategoricalCrossentropy
 class SparseCategoricalCrossentropy : public Loss {
  public:
+  // Default name "sparse_categorical_crossentropy".
   explicit SparseCategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
   nlohmann::json get_config() const override;  // + from_logits, ignore_class (null)
+  // True if y_pred is read as logits.
   bool from_logits() const { return from_logits_; }
 
  private:
@@ -74,10 +87,12 @@ class SparseCategoricalCrossentropy : public Loss {
 // Ref:     keras.losses.CategoricalCrossentropy (label_smoothing not supported)
 class CategoricalCrossentropy : public Loss {
  public:
+  // Default name "categorical_crossentropy".
   explicit CategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CategoricalCrossentropy"; }
   nlohmann::json get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
+  // True if y_pred is read as logits.
   bool from_logits() const { return from_logits_; }
 
  private:
@@ -91,18 +106,22 @@ class CategoricalCrossentropy : public Loss {
 // Ref:     keras.losses.BinaryCrossentropy
 class BinaryCrossentropy : public Loss {
  public:
+  // Default name "binary_crossentropy".
   explicit BinaryCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "BinaryCrossentropy"; }
   nlohmann::json get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
+  // True if y_pred is read as logits (sigmoid cross-entropy), else as probabilities.
   bool from_logits() const { return from_logits_; }
 
  private:
   bool from_logits_;
 };
 
+// Keyword arguments of MeanSquaredError (Keras's reduction and name).
 struct MeanSquaredErrorOptions {
-  Reduction reduction = Reduction::kSumOverBatchSize;
+  Reduction reduction = Reduction::kSumOverBatchSize;  // Keras's default: the mean over the losses
+  // The loss's name (Keras's default).
   std::string name = "mean_squared_error";
 };
 
@@ -111,9 +130,11 @@ struct MeanSquaredErrorOptions {
 // Ref:     keras.losses.MeanSquaredError
 class MeanSquaredError : public Loss {
  public:
+  // Default name "mean_squared_error".
   explicit MeanSquaredError(MeanSquaredErrorOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "MeanSquaredError"; }
+  // {"reduction", "name"} (no other fields).
   nlohmann::json get_config() const override;
 };
 

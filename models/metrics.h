@@ -13,11 +13,15 @@ namespace tapeflow::models {
 class Metric {
  public:
   virtual ~Metric() = default;
+  // The current value from the state accumulated since the last reset_state.
   virtual double result() const = 0;
+  // Clears the accumulated state (Model::reset_metrics calls it at each epoch and evaluate start).
   virtual void reset_state() = 0;
+  // The metric's key in the logs ("accuracy", "loss", ...).
   const std::string& name() const { return name_; }
 
  protected:
+  // `name` becomes name(), the key in the logs.
   explicit Metric(std::string name) : name_(std::move(name)) {}
 
  private:
@@ -31,10 +35,18 @@ class Metric {
 // Ref:     keras.metrics.Mean
 class Mean : public Metric {
  public:
+  // An empty mean named `name` (Keras's default name "mean").
   explicit Mean(std::string name = "mean") : Metric(std::move(name)) {}
+  // Adds every element of `values`, each with its weight (1 without sample_weight).
+  // Errors: std::invalid_argument naming the metric for undefined or bool values, or a
+  // sample_weight that does not broadcast to values (both shapes named).
   void update_state(const Tensor& values, const Tensor& sample_weight = Tensor());
+  // Adds one value with weight `weight` (Model's loss tracker adds each batch loss weighted by the
+  // batch size).
   void update_state(double value, double weight = 1.0);
+  // sum(value · weight) / sum(weight); 0 before any update.
   double result() const override { return count_ == 0.0 ? 0.0 : total_ / count_; }
+  // Zeroes the weighted sum and the total weight.
   void reset_state() override { total_ = count_ = 0.0; }
 
  private:
@@ -44,13 +56,19 @@ class Mean : public Metric {
 // A metric of (y_true, y_pred): per-sample values averaged like Mean (Keras's MeanMetricWrapper).
 class PredictionMetric : public Metric {
  public:
+  // Adds values(y_true, y_pred) to the running mean, weighted as Mean::update_state.
+  // Errors: std::invalid_argument naming the metric for an undefined input, a bool y_pred, shapes
+  // the metric does not take (both named) or a sample_weight that does not broadcast.
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight = Tensor());
+  // The weighted mean of the per-sample values since the last reset_state (0 before any update).
   double result() const override { return mean_.result(); }
+  // Clears the running mean.
   void reset_state() override { mean_.reset_state(); }
   // Per-sample values (float64 tensor of the batch's length).
   virtual Tensor values(const Tensor& y_true, const Tensor& y_pred) const = 0;
 
  protected:
+  // `name` is the key in the logs.
   explicit PredictionMetric(std::string name) : Metric(std::move(name)), mean_(this->name()) {}
 
  private:
@@ -61,6 +79,7 @@ class PredictionMetric : public Metric {
 // Shapes:  y_true and y_pred with the same number of elements. Ref: keras.metrics.Accuracy
 class Accuracy : public PredictionMetric {
  public:
+  // `name`: the key in the logs (compile's "accuracy" / "acc" keep the name given).
   explicit Accuracy(std::string name = "accuracy") : PredictionMetric(std::move(name)) {}
   Tensor values(const Tensor& y_true, const Tensor& y_pred) const override;
 };
@@ -71,6 +90,7 @@ class Accuracy : public PredictionMetric {
 // Ref:     keras.metrics.SparseCategoricalAccuracy
 class SparseCategoricalAccuracy : public PredictionMetric {
  public:
+  // `name`: the key in the logs (Keras's default name).
   explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy")
       : PredictionMetric(std::move(name)) {}
   Tensor values(const Tensor& y_true, const Tensor& y_pred) const override;
@@ -80,6 +100,7 @@ class SparseCategoricalAccuracy : public PredictionMetric {
 // Ref: keras.metrics.CategoricalAccuracy
 class CategoricalAccuracy : public PredictionMetric {
  public:
+  // `name`: the key in the logs (Keras's default name).
   explicit CategoricalAccuracy(std::string name = "categorical_accuracy") : PredictionMetric(std::move(name)) {}
   Tensor values(const Tensor& y_true, const Tensor& y_pred) const override;
 };
@@ -88,6 +109,7 @@ class CategoricalAccuracy : public PredictionMetric {
 // [batch, d] or [batch]. Ref: keras.metrics.BinaryAccuracy
 class BinaryAccuracy : public PredictionMetric {
  public:
+  // `name`: the key in the logs; a prediction counts as 1 when it is > threshold (Keras's 0.5).
   explicit BinaryAccuracy(std::string name = "binary_accuracy", double threshold = 0.5)
       : PredictionMetric(std::move(name)), threshold_(threshold) {}
   Tensor values(const Tensor& y_true, const Tensor& y_pred) const override;

@@ -65,29 +65,42 @@ namespace tapeflow::models {
 // Keras: sparse categorical for SparseCategoricalCrossentropy, categorical for
 // CategoricalCrossentropy, binary for BinaryCrossentropy, else element-wise Accuracy.
 struct MetricSpec {
+  // A metric by Keras name, resolved by compile (against the compiled loss for "accuracy").
+  // Errors: std::invalid_argument from compile for an unknown name, listing the known ones.
   MetricSpec(const char* name) : name(name) {}                                   // NOLINT
+  // A metric by Keras name, as MetricSpec(const char*).
   MetricSpec(std::string name) : name(std::move(name)) {}                        // NOLINT
+  // A metric object, used as given (its name() is its key in the logs).
   MetricSpec(std::shared_ptr<PredictionMetric> metric) : metric(std::move(metric)) {}  // NOLINT
-  std::string name;
-  std::shared_ptr<PredictionMetric> metric;
+  std::string name;                          // the Keras name ("" when given as an object)
+  std::shared_ptr<PredictionMetric> metric;  // the metric object (null when given by name)
 };
 
 // A loss given by Keras name (see get_loss) or as an object.
 struct LossSpec {
   LossSpec() = default;
+  // A loss by Keras name, looked up at once with get_loss (from_logits = false).
+  // Errors: std::invalid_argument from get_loss for an unknown name, listing the known ones.
   LossSpec(const char* name) : loss(get_loss(name)) {}                // NOLINT
+  // A loss by Keras name, as LossSpec(const char*).
   LossSpec(const std::string& name) : loss(get_loss(name)) {}         // NOLINT
+  // A loss object, shared as given.
   LossSpec(std::shared_ptr<Loss> loss) : loss(std::move(loss)) {}      // NOLINT
+  // A loss object of a Loss subclass (std::make_shared<MeanSquaredError>()), shared as given.
   template <class L>
     requires std::is_base_of_v<Loss, L>
   LossSpec(std::shared_ptr<L> loss) : loss(std::move(loss)) {}        // NOLINT
-  std::shared_ptr<Loss> loss;
+  std::shared_ptr<Loss> loss;  // the loss (null when default-constructed: compile then throws)
 };
 
 // Keyword arguments of Model.compile.
 struct CompileOptions {
+  // The optimizer train_step applies the gradients with. Required (Keras defaults to "rmsprop";
+  // here compile throws std::invalid_argument without one).
   std::shared_ptr<optimizers::Optimizer> optimizer = nullptr;
+  // The loss, by Keras name or object. Required: compile throws std::invalid_argument without one.
   LossSpec loss = {};
+  // Metrics reported in the logs after "loss", in this order; default none (as Keras).
   std::vector<MetricSpec> metrics = {};
 };
 
@@ -97,7 +110,8 @@ struct CompileOptions {
 // (validation_dataset, seed, replica_context) follow their Keras neighbours or come last.
 struct FitOptions {
   std::int64_t batch_size = 32;        // used with x, y (a Dataset is already batched)
-  int epochs = 1;
+  int epochs = 1;                      // train until this epoch index (as Keras: an absolute count,
+                                       // so epochs - initial_epoch epochs run); >= 0
   int verbose = 1;                     // 0 silent, 1 progress bar (one line per epoch when stdout is
                                        // not a terminal), 2 a line per epoch and every 5 s
   // Called as Keras calls them: on_train_begin/end, on_epoch_begin/end (with the epoch's logs),
@@ -111,7 +125,7 @@ struct FitOptions {
   std::vector<Tensor> validation_data = {};  // {x_val, y_val}, evaluated after each epoch
   std::optional<data::Dataset> validation_dataset = std::nullopt;  // or a batched dataset of {x, y}
   bool shuffle = true;                 // with x, y: a full reshuffle every epoch
-  int initial_epoch = 0;
+  int initial_epoch = 0;               // epoch to start at (to resume a run; also the shuffle pass)
   std::int64_t steps_per_epoch = -1;   // with an infinite (repeated) dataset: batches per epoch
   std::uint64_t seed = 0;              // shuffle seed
   // Data-parallel training across the context's ranks (see "Replicas" above); null: this process only.
@@ -120,18 +134,24 @@ struct FitOptions {
 
 // Keyword arguments of Model.evaluate / Model.predict.
 struct EvaluateOptions {
-  std::int64_t batch_size = 32;
-  int verbose = 0;
+  std::int64_t batch_size = 32;        // with x, y and for predict (a Dataset is already batched); >= 1
+  int verbose = 0;                     // evaluate: > 0 logs one line "evaluate - 0.12s - loss: ..."
+                                       // (rank 0 only); predict ignores it. Keras's default is "auto"
   // evaluate only: each rank evaluates its shard, the logs are averaged (predict ignores it).
   std::shared_ptr<ReplicaContext> replica_context = nullptr;
 };
 
+// keras.Model: a Layer that compiles, trains (fit), evaluates and predicts; subclass it and override
+// call, or build one as Sequential / Functional. The file comment gives fit's logs, verbose levels,
+// data-parallel behaviour and errors.
+// Ref: keras.Model
 class Model : public layers::Layer {
  public:
   ~Model() override;
 
   // Errors: std::invalid_argument for a missing optimizer or loss, or an unknown metric name.
   void compile(CompileOptions options);
+  // True once compile has succeeded (fit and evaluate need it).
   bool compiled() const { return compiled_; }
 
   // Trains for options.epochs epochs; returns the per-epoch logs.
@@ -141,6 +161,8 @@ class Model : public layers::Layer {
 
   // Loss (including layer losses) and metrics in inference mode, averaged over examples.
   Logs evaluate(const Tensor& x, const Tensor& y, const EvaluateOptions& options = {});
+  // The same over a dataset of {x, y} batches, one pass (options.batch_size unused).
+  // Errors: std::logic_error before compile; std::invalid_argument for an infinite or empty dataset.
   Logs evaluate(const data::Dataset& dataset, const EvaluateOptions& options = {});
   // Outputs in inference mode, computed batch by batch and concatenated. Shapes: [n, ...] -> [n, ...].
   Tensor predict(const Tensor& x, const EvaluateOptions& options = {});
@@ -158,6 +180,7 @@ class Model : public layers::Layer {
   Logs compute_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss, std::int64_t batch_size);
   // Current results of the loss tracker and metrics; reset_metrics() zeroes them.
   Logs get_metrics_result() const;
+  // Resets the loss tracker and every metric (fit does it at each epoch start, evaluate per call).
   void reset_metrics();
 
   // A Keras-style table: "Model: "<name>"", one row per layer "name (Type)  output shape  params",
@@ -168,17 +191,29 @@ class Model : public layers::Layer {
   // Writes / reads the weights in the TF-Keras 2 HDF5 layout (thin wrappers over models/saving.h,
   // defined in models/saving.cc). Errors: std::runtime_error naming the file and the problem.
   void save_weights(const std::string& path) const;
+  // Reads weights saved by save_weights (or TF-Keras 2's model.save_weights to .h5) into this
+  // model's variables, all or nothing (models/saving.h: matching by layer name, then position).
+  // Errors: std::runtime_error naming the file and the problem (a shape or dtype mismatch names
+  // the layer and the weight); the variables are unchanged then.
   void load_weights(const std::string& path);
 
+  // The compiled optimizer (null before compile).
   const std::shared_ptr<optimizers::Optimizer>& optimizer() const { return optimizer_; }
+  // The compiled loss (null before compile).
   const std::shared_ptr<Loss>& loss() const { return loss_; }
+  // The compiled metrics in compile order, names resolved to objects (without the loss tracker).
   const std::vector<std::shared_ptr<PredictionMetric>>& metrics() const { return metrics_; }
+  // Keras's model.stop_training: set (by a callback) to end fit; fit clears it when it starts.
   bool stop_training() const { return stop_training_; }
   // The replica context of the running fit (null outside fit or without one); custom train_steps
   // reduce their gradients with replica_context()->gradient(tape, loss, vars).
   ReplicaContext* replica_context() const { return replica_context_; }
+  // true: fit finishes the current batch, runs that epoch's validation and on_epoch_end, and stops
+  // (as Keras's model.stop_training = True; EarlyStopping and TerminateOnNaN use it).
   void set_stop_training(bool stop) { stop_training_ = stop; }
 
+  // The forward pass; subclasses override it (Keras's call(inputs, training)).
+  // Errors: std::logic_error naming the model if a subclass did not override it.
   Tensor call(const Tensor& inputs, bool training) override;
   // Records the input shape (for summary) and marks the model built.
   void build(const Shape& input_shape) override;

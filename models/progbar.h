@@ -12,6 +12,7 @@
 
 namespace tapeflow::models {
 
+// Options of a Progbar (Keras's Progbar arguments; ProgbarLogger fills them).
 struct ProgbarOptions {
   std::int64_t target = -1;   // total steps; -1 when unknown
   int verbose = 1;            // 1: the bar (stdout, redrawn with '\r'); 2: periodic log lines; 0: nothing
@@ -36,7 +37,10 @@ struct ProgbarOptions {
 // Ref:      keras.utils.Progbar
 class Progbar {
  public:
+  // (name, value) pairs shown after the bar in this order, e.g. {"loss", 0.43}, {"accuracy", 0.85}.
   using Values = std::vector<std::pair<std::string, double>>;
+  // Starts the pass (the clock for ETA and step time); draws nothing yet.
+  // Errors: std::invalid_argument for verbose outside 0..2 or width < 1.
   explicit Progbar(ProgbarOptions options);
   // Records that `current` steps are done, with the current values (running means, as fit's logs).
   // `finalize` draws the final bar and ends its line (verbose 1).

@@ -21,11 +21,15 @@ namespace tapeflow::models {
 // How all_reduce combines the ranks' values. Ref: hvd.Average / hvd.Sum, tf.distribute.ReduceOp
 enum class ReduceOp { kAverage, kSum, kMin, kMax };
 
+// The collectives a data-parallel fit / evaluate runs on (FitOptions::replica_context); implemented
+// by distribute::Context over MPI. Every method is a collective (see the file comment).
 class ReplicaContext {
  public:
   virtual ~ReplicaContext() = default;
 
+  // This replica's index in [0, size()); rank 0 runs the callbacks and logs.
   virtual int rank() const = 0;
+  // The number of replicas in sync (1: fit and evaluate behave as without a context).
   virtual int size() const = 0;
 
   // tape.gradient(target, variables), then each gradient averaged across ranks; every rank receives

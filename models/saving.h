@@ -30,17 +30,27 @@
 
 namespace tapeflow::models {
 
+// Writes the weights of `model` (a model or a single layer) to the HDF5 file `path` in the layout
+// above, atomically (any file name; tf.keras 2 reads it with load_weights).
+// Errors: std::runtime_error naming the file for I/O.
 void save_weights(const layers::Layer& model, const std::string& path);
+// Reads weights in the layout above (written by save_weights or tf.keras 2's save_weights to .h5)
+// into `model`'s variables, all or nothing.
+// Errors: std::runtime_error "<file>: ..." as listed above; no variable changes then.
 void load_weights(layers::Layer& model, const std::string& path);
 
 // The same layout under `group` of an open file ("" = root); used by Checkpoint.
 void write_keras_weights(io::H5Writer& writer, const std::string& group, const layers::Layer& model);
+// Reads that layout from under `group` into `model`'s variables, all or nothing (plan_keras_weights
+// then assign_weights). Errors: as load_weights.
 void read_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model);
 
 // Values read and checked but not yet assigned, in reading order: read_keras_weights is
 // plan_keras_weights (appends to `plan`, changes no variable; throws what read_keras_weights
 // throws) then assign_weights, so a caller can check more state before anything changes.
 using WeightPlan = std::vector<std::pair<Variable, Tensor>>;
+// Reads and checks the layout under `group` for `model` and appends (variable, value) pairs to `plan`
+// without assigning any. Errors: std::runtime_error "<file>: ..." as read_keras_weights.
 void plan_keras_weights(const io::H5Reader& reader, const std::string& group, layers::Layer& model,
                         WeightPlan& plan);
 // Makes every value its variable's value without copying (Variable::assign_shared: later in-place
@@ -52,6 +62,9 @@ void assign_weights(const WeightPlan& plan);
 // A dataset as a new tensor of its shape and dtype (read in place, checksums verified), and back.
 // Errors: std::runtime_error "<file>: ..." from io::H5Reader, or for a rank above 8.
 Tensor read_tensor(const io::H5Reader& reader, const std::string& path);
+// Writes `t` as the dataset `path` (its shape and dtype, row-major; parent groups created).
+// Errors: from io::H5Writer: std::invalid_argument naming the file and dataset if it already exists,
+// std::runtime_error for I/O.
 void write_tensor(io::H5Writer& writer, const std::string& path, const Tensor& t);
 
 }  // namespace tapeflow::models

@@ -32,15 +32,27 @@
 
 namespace tapeflow::models {
 
+// Keyword arguments of keras.models.save_model.
 struct SaveModelOptions {
+  // Also save the optimizer's variables (Keras's default true); false: a compiled model still saves
+  // its compile config, so load_model compiles it with a fresh optimizer.
   bool include_optimizer = true;
 };
 
+// Keyword arguments of keras.models.load_model.
 struct LoadModelOptions {
   bool compile = true;  // false: architecture and weights only
 };
 
+// Saves `model` whole to `path`: Keras 3's `.keras` zip (save_keras, models/keras_saving.h) when the
+// path ends in ".keras", else the Keras 2 HDF5 layout above (".h5" or any other name), atomically.
+// Errors: std::logic_error for a subclassed model without get_config(); std::runtime_error naming
+// the file for I/O.
 void save_model(const Model& model, const std::string& path, const SaveModelOptions& options = {});
+// Loads a model that save_model, tf.keras 2 (.h5) or Keras 3 (.keras, or its legacy .h5) saved:
+// the architecture from its config, the weights, and (with options.compile, when the file has a
+// training config) the compiled loss, metrics and optimizer with its restored state.
+// Errors: std::runtime_error "<file>: ..." as listed above (nothing is returned or changed).
 std::shared_ptr<Model> load_model(const std::string& path, const LoadModelOptions& options = {});
 
 }  // namespace tapeflow::models

@@ -35,11 +35,19 @@
 
 namespace tapeflow::models {
 
+// keras.Sequential: a linear stack of layers (see the file comment for dtype, building and the one
+// rewrite). Ref: keras.Sequential
 class Sequential : public Model {
  public:
+  // The stack of `layers` (each added as by add()); name "" gives "sequential", "sequential_1", ...;
+  // dtype as in the file comment. Errors: std::invalid_argument for a null layer.
   explicit Sequential(std::vector<std::shared_ptr<layers::Layer>> layers = {}, std::string name = "",
                       std::optional<DType> dtype = std::nullopt);
+  // Appends a layer on top of the stack; a first layer with a dtype gives the model its dtype when
+  // the model has none. Errors: std::invalid_argument naming the model for a null layer.
   void add(std::shared_ptr<layers::Layer> layer);
+  // Runs the layers in order, each on the previous one's output (Conv2D(relu) -> MaxPooling2D as
+  // described above). Errors: std::logic_error naming the model when it has no layers.
   Tensor call(const Tensor& inputs, bool training) override;
   void build(const Shape& input_shape) override;
   Shape compute_output_shape(const Shape& input_shape) const override;

@@ -28,8 +28,14 @@
 
 namespace tapeflow::models {
 
+// The largest weight shard export_tfjs writes: 4 MiB, TensorFlow.js's default shard size.
 inline constexpr std::size_t kTfjsShardBytes = std::size_t{4} << 20;
 
+// Writes `model` in the TensorFlow.js Layers format (the layout above) to `directory`, creating it
+// if missing: model.json and the weight shards.
+// Errors: std::invalid_argument naming the weight for a weight that is not float32;
+// std::logic_error for a model without a config; std::runtime_error naming the file or directory
+// for I/O.
 void export_tfjs(const Model& model, const std::string& directory);
 // `path`: the directory or its model.json.
 std::shared_ptr<Model> load_tfjs(const std::string& path);

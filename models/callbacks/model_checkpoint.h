@@ -8,14 +8,16 @@
 
 namespace tapeflow::models {
 
+// Keyword arguments of keras.callbacks.ModelCheckpoint (save_freq "epoch"), with Keras's defaults.
 struct ModelCheckpointOptions {
   // Where to save; "{epoch}" and "{epoch:0Nd}" become the epoch number from 1 ("ckpt-{epoch:02d}.h5").
   std::string filepath;
-  std::string monitor = "val_loss";  // with save_best_only
+  // The epoch-log entry save_best_only compares (Keras's default "val_loss"; unused without it).
+  std::string monitor = "val_loss";
   int verbose = 0;                   // 1: log each save (spdlog info)
   bool save_best_only = false;       // save only when `monitor` beats the best seen so far
   bool save_weights_only = false;    // save_weights (models/saving.h) instead of save_model
-  MonitorMode mode = MonitorMode::kAuto;
+  MonitorMode mode = MonitorMode::kAuto;  // with save_best_only: whether smaller or larger is better
 };
 
 // Keras's semantics (save_freq "epoch"): at each epoch end the model is saved to filepath; with
@@ -27,10 +29,12 @@ struct ModelCheckpointOptions {
 // Ref:      keras.callbacks.ModelCheckpoint (keras/src/callbacks/model_checkpoint.py)
 class ModelCheckpoint : public Callback {
  public:
+  // Errors: std::invalid_argument for an empty filepath.
   explicit ModelCheckpoint(ModelCheckpointOptions options);
   void on_epoch_end(int epoch, Logs& logs) override;
   // The path for an epoch counted from 0 (filepath with its placeholders filled).
   std::string path_for(int epoch) const;
+  // How many files were written (over every fit call that used this callback).
   int saves() const { return hook_->saves(); }
   // The file written last ("" before the first save).
   const std::string& last_saved() const { return last_saved_; }

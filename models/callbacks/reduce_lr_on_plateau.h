@@ -8,15 +8,17 @@
 
 namespace tapeflow::models {
 
+// Keyword arguments of keras.callbacks.ReduceLROnPlateau, with Keras's defaults.
 struct ReduceLROnPlateauOptions {
+  // The epoch-log entry watched ("val_*" needs validation data).
   std::string monitor = "val_loss";
   double factor = 0.1;     // new lr = max(lr * factor, min_lr)
   int patience = 10;       // epochs without improvement before a reduction
   int verbose = 0;         // 1: log each reduction (spdlog info)
-  MonitorMode mode = MonitorMode::kAuto;
+  MonitorMode mode = MonitorMode::kAuto;  // whether smaller or larger is better
   double min_delta = 1e-4;  // an improvement must beat the best by more than this
   int cooldown = 0;         // epochs after a reduction during which no epoch counts as waiting
-  double min_lr = 0.0;
+  double min_lr = 0.0;      // the rate is never reduced below this (and not at all once at it); >= 0
 };
 
 // Keras's semantics, epoch by epoch: the epoch logs get "learning_rate" (the rate the epoch ran
@@ -31,7 +33,9 @@ struct ReduceLROnPlateauOptions {
 // Ref:      keras.callbacks.ReduceLROnPlateau (keras/src/callbacks/reduce_lr_on_plateau.py)
 class ReduceLROnPlateau : public Callback {
  public:
+  // Errors: std::invalid_argument for factor outside (0, 1), patience or cooldown < 0, min_lr < 0.
   explicit ReduceLROnPlateau(ReduceLROnPlateauOptions options = {});
+  // Resets the best value, the wait and cooldown counters and reductions() (as Keras's _reset).
   void on_train_begin(const Logs& logs) override;
   void on_epoch_end(int epoch, Logs& logs) override;
   // How many times the rate was reduced in this fit.

@@ -14,6 +14,7 @@ class EventFileWriter;
 
 namespace tapeflow::models {
 
+// Keyword arguments of keras.callbacks.TensorBoard that tapeflow supports (Keras's defaults).
 struct TensorBoardOptions {
   // 0 ("epoch"): scalars at epoch ends only. N > 0: also batch_<name> scalars every N batches
   // (counted over the whole fit call from 1; Keras's update_freq="batch" is 1).
@@ -44,11 +45,19 @@ struct TensorBoardOptions {
 // Ref:     keras.callbacks.TensorBoard (Keras 3; no graph, profiler or embeddings)
 class TensorBoard : public Callback {
  public:
+  // Event files go under log_dir (Keras's default "logs"); nothing is written before fit starts.
+  // Errors: std::invalid_argument for update_freq < 0 or histogram_freq < 0.
   explicit TensorBoard(std::string log_dir = "logs", TensorBoardOptions options = {});
   ~TensorBoard() override;
+  // Opens a new event file under LOG_DIR/train and restarts the global batch count.
+  // Errors: std::runtime_error naming the directory if it cannot be made or written.
   void on_train_begin(const Logs& logs) override;
+  // Counts the batch; with update_freq N, every N-th batch of the fit call writes batch_<name>.
   void on_train_batch_end(std::int64_t batch, const Logs& logs) override;
+  // Writes the epoch scalars (and histograms / images when due) and flushes (see Tags above).
+  // Errors: std::runtime_error naming the directory if LOG_DIR/validation cannot be made or written.
   void on_epoch_end(int epoch, Logs& logs) override;
+  // Flushes and closes the event files.
   void on_train_end(const Logs& logs) override;
 
  private:

@@ -68,12 +68,18 @@
 
 namespace tapeflow::models {
 
+// Options of export_onnx.
 struct OnnxExportOptions {
   int opset = 17;  // the default ("") domain's opset version: 13..17 (ONNX 1.12 knows up to 17)
 };
 
+// The ir_version field of every file export_onnx writes (ONNX IR version 8).
 inline constexpr int kOnnxIrVersion = 8;
 
+// Writes `model` (built, so its input shapes are known) as an ONNX model file at `path`, mapped and
+// laid out as above; ONNX Runtime's outputs match predict()'s.
+// Errors: as listed above (std::invalid_argument naming the file and the layer for what cannot be
+// exported, std::logic_error for a model without a config, std::runtime_error for I/O).
 void export_onnx(const Model& model, const std::string& path, const OnnxExportOptions& options = {});
 
 }  // namespace tapeflow::models

@@ -47,6 +47,8 @@ std::string encode_png(std::span<const std::uint8_t> pixels, int height, int wid
 // Ref:      tf.summary.create_file_writer (the file it makes), torch.utils.tensorboard.SummaryWriter
 class EventFileWriter {
  public:
+  // Makes log_dir (with parents) if missing and creates a new event file there holding the
+  // file_version event. Errors: std::runtime_error naming log_dir and the system's reason.
   explicit EventFileWriter(const std::string& log_dir);
   ~EventFileWriter();
   EventFileWriter(const EventFileWriter&) = delete;

@@ -46,9 +46,9 @@ namespace tapeflow::io {
 // A dense row-major array read from a file: bytes.size() == dtype_size(dtype) * product(shape).
 // Bool elements are one byte each, 0 or 1.
 struct ArrayData {
-  DType dtype = DType::kFloat32;
-  std::vector<std::int64_t> shape;
-  std::vector<std::byte> bytes;
+  DType dtype = DType::kFloat32;    // the element type the file's type was converted to
+  std::vector<std::int64_t> shape;  // dimensions ([] for a scalar)
+  std::vector<std::byte> bytes;     // the elements, row-major, in host byte order
 };
 
 // Layout choices of an H5Writer.
@@ -69,11 +69,16 @@ struct H5WriterOptions {
 //           object that already exists; std::logic_error for any call after commit().
 class H5Writer {
  public:
+  // Creates the temporary file next to `path` (nothing at `path` changes before commit()).
+  // Errors: std::invalid_argument for chunk_bytes < 1; std::runtime_error naming `path` if the
+  // temporary file cannot be created.
   explicit H5Writer(const std::string& path, H5WriterOptions options = {});
   ~H5Writer();
   H5Writer(const H5Writer&) = delete;
   H5Writer& operator=(const H5Writer&) = delete;
+  // Takes over `other`'s file; `other` may then only be destroyed or assigned to.
   H5Writer(H5Writer&&) noexcept;
+  // Discards this writer's uncommitted temporary file, then takes over `other`'s file.
   H5Writer& operator=(H5Writer&&) noexcept;
 
   // Creates a group and any missing parents; a no-op if the group already exists.
@@ -126,10 +131,14 @@ class H5Dataset {
   ~H5Dataset();
   H5Dataset(const H5Dataset&) = delete;
   H5Dataset& operator=(const H5Dataset&) = delete;
+  // Takes over `other`'s open dataset; `other` may then only be destroyed or assigned to.
   H5Dataset(H5Dataset&&) noexcept;
+  // Closes this dataset, then takes over `other`'s.
   H5Dataset& operator=(H5Dataset&&) noexcept;
 
+  // The element type read_into produces (the file's type mapped as under DTypes above).
   DType dtype() const;
+  // The dataset's dimensions ([] for a scalar).
   const std::vector<std::int64_t>& shape() const;
   // dtype_size(dtype()) * product(shape()): what read_into writes.
   std::size_t nbytes() const;
@@ -157,11 +166,15 @@ class H5Dataset {
 //           wrong type, dangling soft link, external link refused, checksum mismatch, ...).
 class H5Reader {
  public:
+  // Opens `path` read-only. Errors: std::runtime_error "<path>: does not exist" / "is not a regular
+  // file" / "not an HDF5 file" / "cannot open HDF5 file (...)".
   explicit H5Reader(const std::string& path, H5ReaderOptions options = {});
   ~H5Reader();
   H5Reader(const H5Reader&) = delete;
   H5Reader& operator=(const H5Reader&) = delete;
+  // Takes over `other`'s open file; `other` may then only be destroyed or assigned to.
   H5Reader(H5Reader&&) noexcept;
+  // Closes this reader's file, then takes over `other`'s.
   H5Reader& operator=(H5Reader&&) noexcept;
 
   // True if `object_path` names a group or dataset reachable through hard or soft links inside the
@@ -169,6 +182,7 @@ class H5Reader {
   bool exists(const std::string& object_path) const;
   // True if `object_path` is a group / a dataset (false if missing).
   bool is_group(const std::string& object_path) const;
+  // True if `object_path` is a dataset (false if missing or a group).
   bool is_dataset(const std::string& object_path) const;
   // Member names of a group, in creation order when the group tracks it, else sorted by name.
   std::vector<std::string> list_group(const std::string& group_path) const;
@@ -182,9 +196,15 @@ class H5Reader {
   // Opens `path` if it names a dataset (when is_dataset is true), else std::nullopt: one lookup
   // where is_dataset + open_dataset take two. Errors: as open_dataset, for a dataset that exists.
   std::optional<H5Dataset> find_dataset(const std::string& path) const;
+  // The dimensions of the dataset at `path` ([] for a scalar), without reading it.
+  // Errors: runtime_error as open_dataset.
   std::vector<std::int64_t> dataset_shape(const std::string& path) const;
+  // The element type the dataset at `path` reads as, without reading it.
+  // Errors: runtime_error as open_dataset.
   DType dataset_dtype(const std::string& path) const;
 
+  // True if the group or dataset `object_path` has an attribute `name`.
+  // Errors: runtime_error naming the object if it does not exist.
   bool has_attribute(const std::string& object_path, const std::string& name) const;
   // Reads a string attribute of rank 0 or 1 (an HDF5 null dataspace, or an empty numeric array as
   // h5py writes an empty list, is an empty list). Fixed-length strings: trailing NULs / pad spaces
@@ -201,6 +221,7 @@ class H5Reader {
   // Reads a scalar (or 1-element) integer attribute of any integer width.
   std::int64_t read_int_attribute(const std::string& object_path, const std::string& name) const;
 
+  // The file's path as given to the constructor (the prefix of every error message).
   const std::string& path() const;
 
  private:

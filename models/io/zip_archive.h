@@ -23,18 +23,27 @@ namespace tapeflow::io {
 // (member name, bytes) in archive order.
 using ZipMembers = std::vector<std::pair<std::string, std::string>>;
 
+// Writes `members` (in order, stored uncompressed) as the zip archive `path`, atomically.
+// Errors: std::runtime_error "<path>: cannot write the zip archive: ..." (naming the member when
+// one cannot be added) or from atomic_write_file for I/O.
 void write_zip_atomic(const std::string& path, const ZipMembers& members);
 
+// Reads members of an existing zip archive (see the file comment for the checks).
 class ZipReader {
  public:
+  // Opens `path` read-only with consistency checks.
+  // Errors: std::runtime_error "<path>: does not exist", "<path>: not a zip archive, or a truncated or
+  // damaged one (libzip: ...)" or "<path>: cannot open the zip archive (libzip: ...)".
   explicit ZipReader(const std::string& path);
   ~ZipReader();
   ZipReader(const ZipReader&) = delete;
   ZipReader& operator=(const ZipReader&) = delete;
 
+  // True if the archive has a member of exactly this name ("config.json").
   bool has(const std::string& member) const;
   // The member's bytes. Errors: runtime_error if missing, larger than max_bytes, or damaged.
   std::string read(const std::string& member, std::int64_t max_bytes) const;
+  // The archive's path as given to the constructor.
   const std::string& path() const { return path_; }
 
  private:
