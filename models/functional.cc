@@ -15,6 +15,7 @@
 #include "layers/serialization.h"
 #include "tape/runtime/recorder.h"
 #include "models/internal/functional_masks.h"
+#include "models/keras3_config.h"
 
 namespace tapeflow::models {
 using layers::KerasTensor;
@@ -293,6 +294,20 @@ json Functional::get_config() const {
     for (const auto& n : nodes_) {
       if (n->layer != l || n->inputs.empty()) continue;
       json node = json::array();
+      if (dynamic_cast<const layers::MultiHeadAttention*>(l.get()) != nullptr && n->inputs.size() > 1) {
+        // Keras 3's form, MultiHeadAttention(query, value[, key]): its legacy list form would call
+        // the layer on one list, and tf.keras 2's keyword form names references Keras 3 cannot read.
+        json args = json::array();
+        for (const KerasTensor& t : n->inputs) {
+          json shape = json::array();
+          for (std::int64_t d : t.shape()) shape.push_back(d < 0 ? json(nullptr) : json(d));
+          args.push_back({{"class_name", "__keras_tensor__"},
+                          {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())},
+                                      {"keras_history", {t.node()->layer->name(), node_index_.at(t.node().get()), 0}}}}});
+        }
+        inbound.push_back({{"args", args}, {"kwargs", json::object()}});
+        continue;
+      }
       for (const KerasTensor& t : n->inputs)
         node.push_back(json::array({t.node()->layer->name(), node_index_.at(t.node().get()), 0, json::object()}));
       inbound.push_back(node);
@@ -314,7 +329,7 @@ namespace {
 // serializes every argument beside the first as a keyword, tensors as [layer, node, tensor]): the
 // tensors, as further inputs in the order the layer's multi-input call takes them
 // (MultiHeadAttention: value, key; SimpleRNN / LSTM / GRU / Bidirectional: initial_state...).
-// `training` and flags at their defaults pass. Errors: std::invalid_argument naming the model, the
+// `training`, a null `mask` and flags at their defaults pass. Errors: std::invalid_argument naming the model, the
 // layer and the argument for anything else (an explicit mask, attention_mask, use_causal_mask or
 // return_attention_scores true: a Functional node carries tensors only).
 std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs, const std::string& me) {
@@ -339,7 +354,7 @@ std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs
       }
       continue;
     }
-    if (rnn && k == "mask" && v.is_null()) continue;
+    if (k == "mask" && v.is_null()) continue;  // Keras 3 writes it for layers that take a mask
     throw std::invalid_argument(me + ": layer '" + layer.name() + "': call argument '" + k + "': " + v.dump().substr(0, 120) +
                                 " is not supported by tapeflow's Functional nodes");
   }
@@ -405,8 +420,13 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
     progress = false;
     for (Pending& p : pending) {
       while (p.done < p.nodes.size()) {
-        const json& node = p.nodes[p.done];
-        const json& refs = node.is_object() && node.contains("args") ? node["args"] : node;  // Keras 2 form only
+        json node;
+        try {
+          node = keras2_inbound_node(p.nodes[p.done], p.layer->class_name());
+        } catch (const std::invalid_argument& e) {
+          throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': " + e.what());
+        }
+        const json& refs = node;
         if (!refs.is_array() || refs.empty())
           throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': bad inbound node " + node.dump());
         std::vector<json> all_refs(refs.begin(), refs.end());

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "layers/rnn/bidirectional.h"
 #include "layers/serialization.h"
 
 namespace tapeflow::models {
@@ -37,21 +38,51 @@ json history_ref(const json& t, const json& kwargs) {
   return ref;
 }
 
-json node_from_keras3(const json& node) {
+// A Keras 3 call argument: a __keras_tensor__ becomes Keras 2's [layer, node, tensor]; others stay.
+json keras2_argument(const json& v) {
+  if (v.is_object() && v.value("class_name", "") == "__keras_tensor__") {
+    json ref = history_ref(v, json::object());
+    ref.erase(3);
+    return ref;
+  }
+  return v;
+}
+
+}  // namespace
+
+json keras2_inbound_node(const json& node, const std::string& class_name) {
   if (!node.is_object() || !node.contains("args")) return node;  // Keras 2's list form
   const json& args = node["args"];
-  const json kwargs = node.contains("kwargs") && node["kwargs"].is_object() ? node["kwargs"] : json::object();
-  if (!args.is_array() || args.size() != 1)
-    throw std::invalid_argument("inbound node with " + std::to_string(args.is_array() ? args.size() : 0) +
-                                " positional arguments (tapeflow layers take one tensor or one list)");
+  json kwargs = json::object();
+  if (node.contains("kwargs") && node["kwargs"].is_object())
+    for (const auto& [k, v] : node["kwargs"].items()) kwargs[k] = keras2_argument(v);
+  const bool mha = class_name == "MultiHeadAttention";
+  const std::size_t most = mha ? 3 : 1;  // MultiHeadAttention(query, value, key)
+  if (!args.is_array() || args.empty() || args.size() > most)
+    throw std::invalid_argument(class_name + ": inbound node with " + std::to_string(args.is_array() ? args.size() : 0) +
+                                " positional arguments (" +
+                                (mha ? "MultiHeadAttention takes query, value and key"
+                                     : "tapeflow layers take one tensor or one list") +
+                                ")");
+  if (mha && args.size() == 1)
+    throw std::invalid_argument(class_name + ": inbound node without the value argument");
+  // tf.keras 2's form: arguments beside the first as keywords (value, key), tensors as references.
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const char* k = i == 1 ? "value" : "key";
+    if (kwargs.contains(k)) throw std::invalid_argument(class_name + ": inbound node gives '" + k + "' twice");
+    kwargs[k] = keras2_argument(args[i]);
+  }
   json refs = json::array();
   if (args[0].is_array())
     for (const json& t : args[0]) refs.push_back(history_ref(t, json::object()));
   else
     refs.push_back(history_ref(args[0], json::object()));
-  if (!kwargs.empty()) refs[0][3] = kwargs;  // refused by Functional::from_config, naming them
+  if (refs.empty()) throw std::invalid_argument(class_name + ": inbound node with an empty list of tensors");
+  if (!kwargs.empty()) refs[0][3] = kwargs;  // refused by Functional::from_config unless it knows them
   return refs;
 }
+
+namespace {
 
 json from(const json& j, int depth) {
   check_depth(depth);
@@ -71,7 +102,8 @@ json from(const json& j, int depth) {
       continue;
     if (key == "inbound_nodes" && value.is_array()) {
       json nodes = json::array();
-      for (const json& n : value) nodes.push_back(node_from_keras3(n));
+      const std::string cls = j.value("class_name", std::string());
+      for (const json& n : value) nodes.push_back(keras2_inbound_node(n, cls));
       out[key] = nodes;
       continue;
     }
@@ -169,7 +201,8 @@ bool keras3_default(const std::string& key, const json& v) {
       {"beta_constraint", nullptr},     {"gamma_constraint", nullptr},
       {"noise_shape", nullptr},         {"seed", nullptr},       {"groups", 1},
       {"output_padding", nullptr},      {"data_format", "channels_last"},
-      {"sparse", false},                {"ragged", false},       {"trainable", true}};
+      {"sparse", false},                {"ragged", false},       {"trainable", true},
+      {"use_gate", false},              {"sliding_window", nullptr}};  // MultiHeadAttention's
   static const char* informational[] = {"renorm_momentum", "build_input_shape", "dtype", "name"};
   for (const char* k : informational)
     if (key == k) return true;
@@ -182,21 +215,33 @@ void collect_layers(const layers::Layer& layer, std::map<std::string, const laye
   for (const auto& l : layer.layers()) collect_layers(*l, by_name);
 }
 
-void check_keys(const json& j, const std::map<std::string, const layers::Layer*>& by_name, int depth) {
+// The keys of one layer config `j` against the built `layer`'s own get_config(), and a wrapper's
+// inner layer configs (Bidirectional's layer / backward_layer) against its inner layers.
+void check_layer_keys(const json& j, const layers::Layer& layer, int depth) {
   check_depth(depth);
   if (!is_serialized_object(j) || !j["config"].is_object()) return;
   const json& c = j["config"];
   const std::string cls = j["class_name"].get<std::string>();
   const std::string name = c.value("name", j.value("name", std::string()));
-  const auto it = by_name.find(name);
-  if (it != by_name.end()) {
-    const json ours = it->second->get_config();
-    for (const auto& [key, value] : c.items())
-      if (!ours.contains(key) && !keras3_default(key, value))
-        throw std::invalid_argument(cls + " '" + name + "': unknown config key '" + key + "' = " +
-                                    value.dump().substr(0, 100) +
-                                    (ours.is_object() ? " (tapeflow's " + cls + " does not have it)" : ""));
+  const json ours = layer.get_config();
+  for (const auto& [key, value] : c.items())
+    if (!ours.contains(key) && !keras3_default(key, value))
+      throw std::invalid_argument(cls + " '" + name + "': unknown config key '" + key + "' = " +
+                                  value.dump().substr(0, 100) +
+                                  (ours.is_object() ? " (tapeflow's " + cls + " does not have it)" : ""));
+  if (const auto* bi = dynamic_cast<const layers::Bidirectional*>(&layer); bi != nullptr) {
+    if (c.contains("layer") && bi->forward_layer()) check_layer_keys(c["layer"], *bi->forward_layer(), depth + 1);
+    if (c.contains("backward_layer") && bi->backward_layer())
+      check_layer_keys(c["backward_layer"], *bi->backward_layer(), depth + 1);
   }
+}
+
+void check_keys(const json& j, const std::map<std::string, const layers::Layer*>& by_name, int depth) {
+  check_depth(depth);
+  if (!is_serialized_object(j) || !j["config"].is_object()) return;
+  const json& c = j["config"];
+  const std::string name = c.value("name", j.value("name", std::string()));
+  if (const auto it = by_name.find(name); it != by_name.end()) check_layer_keys(j, *it->second, depth);
   if (c.contains("layers") && c["layers"].is_array())
     for (const json& l : c["layers"]) check_keys(l, by_name, depth + 1);
 }
@@ -216,8 +261,14 @@ json without_keras2_only_keys(const json& config, int depth) {
   }
   if (!config.is_object()) return config;
   json out = json::object();
-  for (const auto& [key, value] : config.items())
-    if (!(key == "time_major" && value == false)) out[key] = without_keras2_only_keys(value, depth + 1);
+  for (const auto& [key, value] : config.items()) {
+    if (key == "time_major" && value == false) continue;
+    out[key] = without_keras2_only_keys(value, depth + 1);
+    // A wrapper's inner layer (Bidirectional's layer / backward_layer) with its module: Keras 3's
+    // legacy .h5 loader deserializes it through serialization_lib, which cannot find "GRU" without one.
+    if ((key == "layer" || key == "backward_layer") && is_serialized_object(value) && !value.contains("module"))
+      out[key] = with_module(out[key], "keras.layers");
+  }
   return out;
 }
 

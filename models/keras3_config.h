@@ -23,7 +23,8 @@
 //           must be one the built layer's own get_config() writes, or a Keras 3 key tapeflow has
 //           no feature for holding its default (quantization_config null, synchronized false,
 //           renorm false, optional false, lora_rank null, data_format "channels_last", ...).
-//           Layers are matched by name through nested models.
+//           Layers are matched by name through nested models; a Bidirectional's inner layer
+//           configs are checked against its forward and backward layers.
 //           Nesting: configs deeper than kMaxConfigDepth (models/config_limits.h) JSON levels are refused.
 // Errors:   std::invalid_argument naming the layer (class and name) and the key, or the depth.
 // Ref:      keras/src/saving/serialization_lib.py (serialize_keras_object), keras/src/models/
@@ -44,13 +45,23 @@ nlohmann::json from_keras3(const nlohmann::json& config);
 // holds it (see to_keras3 above). Errors: std::invalid_argument beyond kMaxConfigDepth.
 nlohmann::json to_keras3(const nlohmann::json& model_config);
 // The config without tf.keras 2's keys that Keras 3 refuses at their defaults (time_major: false,
-// which tf.keras 2 reads as absent too): what our .h5 files write, so Keras 3 loads them.
+// which tf.keras 2 reads as absent too), and with "module": "keras.layers" on a wrapper's inner
+// layer (Bidirectional's layer / backward_layer; tf.keras 2.13+ writes it so too): what our .h5
+// files write, so Keras 3 loads them.
 nlohmann::json without_keras2_only_keys(const nlohmann::json& config, int depth = 0);
 // The Keras 3 form of an optimizer config ({"class_name", "config"}), and of a loss config.
 nlohmann::json optimizer_to_keras3(const nlohmann::json& optimizer_config);
 // loss_to_keras3: module "keras.losses" added, reduction "auto" renamed "sum_over_batch_size";
 // a bare loss name passes unchanged.
 nlohmann::json loss_to_keras3(const nlohmann::json& loss_config);
+
+// A Functional layer entry's inbound node in Keras 2's list form [[layer, node, tensor, kwargs], ...]:
+// Keras 3's {"args": [...], "kwargs": {...}} converted (MultiHeadAttention's positional value and
+// key become tf.keras 2's "value" / "key" keyword references; other layers take one positional
+// argument, a tensor or a list), a list passed through. Errors: std::invalid_argument naming
+// class_name for other argument counts, a repeated argument, or an argument that is not a
+// __keras_tensor__ where a tensor belongs.
+nlohmann::json keras2_inbound_node(const nlohmann::json& node, const std::string& class_name);
 
 // Checks that every key of every layer config in `model_config` (Keras 2 form, from from_keras3)
 // is one the matching layer of `model` (built from that config) writes in its own get_config, or a

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "layers/attention/multi_head_attention.h"
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
 #include "models/config.h"
@@ -76,6 +77,18 @@ void add_groups(const layers::Layer& layer, const std::string& path, Groups& out
              bi != nullptr && bi->forward_layer() && bi->backward_layer()) {
     add_groups(*bi->forward_layer(), path + "/forward_layer", out);
     add_groups(*bi->backward_layer(), path + "/backward_layer", out);
+  } else if (const auto* mha = dynamic_cast<const layers::MultiHeadAttention*>(&layer); mha != nullptr) {
+    // Keras 3 keeps them in four EinsumDense sublayers: kernel (and bias) each.
+    const std::vector<Variable> vars = layer.variables();
+    const std::size_t each = mha->options().use_bias ? 2 : 1;
+    if (vars.size() != 4 * each)
+      throw std::invalid_argument("MultiHeadAttention '" + layer.name() + "': expected " + std::to_string(4 * each) +
+                                  " variables (built), has " + std::to_string(vars.size()));
+    std::size_t i = 0;
+    for (const char* sub : {"query_dense", "key_dense", "value_dense", "output_dense"}) {
+      out.emplace_back(path + "/" + sub + "/vars", std::vector<Variable>(vars.begin() + i, vars.begin() + i + each));
+      i += each;
+    }
   } else {
     out.back().second = layer.variables();
   }

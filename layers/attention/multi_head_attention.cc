@@ -160,9 +160,16 @@ nlohmann::json MultiHeadAttention::get_config() const {
 
 std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const nlohmann::json& config) {
   ConfigReader r(config, "MultiHeadAttention");
-  for (const char* k : {"attention_axes", "kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                        "kernel_constraint", "bias_constraint"})
+  for (const char* k : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
+                        "bias_constraint"})
     r.require_null(k);
+  // Keras 3 writes the axes it built for, [1] for rank-3 inputs: the one axis tapeflow attends over.
+  if (r.has("attention_axes") && !r.config().at("attention_axes").is_null()) {
+    const auto& j = r.config().at("attention_axes");
+    const bool axis_1 = j.is_array() ? r.integers("attention_axes") == std::vector<std::int64_t>{1}
+                                     : r.integer("attention_axes") == 1;
+    if (!axis_1) r.fail("attention_axes", "only null or [1] (attention over the steps of [B, T, d] inputs) is supported");
+  }
   std::int64_t out = 0;
   if (r.has("output_shape")) {
     const auto& j = r.config().at("output_shape");

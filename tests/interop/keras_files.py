@@ -1,20 +1,29 @@
 """Keras 3 files both ways, checked by Keras 3 itself (run by CTest: tests/interop/CMakeLists.txt).
 
-keras_files.py HELPER KIND   (KIND: mlp, cnn, functional or rnn; HELPER: the keras_models program)
-1. tapeflow -> Keras: HELPER builds, fits and saves KIND as .keras and as .h5; Keras 3's
+keras_files.py HELPER KIND   (HELPER: the keras_models program; KIND: mlp, cnn, functional, rnn,
+   lstm_text (Embedding(mask_zero) -> LSTM -> Dense, padded token ids), bigru_text (Embedding(mask_zero)
+   -> Bidirectional(GRU) -> Dense), transformer (a ViT-like encoder block: LayerNormalization,
+   MultiHeadAttention, Add, Dense with GELU, GlobalAveragePooling1D), conv1d (Conv1D, MaxPooling1D,
+   AveragePooling1D, GlobalMaxPooling1D) or simple_rnn (SimpleRNN(return_sequences) -> SimpleRNN))
+1. tapeflow -> Keras: HELPER builds, fits and saves KIND (not rnn) as .keras and as .h5; Keras 3's
    load_model opens each and its predict matches tapeflow's (max abs diff <= 1e-5, float32).
 2. Keras -> tapeflow: the same model built and fitted here by Keras 3, saved as .keras and as
    Keras 3's legacy .h5 (model.save("m.h5"); tf_keras cannot be installed without TensorFlow, so
    Keras 3's legacy writer stands in for it); HELPER loads each, predicts the same (<= 1e-5), and
    fits 4 more epochs from the loaded optimizer state with a loss that falls every epoch; the model
    tapeflow loaded, saved again by tapeflow as .keras and .h5, loads in Keras 3 with the same
-   predictions (for rnn, Bidirectional(LSTM) + GRU + SimpleRNN, this is the tapeflow -> Keras check).
+   predictions (for the sequence kinds this is the tapeflow -> Keras check: tapeflow builds the
+   layers from the file's config, holds the weights, trains them 4 epochs and writes them again).
+3. For the sequence kinds, Keras 3's .keras file with an unknown key added to a layer's config, and
+   with an unknown layer class, is refused by tapeflow with an error naming the key or class and the
+   file.
 Exit status 1 with the reason on any failure.
 """
 import json
 import os
 import subprocess
 import sys
+import zipfile
 
 import numpy as np
 import keras
@@ -41,6 +50,7 @@ def run(*args):
 
 
 # 1. tapeflow -> Keras 3
+SEQUENCE_KINDS = ("rnn", "lstm_text", "bigru_text", "transformer", "conv1d", "simple_rnn")
 for ext in ((".keras", ".h5") if kind != "rnn" else ()):
     path = os.path.join(work, f"tapeflow_{kind}{ext}")
     info = run("save", kind, path)
@@ -75,6 +85,36 @@ def keras_model():
                               L.GRU(5, return_sequences=True), L.SimpleRNN(4), L.Dense(3)])
         m.compile(optimizer=keras.optimizers.Adam(0.01), loss=sce)
         return m, (64, 6, 3), 3
+    if kind == "lstm_text":
+        m = keras.Sequential([keras.Input((9,), dtype="int32"), L.Embedding(20, 6, mask_zero=True), L.LSTM(8),
+                              L.Dense(3)])
+        m.compile(optimizer=keras.optimizers.Adam(0.01), loss=sce, metrics=["accuracy"])
+        return m, (64, 9), 3
+    if kind == "bigru_text":
+        m = keras.Sequential([keras.Input((9,), dtype="int32"), L.Embedding(20, 6, mask_zero=True),
+                              L.Bidirectional(L.GRU(5)), L.Dense(3)])
+        m.compile(optimizer=keras.optimizers.RMSprop(0.005), loss=sce)
+        return m, (64, 9), 3
+    if kind == "transformer":
+        i = keras.Input((8, 6))
+        h = L.LayerNormalization(epsilon=1e-6)(i)
+        x = L.Add()([i, L.MultiHeadAttention(num_heads=2, key_dim=4)(h, h)])
+        h = L.Dense(6)(L.Dense(12, activation="gelu")(L.LayerNormalization(epsilon=1e-6)(x)))
+        out = L.Dense(3)(L.GlobalAveragePooling1D()(L.Add()([x, h])))
+        m = keras.Model(i, out)
+        m.compile(optimizer=keras.optimizers.AdamW(0.003, weight_decay=1e-4), loss=sce)
+        return m, (64, 8, 6), 3
+    if kind == "conv1d":
+        m = keras.Sequential([keras.Input((16, 3)), L.Conv1D(6, 3, activation="relu"), L.MaxPooling1D(2),
+                              L.Conv1D(4, 3, padding="same"), L.AveragePooling1D(2), L.GlobalMaxPooling1D(),
+                              L.Dense(3)])
+        m.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9), loss=sce)
+        return m, (64, 16, 3), 3
+    if kind == "simple_rnn":
+        m = keras.Sequential([keras.Input((6, 3)), L.SimpleRNN(5, return_sequences=True), L.SimpleRNN(4),
+                              L.Dense(3)])
+        m.compile(optimizer=keras.optimizers.Adam(0.01), loss=sce)
+        return m, (64, 6, 3), 3
     i = keras.Input((16,))
     a = L.Dense(8, activation="tanh")(i)
     b = L.Dense(8)(i)
@@ -86,12 +126,19 @@ def keras_model():
 
 model, shape, classes = keras_model()
 rng = np.random.default_rng(5)
-x = rng.standard_normal(shape).astype(np.float32)
-y = np.argmax(x.reshape(len(x), -1) @ rng.standard_normal((int(np.prod(shape[1:])), classes)), axis=1).astype(np.int32)
+text = kind.endswith("_text")
+if text:  # token ids 1..19 padded with trailing zeros (the mask) to lengths 2..9
+    x = rng.integers(1, 20, shape).astype(np.int32)
+    for row, n in zip(x, rng.integers(2, shape[1] + 1, len(x))):
+        row[n:] = 0
+    y = (np.sum(x % 3, axis=1) % 3).astype(np.int32)
+else:
+    x = rng.standard_normal(shape).astype(np.float32)
+    y = np.argmax(x.reshape(len(x), -1) @ rng.standard_normal((int(np.prod(shape[1:])), classes)), axis=1).astype(np.int32)
 model.fit(x, y, epochs=3, batch_size=16, verbose=0)
 want = model.predict(x, verbose=0)
 x_file, y_file = os.path.join(work, "x.bin"), os.path.join(work, "y.bin")
-x.tofile(x_file)
+x.astype(np.float32).tofile(x_file)  # the helper reads float32 (Embedding casts integral floats to int32)
 y.tofile(y_file)
 for ext in (".keras", ".h5"):
     path = os.path.join(work, f"keras_{kind}{ext}")
@@ -103,15 +150,52 @@ for ext in (".keras", ".h5"):
     steps = int(model.optimizer.iterations.numpy())
     report(out["iterations_loaded"] == steps,
            f"tapeflow restores the optimizer of {kind}{ext}: iterations {out['iterations_loaded']} (Keras: {steps})")
-    # Keras 3's legacy .h5 loader cannot locate a Bidirectional's inner layer class without a
-    # "module" (tf.keras 2's form, which our .h5 files keep): rnn checks the .keras copy only.
-    for again in (".tapeflow.keras", ".tapeflow.h5") if kind != "rnn" else (".tapeflow.keras",):
+    for again in (".tapeflow.keras", ".tapeflow.h5"):
+        if not os.path.exists(path + again):
+            report(False, f"tapeflow wrote {kind}{ext} again as {again[10:]}")
+            continue
         back = keras.saving.load_model(path + again).predict(x, verbose=0)
         d = float(np.max(np.abs(back - want)))
         report(d <= TOL, f"Keras 3 loads {kind}{ext} as tapeflow saved it again ({again[10:]}): max |keras - keras| = {d:.2e}")
     losses = out["losses"]
     falling = all(b < a for a, b in zip(losses, losses[1:]))
     report(falling, f"tapeflow trains Keras 3's {kind}{ext} on: losses {[round(v, 5) for v in losses]}")
+
+
+
+# 3. Unknown config keys and layer classes in a Keras 3 file: refused naming the key or class and the file.
+def refused(tamper, what, needles):
+    src = os.path.join(work, f"keras_{kind}.keras")
+    bad = os.path.join(work, f"keras_{kind}.{what.replace(' ', '_')}.keras")
+    with zipfile.ZipFile(src) as z, zipfile.ZipFile(bad, "w") as out:
+        for item in z.infolist():
+            data = z.read(item.filename)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                tamper(config["config"]["layers"][-2])  # the layer before the last Dense
+                data = json.dumps(config).encode()
+            out.writestr(item, data)
+    p = subprocess.run([helper, "check", bad, x_file, ",".join(map(str, shape)), y_file, "1"],
+                       capture_output=True, text=True)
+    missing = [n for n in [bad, *needles] if n not in p.stderr]
+    report(p.returncode != 0 and not missing,
+           f"tapeflow refuses {kind}.keras with {what}: {p.stderr.strip()[:300]!r}" + (f" (missing {missing})" if missing else ""))
+
+
+def inner(entry):  # a Bidirectional's wrapped layers (forward and backward), else the layer itself
+    c = entry["config"]
+    return [c["layer"], c["backward_layer"]] if "layer" in c else [entry]
+
+
+def each(f):
+    return lambda entry: [f(e) for e in inner(entry)]
+
+
+if kind in SEQUENCE_KINDS and kind != "rnn":
+    refused(each(lambda e: e["config"].update(frobnication=3)), "an unknown config key",
+            ["unknown config key 'frobnication'"])
+    refused(each(lambda e: e.update(class_name="FrobLayer")), "an unknown layer class",
+            ["unknown layer class 'FrobLayer'"])
 
 print("all ok" if not failures else f"{len(failures)} failed: {failures}")
 sys.exit(1 if failures else 0)

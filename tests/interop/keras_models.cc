@@ -3,7 +3,9 @@
 //       builds tapeflow's KIND (mlp: Dense + BatchNormalization + Dropout, Adam; cnn: Conv2D +
 //       MaxPooling2D + Flatten + Dense, SGD with momentum; functional: Dense branches joined by Add
 //       and Concatenate, RMSprop), fits it 2 epochs on fixed data, saves it to PATH (.keras or .h5
-//       by extension) and writes PATH.x (the inputs, float32) and PATH.pred (tapeflow's predictions).
+//       by extension); the sequence kinds as keras_files.py builds them in Keras 3 (lstm_text,
+//       bigru_text, transformer, conv1d, simple_rnn: Adam / AdamW / SGD), on padded token ids for the
+//       *_text kinds; and writes PATH.x (the inputs, float32) and PATH.pred (tapeflow's predictions).
 //   keras_models check PATH X SHAPE Y EPOCHS
 //       loads PATH (made by Keras), predicts the float32 inputs in file X of SHAPE ("64,20"), writes
 //       them to PATH.tapeflow_pred, saves the loaded model again as PATH.tapeflow.keras and
@@ -61,6 +63,24 @@ tf::Tensor labels_for(const tf::Tensor& x, int classes) {
   return tf::constant(y, tf::Shape{n});
 }
 
+std::shared_ptr<tf::models::SparseCategoricalCrossentropy> sparse_ce() {
+  return std::make_shared<tf::models::SparseCategoricalCrossentropy>(tf::models::CrossentropyOptions{.from_logits = true});
+}
+
+// Token ids 1..19 as float32 (Embedding casts integral floats), each row padded with trailing zeros
+// (the mask) to a length of 2 or more.
+tf::Tensor token_ids(const tf::Shape& shape, tf::Generator& g) {
+  const tf::Tensor u = tf::random_uniform(shape, g, 0.0, 1.0, tf::DType::kFloat32);
+  const tf::Tensor len = tf::random_uniform(tf::Shape{shape[0]}, g, 0.0, 1.0, tf::DType::kFloat32);
+  std::vector<float> ids(static_cast<std::size_t>(u.num_elements()));
+  for (std::int64_t i = 0; i < shape[0]; ++i) {
+    const auto n = 2 + static_cast<std::int64_t>(len.data<float>()[i] * static_cast<float>(shape[1] - 1));
+    for (std::int64_t t = 0; t < shape[1]; ++t)
+      ids[i * shape[1] + t] = t < n ? 1.0f + std::floor(u.data<float>()[i * shape[1] + t] * 19.0f) : 0.0f;
+  }
+  return tf::constant(ids, shape);
+}
+
 int save(const std::string& kind, const std::string& path) {
   std::shared_ptr<tf::models::Model> model;
   tf::Shape x_shape;
@@ -102,12 +122,74 @@ int save(const std::string& kind, const std::string& path) {
     model = m;
     x_shape = tf::Shape{64, 16};
     classes = 3;
+  } else if (kind == "lstm_text" || kind == "bigru_text") {
+    std::shared_ptr<L::Layer> rnn;
+    if (kind == "lstm_text")
+      rnn = std::make_shared<L::LSTM>(8);
+    else
+      rnn = std::make_shared<L::Bidirectional>(std::make_shared<L::GRU>(5));
+    auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+        std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 20, .output_dim = 6, .mask_zero = true}), rnn,
+        std::make_shared<L::Dense>(3)});
+    m->build(tf::Shape{1, 9});
+    m->compile({.optimizer = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = 0.01}),
+                .loss = sparse_ce()});
+    model = m;
+    x_shape = tf::Shape{64, 9};
+    classes = 3;
+  } else if (kind == "transformer") {
+    auto in = L::Input({.shape = {8, 6}});
+    auto norm = [](const L::KerasTensor& t) {
+      return (*std::make_shared<L::LayerNormalization>(L::LayerNormalizationOptions{.epsilon = 1e-6}))(t);
+    };
+    auto h = norm(in);
+    auto att = (*std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 4}))(
+        std::vector<L::KerasTensor>{h, h});
+    auto x = (*std::make_shared<L::Add>())({in, att});
+    auto mlp = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 12, .activation = "gelu"}))(norm(x));
+    auto y = (*std::make_shared<L::Add>())({x, (*std::make_shared<L::Dense>(6))(mlp)});
+    auto out = (*std::make_shared<L::Dense>(3))((*std::make_shared<L::GlobalAveragePooling1D>())(y));
+    auto m = std::make_shared<tf::models::Functional>(in, out);
+    m->compile({.optimizer = std::make_shared<tf::optimizers::AdamW>(
+                    tf::optimizers::AdamWOptions{.learning_rate = 0.003, .weight_decay = 1e-4}),
+                .loss = sparse_ce()});
+    model = m;
+    x_shape = tf::Shape{64, 8, 6};
+    classes = 3;
+  } else if (kind == "conv1d") {
+    auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+        std::make_shared<L::Conv1D>(L::Conv1DOptions{.filters = 6, .kernel_size = 3, .activation = "relu"}),
+        std::make_shared<L::MaxPooling1D>(),
+        std::make_shared<L::Conv1D>(L::Conv1DOptions{.filters = 4, .kernel_size = 3, .padding = "same"}),
+        std::make_shared<L::AveragePooling1D>(), std::make_shared<L::GlobalMaxPooling1D>(),
+        std::make_shared<L::Dense>(3)});
+    m->build(tf::Shape{1, 16, 3});
+    m->compile({.optimizer = std::make_shared<tf::optimizers::SGD>(
+                    tf::optimizers::SGDOptions{.learning_rate = 0.05, .momentum = 0.9}),
+                .loss = sparse_ce()});
+    model = m;
+    x_shape = tf::Shape{64, 16, 3};
+    classes = 3;
+  } else if (kind == "simple_rnn") {
+    auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
+        std::make_shared<L::SimpleRNN>(L::SimpleRNNOptions{.units = 5, .return_sequences = true}),
+        std::make_shared<L::SimpleRNN>(4), std::make_shared<L::Dense>(3)});
+    m->build(tf::Shape{1, 6, 3});
+    m->compile({.optimizer = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = 0.01}),
+                .loss = sparse_ce()});
+    model = m;
+    x_shape = tf::Shape{64, 6, 3};
+    classes = 3;
   } else {
-    std::fprintf(stderr, "keras_models: unknown model kind '%s' (mlp, cnn, functional)\n", kind.c_str());
+    std::fprintf(stderr,
+                 "keras_models: unknown model kind '%s' (mlp, cnn, functional, lstm_text, bigru_text, transformer, "
+                 "conv1d, simple_rnn)\n",
+                 kind.c_str());
     return 2;
   }
   tf::Generator g(7);
-  const tf::Tensor x = tf::random_normal(x_shape, g, 0.0, 1.0, tf::DType::kFloat32);
+  const tf::Tensor x = kind.ends_with("_text") ? token_ids(x_shape, g)
+                                               : tf::random_normal(x_shape, g, 0.0, 1.0, tf::DType::kFloat32);
   model->fit(x, labels_for(x, classes), {.batch_size = 16, .epochs = 2, .verbose = 0});
   tf::models::save_model(*model, path);
   write_floats(path + ".x", x);

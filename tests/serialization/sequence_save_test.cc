@@ -167,6 +167,11 @@ json as_keras2_kwargs(json config, const std::string& name, const std::vector<st
   for (json& l : config["config"]["layers"]) {
     if (l["name"] != name) continue;
     json node = l["inbound_nodes"][0];
+    if (node.is_object()) {  // Keras 3's {"args": [...]} (MultiHeadAttention's): as [[layer, node, tensor], ...]
+      json refs = json::array();
+      for (const json& t : node["args"]) refs.push_back(t["config"]["keras_history"]);
+      node = refs;
+    }
     json kwargs = json::object();
     for (std::size_t i = 0; i < keys.size(); ++i) {
       json ref = json::array({node[i + 1][0], node[i + 1][1], node[i + 1][2]});
