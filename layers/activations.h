@@ -15,6 +15,7 @@
 
 namespace tapeflow::layers::activations {
 
+// An element-wise (softmax: last-axis) activation: a tensor -> a tensor of the same shape.
 using ActivationFn = Tensor (*)(const Tensor&);
 
 // The function for a Keras name; nullptr for "linear" / "" (callers skip the op).

@@ -24,36 +24,65 @@
 
 namespace tapeflow::layers {
 
+// BatchNormalization's keyword arguments, in Keras's order. Ref: keras.layers.BatchNormalization
 struct BatchNormalizationOptions {
+  // The feature axis, normalised per feature (default -1, the last; negative counts from the end).
   int axis = -1;
+  // Weight of the old value in the moving statistics' update, in [0, 1] (default 0.99).
   double momentum = 0.99;
+  // Added to the variance before the square root (default 1e-3, > 0).
   double epsilon = 1e-3;
+  // Whether to add the trainable offset "beta" [C] (default true).
   bool center = true;
+  // Whether to multiply by the trainable "gamma" [C] (default true).
   bool scale = true;
+  // Initializer of "beta" (default zeros).
   Initializer beta_initializer = "zeros";
+  // Initializer of "gamma" (default ones).
   Initializer gamma_initializer = "ones";
+  // Initializer of "moving_mean" (default zeros).
   Initializer moving_mean_initializer = "zeros";
+  // Initializer of "moving_variance" (default ones).
   Initializer moving_variance_initializer = "ones";
+  // The layer's name; empty: the unique snake_case class name
+  // ("batch_normalization", "batch_normalization_1", ...).
   std::string name = "";
+  // Seeds the layer's Generator (its weight initializers); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
-  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
+  std::optional<DType> dtype = std::nullopt;
 };
 
+// Normalises each feature with the batch's statistics (training) or the moving ones
+// (inference), then scales by gamma and shifts by beta. Shapes: any rank >= 1 -> the same.
+// Weights, Training, Errors: the file comment. Ref: keras.layers.BatchNormalization
 class BatchNormalization : public Layer {
  public:
+  // Errors: std::invalid_argument for momentum outside [0, 1] or epsilon <= 0 (names the layer).
   explicit BatchNormalization(BatchNormalizationOptions options = {});
 
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   // Keras 2's config (axis as given, an integer; momentum, epsilon, center, scale, initializers).
   nlohmann::json get_config() const override;
+  // Builds a BatchNormalization from its Keras config (axis as n or [n]; unknown fields ignored).
+  // Errors: std::invalid_argument naming the field for several axes, a beta/gamma regularizer or
+  // constraint that is not null, synchronized true, and the constructor's errors.
   static std::shared_ptr<BatchNormalization> from_config(const nlohmann::json& config);
 
+  // The options it was made with.
   const BatchNormalizationOptions& options() const { return options_; }
-  // Errors: std::logic_error before build, or for gamma/beta when scale/center is off.
+  // The trainable scale "<name>/gamma:0" [C].
+  // Errors: std::logic_error before build or when scale is off.
   const Variable& gamma() const;
+  // The trainable offset "<name>/beta:0" [C].
+  // Errors: std::logic_error before build or when center is off.
   const Variable& beta() const;
+  // The non-trainable moving mean "<name>/moving_mean:0" [C] (updated by training calls).
+  // Errors: std::logic_error before build.
   const Variable& moving_mean() const;
+  // The non-trainable moving variance "<name>/moving_variance:0" [C] (updated by training
+  // calls). Errors: std::logic_error before build.
   const Variable& moving_variance() const;
 
  private:

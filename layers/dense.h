@@ -17,21 +17,38 @@
 
 namespace tapeflow::layers {
 
+// Dense's keyword arguments, in Keras's order. Ref: keras.layers.Dense
 struct DenseOptions {
+  // Dimensionality of the output space (required, > 0).
   std::int64_t units = 0;
+  // keras.activations name applied last ("relu", "softmax", ...); "" (default) or "linear": none.
   std::string activation = "";
+  // Whether to add the "bias" weight [units] (default true).
   bool use_bias = true;
+  // Initializer of "kernel" [in, units] (default glorot_uniform).
   Initializer kernel_initializer = "glorot_uniform";
+  // Initializer of "bias" [units] (default zeros).
   Initializer bias_initializer = "zeros";
+  // L2 factor l (>= 0): adds l · sum(kernel²) to losses() (keras.regularizers.L2); 0 (default):
+  // none.
   double kernel_regularizer_l2 = 0.0;
+  // The layer's name; empty: the unique snake_case class name ("dense", "dense_1", ...).
   std::string name = "";
+  // Seeds the layer's Generator (its weight initializers); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
-  std::optional<DType> dtype = std::nullopt;  // empty: float32, or the dtype of the model it joins
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
+  std::optional<DType> dtype = std::nullopt;
 };
 
+// The densely connected layer, activation(inputs @ kernel + bias).
+// Shapes: [..., in] (rank >= 2) -> [..., units]. Weights, DTypes, Errors: the file comment.
+// Ref: keras.layers.Dense
 class Dense : public Layer {
  public:
+  // Errors: std::invalid_argument for units <= 0, kernel_regularizer_l2 < 0 or an unknown activation
+  // (names the layer).
   explicit Dense(DenseOptions options);
+  // Dense({.units = units, .activation = activation}), as keras.layers.Dense(units, activation).
   explicit Dense(std::int64_t units, const std::string& activation = "");
 
   void build(const Shape& input_shape) override;
@@ -39,13 +56,18 @@ class Dense : public Layer {
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Keras 2's Dense config (units, activation, use_bias, initializers, kernel_regularizer, ...).
   nlohmann::json get_config() const override;
-  // Errors: std::invalid_argument naming the layer and field (layers/serialization.h).
+  // Builds a Dense from its Keras config (get_config()'s fields; unknown fields are ignored).
+  // Errors: std::invalid_argument naming the layer and field for a missing units, a mistyped
+  // field, or a bias/activity regularizer or constraint that is not null (layers/serialization.h).
   static std::shared_ptr<Dense> from_config(const nlohmann::json& config);
 
+  // The dimensionality of the output space (DenseOptions::units).
   std::int64_t units() const { return options_.units; }
+  // The options it was made with.
   const DenseOptions& options() const { return options_; }
-  // Errors: std::logic_error before build (kernel) / without bias (bias).
+  // The weight "<name>/kernel:0" [in, units]. Errors: std::logic_error before build.
   const Variable& kernel() const;
+  // The weight "<name>/bias:0" [units]. Errors: std::logic_error before build or without use_bias.
   const Variable& bias() const;
 
  protected:

@@ -23,15 +23,20 @@ namespace tapeflow::layers {
 class Layer;
 struct Node;
 
+// A symbolic tensor of the Functional API: a shape (batch axis -1), a dtype and the Node (layer
+// call) that produced it; holds no values. Ref: keras.KerasTensor
 class KerasTensor {
  public:
   KerasTensor() = default;
+  // The output of `node`, with `shape` (-1 for the batch axis) and `dtype`.
   KerasTensor(std::vector<std::int64_t> shape, DType dtype, std::shared_ptr<const Node> node)
       : shape_(std::move(shape)), dtype_(dtype), node_(std::move(node)) {}
 
+  // False for a default-constructed KerasTensor (no producing node).
   bool defined() const { return node_ != nullptr; }
   // Shape with -1 for the batch axis.
   const std::vector<std::int64_t>& shape() const { return shape_; }
+  // The dtype of the values the call will produce.
   DType dtype() const { return dtype_; }
   // The call that produced this tensor.
   const std::shared_ptr<const Node>& node() const { return node_; }
@@ -48,7 +53,7 @@ class KerasTensor {
 
 // One call of a layer on KerasTensors.
 struct Node {
-  std::shared_ptr<Layer> layer;
+  std::shared_ptr<Layer> layer;     // the layer called (owned: keeps a temporary layer alive)
   std::vector<KerasTensor> inputs;  // empty for an InputLayer's node
   std::uint64_t serial = 0;         // creation order (next_node_serial())
 };

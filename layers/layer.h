@@ -46,6 +46,9 @@ namespace tapeflow::layers {
 
 class KerasTensor;
 
+// The Keras layer base class: options in the constructor, weights in build(), math in call().
+// See the file comment for names, dtypes, seeds, weight order, freezing, losses and configs.
+// Ref: keras.layers.Layer
 class Layer : public std::enable_shared_from_this<Layer> {
  public:
   virtual ~Layer();
@@ -54,6 +57,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
   // Builds on the first call (build(inputs.shape())), then returns call(inputs, training).
   Tensor operator()(const Tensor& inputs, bool training = false);
+  // The layer's computation on one (already cast, built-for) input; each layer's header gives the
+  // Shapes. training: true inside fit / a training step (Dropout drops, BatchNormalization uses
+  // batch statistics), false for inference. Call through operator(), which builds first.
   virtual Tensor call(const Tensor& inputs, bool training) = 0;
   // Several inputs (merge layers, functional models): builds on the first call
   // (build(shapes)), then returns call(inputs, training).
@@ -64,6 +70,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // std::invalid_argument naming this layer, the inputs' layers and shapes if the layer rejects
   // them; std::logic_error if the layer is not held by a std::shared_ptr.
   KerasTensor operator()(const KerasTensor& input);
+  // The symbolic call on several inputs (merge layers, functional models); errors as above.
   KerasTensor operator()(const std::vector<KerasTensor>& inputs);
   // Creates the weights for `input_shape` (default: none) and marks the layer built.
   virtual void build(const Shape& input_shape);
@@ -72,21 +79,34 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // The output shape for an input shape (default: unchanged).
   virtual Shape compute_output_shape(const Shape& input_shape) const;
 
+  // The layer's unique name ("dense", "dense_1", ... or the name given; see the file comment).
   const std::string& name() const { return name_; }
+  // Whether build() has run (weights exist).
   bool built() const { return built_; }
+  // The dtype the layer computes in and makes its weights in (float32 or float64).
   DType dtype() const { return dtype_; }
   // True when the dtype was given or taken from a parent (not the float32 default).
   bool dtype_is_set() const { return dtype_set_; }
+  // False once frozen with set_trainable(false) (Keras's layer.trainable; default true).
   bool trainable() const { return trainable_; }
+  // Freezes (false) or unfreezes this layer and its tracked sublayers: their weights move between
+  // trainable_variables() and non_trainable_variables() and their Variables' trainable flags follow.
   virtual void set_trainable(bool trainable);
 
+  // Weights updated by training (created trainable, layer not frozen), in variables() order.
   std::vector<Variable> trainable_variables() const;
+  // The other weights (BatchNormalization's moving statistics; all weights of a frozen layer).
   std::vector<Variable> non_trainable_variables() const;
+  // All weights: this layer's own in creation order, then its tracked sublayers' (Keras order).
   std::vector<Variable> variables() const;
   // Keras aliases.
   std::vector<Variable> weights() const { return variables(); }
+  // Keras alias of trainable_variables().
   std::vector<Variable> trainable_weights() const { return trainable_variables(); }
+  // Keras alias of non_trainable_variables().
   std::vector<Variable> non_trainable_weights() const { return non_trainable_variables(); }
+  // The add_loss() tensors of the last call, then the regularization losses of this layer's and its
+  // sublayers' weights computed now (differentiable in the caller's tape). Ref: Layer.losses
   std::vector<Tensor> losses() const;
   // Current values of variables() (copies of nothing: tensors are immutable). Ref: Layer.get_weights
   std::vector<Tensor> get_weights() const;
@@ -95,6 +115,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   void set_weights(const std::vector<Tensor>& values);
   // Total elements of variables(). Errors: std::logic_error if not built.
   std::int64_t count_params() const;
+  // The Keras class name ("Dense"), the "class_name" of serialize() and the registry key.
   virtual std::string class_name() const { return class_name_; }
   // Keras's get_config(): {"name", "trainable", "dtype", ...constructor arguments}.
   // Errors: std::logic_error (the default) for a layer class that does not implement it.

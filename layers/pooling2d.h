@@ -19,12 +19,20 @@
 
 namespace tapeflow::layers {
 
+// MaxPooling2D's and AveragePooling2D's keyword arguments, in Keras's order (channels_last).
+// Ref: keras.layers.MaxPooling2D
 struct Pooling2DOptions {
+  // Height and width of the pooling window (default 2, 2; each >= 1).
   std::array<std::int64_t, 2> pool_size = {2, 2};
-  std::optional<std::array<std::int64_t, 2>> strides = std::nullopt;  // default: pool_size
+  // Step of the window along height and width (each >= 1); empty: pool_size (Keras's None).
+  std::optional<std::array<std::int64_t, 2>> strides = std::nullopt;
+  // "valid" (default; windows inside the input) or "same" (output size ceil(input / stride)).
   std::string padding = "valid";
+  // The layer's name; empty: the unique snake_case class name ("max_pooling2d", ...).
   std::string name = "";
-  std::optional<DType> dtype = std::nullopt;  // empty: float32 or the enclosing model's; inputs are cast to it
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins;
+  // inputs are cast to it.
+  std::optional<DType> dtype = std::nullopt;
 };
 
 // Shared by MaxPooling2D and AveragePooling2D.
@@ -32,12 +40,17 @@ class Pooling2D : public Layer {
  public:
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
+  // The window's height and width.
   const std::array<std::int64_t, 2>& pool_size() const { return pool_size_; }
+  // The window's steps (pool_size when none were given).
   const std::array<std::int64_t, 2>& strides() const { return strides_; }
+  // "valid" or "same".
   const std::string& padding() const { return padding_; }
   nlohmann::json get_config() const override;  // Keras's pool_size/padding/strides/data_format
 
  protected:
+  // class_name: "MaxPooling2D" / "AveragePooling2D"; max: max (true) or average pooling.
+  // Errors: std::invalid_argument for a pool size or stride < 1 or a padding other than "valid" / "same".
   Pooling2D(const char* class_name, bool max, Pooling2DOptions options);
 
  private:
@@ -46,21 +59,37 @@ class Pooling2D : public Layer {
   std::string padding_;
 };
 
+// The maximum over each pool_size window. Shapes: [N, H, W, C] -> [N, Ho, Wo, C].
+// Ref: keras.layers.MaxPooling2D
 class MaxPooling2D : public Pooling2D {
  public:
+  // Errors: std::invalid_argument for a pool size or stride < 1 or an unknown padding.
   explicit MaxPooling2D(Pooling2DOptions options = {});
+  // Builds a MaxPooling2D from its Keras config (pool_size, strides, padding; unknown fields
+  // ignored). Errors: std::invalid_argument naming the field for data_format other than
+  // channels_last or invalid values.
   static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
 };
 
+// The mean over each pool_size window ("same": of its unpadded elements, as TF).
+// Shapes: [N, H, W, C] -> [N, Ho, Wo, C]. Ref: keras.layers.AveragePooling2D
 class AveragePooling2D : public Pooling2D {
  public:
+  // Errors: std::invalid_argument for a pool size or stride < 1 or an unknown padding.
   explicit AveragePooling2D(Pooling2DOptions options = {});
+  // Builds an AveragePooling2D from its Keras config (as MaxPooling2D::from_config).
+  // Errors: std::invalid_argument naming the field.
   static std::shared_ptr<AveragePooling2D> from_config(const nlohmann::json& config);
 };
 
+// GlobalAveragePooling2D's and GlobalMaxPooling2D's keyword arguments (channels_last).
+// Ref: keras.layers.GlobalAveragePooling2D
 struct GlobalPooling2DOptions {
+  // Keep the spatial axes as size 1: [N, 1, 1, C] instead of [N, C] (default false).
   bool keepdims = false;
+  // The layer's name; empty: the unique snake_case class name ("global_average_pooling2d", ...).
   std::string name = "";
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
@@ -69,10 +98,12 @@ class GlobalPooling2D : public Layer {
  public:
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
+  // Whether the output keeps the spatial axes as size 1.
   bool keepdims() const { return keepdims_; }
   nlohmann::json get_config() const override;  // Keras's data_format/keepdims
 
  protected:
+  // class_name: "GlobalAveragePooling2D" / "GlobalMaxPooling2D"; max: max (true) or mean.
   GlobalPooling2D(const char* class_name, bool max, GlobalPooling2DOptions options);
 
  private:
@@ -80,15 +111,25 @@ class GlobalPooling2D : public Layer {
   bool keepdims_;
 };
 
+// The mean over height and width. Shapes: [N, H, W, C] -> [N, C] ([N, 1, 1, C] with keepdims).
+// Ref: keras.layers.GlobalAveragePooling2D
 class GlobalAveragePooling2D : public GlobalPooling2D {
  public:
+  // Makes the layer (no weights; nothing to check).
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {});
+  // Builds the layer from its Keras config (keepdims, default false; unknown fields ignored).
+  // Errors: std::invalid_argument naming the field for data_format other than channels_last.
   static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
 };
 
+// The maximum over height and width. Shapes: [N, H, W, C] -> [N, C] ([N, 1, 1, C] with keepdims).
+// Ref: keras.layers.GlobalMaxPooling2D
 class GlobalMaxPooling2D : public GlobalPooling2D {
  public:
+  // Makes the layer (no weights; nothing to check).
   explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {});
+  // Builds the layer from its Keras config (keepdims, default false; unknown fields ignored).
+  // Errors: std::invalid_argument naming the field for data_format other than channels_last.
   static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
 };
 

@@ -38,6 +38,7 @@ using LayerFactory = std::function<std::shared_ptr<Layer>(const nlohmann::json& 
 // Registers a layer class for deserialize(). Errors: std::invalid_argument for an empty name or
 // factory, or a name already registered.
 void register_layer_class(const std::string& class_name, LayerFactory factory);
+// Whether deserialize() knows `class_name` (built-in or registered). Thread-safe.
 bool is_layer_class_registered(const std::string& class_name);
 // Registered class names, sorted.
 std::vector<std::string> registered_layer_classes();
@@ -49,6 +50,9 @@ std::shared_ptr<Layer> deserialize(const nlohmann::json& layer_config);
 
 // Keras forms of the pieces of a layer config.
 nlohmann::json serialize_initializer(const Initializer& init);
+// The initializer for a Keras identifier ("he_normal") or {"class_name", "config"} object (Keras 2
+// class names, VarianceScaling included). `where` starts error messages ("Dense 'd': config field
+// 'kernel_initializer'"). Errors: std::invalid_argument for another JSON form or an unknown class.
 Initializer deserialize_initializer(const nlohmann::json& config, const std::string& where);
 // "float32" / "float64" / ...; reads a string or a Keras DTypePolicy object.
 DType dtype_from_config(const nlohmann::json& value, const std::string& where);
@@ -58,17 +62,30 @@ class ConfigReader {
  public:
   // `class_name` names the layer in errors ("Dense 'dense_3'" once the name is known).
   ConfigReader(const nlohmann::json& config, std::string class_name);
+  // The config object being read.
   const nlohmann::json& config() const { return config_; }
   bool has(const std::string& key) const;  // present and not null
   std::string name() const;                // "" when absent (an automatic name)
   bool trainable() const;                  // true when absent
   std::optional<DType> dtype() const;      // empty when absent (float32, or the model's dtype)
+  // The field as a number; `fallback` when null or absent. Errors (fail()): missing without a
+  // fallback, not a number.
   double number(const std::string& key, std::optional<double> fallback = std::nullopt) const;
+  // The field as an exact int64 (integral floats within range accepted); `fallback` when null or
+  // absent. Errors (fail()): missing without a fallback, not an integer or out of int64's range.
   std::int64_t integer(const std::string& key, std::optional<std::int64_t> fallback = std::nullopt) const;
+  // The field as true/false; `fallback` when null or absent. Errors (fail()): missing without a
+  // fallback, not a JSON boolean.
   bool boolean(const std::string& key, std::optional<bool> fallback = std::nullopt) const;
+  // The field as a string; `fallback` when null or absent. Errors (fail()): missing without a
+  // fallback, not a string.
   std::string string(const std::string& key, std::optional<std::string> fallback = std::nullopt) const;
+  // The field as a list of integers ([3, 3]). Errors (fail()): missing, not a list of integers.
   std::vector<std::int64_t> integers(const std::string& key) const;
+  // The field as a seed; empty when null or absent. Errors (fail()): not an integer, negative.
   std::optional<std::uint64_t> seed(const std::string& key) const;
+  // The field as an initializer (deserialize_initializer); initializers::get(fallback) when null or
+  // absent. Errors: std::invalid_argument naming the layer and the field.
   Initializer initializer(const std::string& key, const std::string& fallback) const;
   // The l2 factor of a regularizer field (0 when null or absent).
   double l2_regularizer(const std::string& key) const;
@@ -80,6 +97,7 @@ class ConfigReader {
     if (!trainable()) layer->set_trainable(false);
     return layer;
   }
+  // Throws std::invalid_argument "<layer>: config field '<key>': <problem>".
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
 
  private:

@@ -33,29 +33,53 @@ namespace tapeflow::layers {
 
 class Dropout;
 
+// MultiHeadAttention's keyword arguments, in Keras's order. Ref: keras.layers.MultiHeadAttention
 struct MultiHeadAttentionOptions {
+  // Number of attention heads (required, >= 1).
   std::int64_t num_heads = 0;
+  // Size of each head's query and key projections (required, >= 1); scores scale by 1/sqrt(key_dim).
   std::int64_t key_dim = 0;
-  std::int64_t value_dim = 0;     // 0: key_dim
+  // Size of each head's value projection (>= 0); 0: key_dim (Keras's None).
+  std::int64_t value_dim = 0;
+  // Dropout rate on the attention probabilities in training, in [0, 1) (default 0).
   double dropout = 0.0;
+  // Whether the four projections add biases (default true).
   bool use_bias = true;
-  std::int64_t output_shape = 0;  // 0: the query's last dim
+  // Last dim of the output (>= 0); 0: the query's last dim (Keras's None).
+  std::int64_t output_shape = 0;
+  // Initializer of the four kernels (default glorot_uniform).
   Initializer kernel_initializer = "glorot_uniform";
+  // Initializer of the four biases (default zeros).
   Initializer bias_initializer = "zeros";
+  // The layer's name; empty: the unique snake_case class name
+  // ("multi_head_attention", "multi_head_attention_1", ...).
   std::string name = "";
+  // Seeds the layer's Generator (weights, and the attention dropout's masks); empty: the
+  // process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
 // The call arguments beside the tensors (Keras's keyword arguments).
 struct AttentionCall {
-  Tensor key;             // undefined: value
-  Tensor attention_mask;  // undefined: none
+  // The key [B, S, dk]; undefined: value (Keras's key=None).
+  Tensor key;
+  // Where query positions may attend, [B, T, S] or [T, S] (bool, or numbers > 0.5 = attend);
+  // undefined: everywhere.
+  Tensor attention_mask;
+  // Whether position t attends only to positions <= t (lower triangle, ANDed with attention_mask;
+  // default false).
   bool use_causal_mask = false;
 };
 
+// Multi-head scaled dot-product attention with Keras 3's weights.
+// Shapes: query [B, T, dq], value [B, S, dv] (key [B, S, dk]) -> [B, T, output_shape or dq].
+// Ref: keras.layers.MultiHeadAttention
 class MultiHeadAttention : public Layer {
  public:
+  // Errors: std::invalid_argument for num_heads or key_dim < 1, a negative value_dim or output_shape,
+  // dropout outside [0, 1) (names the layer and the value).
   explicit MultiHeadAttention(MultiHeadAttentionOptions options);
   void build(const std::vector<Shape>& input_shapes) override;
   void build(const Shape& input_shape) override;  // self-attention shapes
@@ -68,7 +92,12 @@ class MultiHeadAttention : public Layer {
                                    bool training = false);
   Shape compute_output_shape(const Shape& input_shape) const override;
   nlohmann::json get_config() const override;
+  // Builds a MultiHeadAttention from its Keras config (num_heads and key_dim required; output_shape
+  // as n or [n]; unknown fields ignored). Errors: std::invalid_argument naming the field for
+  // attention_axes, a regularizer or constraint that is not null, an output_shape of several dims,
+  // and the constructor's errors.
   static std::shared_ptr<MultiHeadAttention> from_config(const nlohmann::json& config);
+  // The options it was made with.
   const MultiHeadAttentionOptions& options() const { return options_; }
   Generator* training_generator() override;
 

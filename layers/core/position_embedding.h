@@ -15,20 +15,34 @@
 
 namespace tapeflow::layers {
 
+// PositionEmbedding's keyword arguments, in keras_hub's order.
+// Ref: keras_hub.layers.PositionEmbedding
 struct PositionEmbeddingOptions {
+  // The longest sequence: the table has this many rows (required, >= 1).
   std::int64_t sequence_length = 0;
+  // Initializer of "embeddings" [sequence_length, features] (default glorot_uniform, as keras_hub).
   Initializer initializer = "glorot_uniform";
+  // The layer's name; empty: the unique snake_case class name
+  // ("position_embedding", "position_embedding_1", ...).
   std::string name = "";
+  // Seeds the layer's Generator (its weight initializers); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
+// A learned vector per position, broadcast to the inputs' shape (add it to them with Add).
+// Shapes: [batch, steps, features] -> [batch, steps, features]. Ref: keras_hub.layers.PositionEmbedding
 class PositionEmbedding : public Layer {
  public:
+  // Errors: std::invalid_argument for sequence_length < 1 (names the layer).
   explicit PositionEmbedding(PositionEmbeddingOptions options);
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   nlohmann::json get_config() const override;  // sequence_length, initializer
+  // Builds a PositionEmbedding from its Keras config (sequence_length required, initializer;
+  // unknown fields ignored). Errors: std::invalid_argument naming the field for a missing or
+  // invalid sequence_length.
   static std::shared_ptr<PositionEmbedding> from_config(const nlohmann::json& config);
 
  private:

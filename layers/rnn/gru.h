@@ -21,26 +21,50 @@
 
 namespace tapeflow::layers {
 
+// GRU's keyword arguments, in Keras's order (stateful, unroll, time_major not supported).
+// Ref: keras.layers.GRU
 struct GRUOptions {
+  // Dimensionality of the output space: the size of h (required, > 0).
   std::int64_t units = 0;
+  // keras.activations name of the candidate activation (default "tanh").
   std::string activation = "tanh";
+  // keras.activations name of the gates' activation (default "sigmoid").
   std::string recurrent_activation = "sigmoid";
+  // Whether the cell adds the "bias" weight (default true).
   bool use_bias = true;
+  // Initializer of "kernel" [input_dim, 3·units] (default glorot_uniform).
   Initializer kernel_initializer = "glorot_uniform";
+  // Initializer of "recurrent_kernel" [units, 3·units] (default orthogonal).
   Initializer recurrent_initializer = "orthogonal";
+  // Initializer of "bias" (default zeros).
   Initializer bias_initializer = "zeros";
+  // Apply the reset gate after the recurrent matmul, with a separate recurrent bias: bias
+  // [2, 3·units] (Keras 3's and cuDNN's default true); false: before, bias [3·units].
   bool reset_after = true;
+  // Fraction of the inputs dropped in training, in [0, 1) (default 0; masks drawn per call,
+  // shared by all steps).
   double dropout = 0.0;
+  // Fraction of h_{t-1} dropped in the recurrent GEMM in training, in [0, 1) (default 0).
   double recurrent_dropout = 0.0;
+  // Return every step's output [batch, timesteps, units], not just the last [batch, units]
+  // (default false).
   bool return_sequences = false;
+  // Also return the final states (Keras; with RNN::call_with_state; default false).
   bool return_state = false;
+  // Process the sequence last step to first (default false).
   bool go_backwards = false;
+  // Masked steps output zeros instead of the previous output (default false).
   bool zero_output_for_mask = false;
+  // The layer's name; empty: the unique snake_case class name ("gru", "gru_1", ...).
   std::string name = "";
+  // Seeds the cell's Generator (weights and dropout masks); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
+// One GRU step and its weights: inputs [batch, input_dim], h -> new h, each [batch, units].
+// Ref: keras.layers.GRUCell
 class GRUCell : public RNNCell {
  public:
   // Uses the cell fields of `options` (units ... recurrent_dropout, seed, dtype); name "" = "gru_cell".
@@ -48,8 +72,12 @@ class GRUCell : public RNNCell {
   int gates() const override { return 3; }
   std::vector<Tensor> step(const Tensor& xp, const std::vector<Tensor>& states, const std::vector<Tensor>& h) override;
   void begin_sequence() override;
+  // The weight "<cell>/kernel:0" [input_dim, 3·units]; undefined before build.
   const Variable& kernel() const { return kernel_; }
+  // The weight "<cell>/recurrent_kernel:0" [units, 3·units]; undefined before build.
   const Variable& recurrent_kernel() const { return recurrent_kernel_; }
+  // The weight "<cell>/bias:0" [2, 3·units] with reset_after, else [3·units]; undefined before
+  // build or without use_bias.
   const Variable& bias() const { return bias_; }
 
  protected:
@@ -67,15 +95,23 @@ class GRUCell : public RNNCell {
   std::optional<Tensor> recurrent_bias_;
 };
 
+// The gated recurrent unit layer: GRUCell run over a sequence by the RNN driver.
+// Shapes: [batch, timesteps, input_dim] -> [batch, timesteps, units] with return_sequences, else
+// [batch, units]. Ref: keras.layers.GRU
 class GRU : public RNN {
  public:
   // cell_name: the cell's layer name (default "<name>/gru_cell").
   explicit GRU(GRUOptions options, const std::string& cell_name = "");
+  // GRU({.units = units}), as keras.layers.GRU(units).
   explicit GRU(std::int64_t units) : GRU(GRUOptions{.units = units}) {}
+  // The options it was made with.
   const GRUOptions& options() const { return options_; }
   // Keras 2's GRU config (RNN fields and the cell's, flat; implementation 2, reset_after).
   nlohmann::json get_config() const override;
-  // Errors: std::invalid_argument naming the layer and field.
+  // Builds a GRU from its flat Keras config (RNN and cell fields; unknown fields ignored); the
+  // cell is named cell_name (default "<name>/gru_cell"). Errors: std::invalid_argument naming the
+  // layer and field for a missing units, stateful or time_major true, a regularizer or constraint
+  // that is not null, and the constructor's errors.
   static std::shared_ptr<GRU> from_config(const nlohmann::json& config, const std::string& cell_name = "");
   std::shared_ptr<RNN> remake(const nlohmann::json& config, const std::string& cell_name) const override;
   std::string cell_suffix() const override { return "gru_cell"; }

@@ -23,26 +23,49 @@
 
 namespace tapeflow::layers {
 
+// LSTM's keyword arguments, in Keras's order (stateful, unroll, time_major not supported).
+// Ref: keras.layers.LSTM
 struct LSTMOptions {
+  // Dimensionality of the output space: the size of h and c (required, > 0).
   std::int64_t units = 0;
+  // keras.activations name of the candidate and output activation (default "tanh").
   std::string activation = "tanh";
+  // keras.activations name of the gates' activation (default "sigmoid").
   std::string recurrent_activation = "sigmoid";
+  // Whether the cell adds the "bias" weight (default true).
   bool use_bias = true;
+  // Initializer of "kernel" [input_dim, 4·units] (default glorot_uniform).
   Initializer kernel_initializer = "glorot_uniform";
+  // Initializer of "recurrent_kernel" [units, 4·units] (default orthogonal).
   Initializer recurrent_initializer = "orthogonal";
+  // Initializer of "bias" (default zeros).
   Initializer bias_initializer = "zeros";
+  // Start the forget gate's quarter of the bias at 1 (Keras's default true; needs use_bias).
   bool unit_forget_bias = true;
+  // Fraction of the inputs dropped in training, in [0, 1) (default 0; masks drawn per call,
+  // shared by all steps).
   double dropout = 0.0;
+  // Fraction of h_{t-1} dropped in the recurrent GEMM in training, in [0, 1) (default 0).
   double recurrent_dropout = 0.0;
+  // Return every step's output [batch, timesteps, units], not just the last [batch, units]
+  // (default false).
   bool return_sequences = false;
+  // Also return the final states (Keras; with RNN::call_with_state; default false).
   bool return_state = false;
+  // Process the sequence last step to first (default false).
   bool go_backwards = false;
+  // Masked steps output zeros instead of the previous output (default false).
   bool zero_output_for_mask = false;
+  // The layer's name; empty: the unique snake_case class name ("lstm", "lstm_1", ...).
   std::string name = "";
+  // Seeds the cell's Generator (weights and dropout masks); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
 
+// One LSTM step and its weights: inputs [batch, input_dim], (h, c) -> new (h, c), each [batch, units].
+// Ref: keras.layers.LSTMCell
 class LSTMCell : public RNNCell {
  public:
   // Uses the cell fields of `options` (units ... recurrent_dropout, seed, dtype); name "" = "lstm_cell".
@@ -51,8 +74,11 @@ class LSTMCell : public RNNCell {
   int gates() const override { return 4; }
   std::vector<Tensor> step(const Tensor& xp, const std::vector<Tensor>& states, const std::vector<Tensor>& h) override;
   void begin_sequence() override;
+  // The weight "<cell>/kernel:0" [input_dim, 4·units]; undefined before build.
   const Variable& kernel() const { return kernel_; }
+  // The weight "<cell>/recurrent_kernel:0" [units, 4·units]; undefined before build.
   const Variable& recurrent_kernel() const { return recurrent_kernel_; }
+  // The weight "<cell>/bias:0" [4·units]; undefined before build or without use_bias.
   const Variable& bias() const { return bias_; }
   // true (default): with tanh / sigmoid a step's element-wise math is the fused LSTMBlockCell op
   // (tape/ops/rnn_ops.h); false: the composed ops (same values to rounding). The default is the fused
@@ -74,15 +100,23 @@ class LSTMCell : public RNNCell {
   std::vector<Tensor> recurrent_gates_;  // its gate columns, with recurrent_dropout
 };
 
+// The long short-term memory layer: LSTMCell run over a sequence by the RNN driver.
+// Shapes: [batch, timesteps, input_dim] -> [batch, timesteps, units] with return_sequences, else
+// [batch, units]. Ref: keras.layers.LSTM
 class LSTM : public RNN {
  public:
   // cell_name: the cell's layer name (default "<name>/lstm_cell").
   explicit LSTM(LSTMOptions options, const std::string& cell_name = "");
+  // LSTM({.units = units}), as keras.layers.LSTM(units).
   explicit LSTM(std::int64_t units) : LSTM(LSTMOptions{.units = units}) {}
+  // The options it was made with.
   const LSTMOptions& options() const { return options_; }
   // Keras 2's LSTM config (RNN fields and the cell's, flat; implementation 2).
   nlohmann::json get_config() const override;
-  // Errors: std::invalid_argument naming the layer and field.
+  // Builds an LSTM from its flat Keras config (RNN and cell fields; unknown fields ignored); the
+  // cell is named cell_name (default "<name>/lstm_cell"). Errors: std::invalid_argument naming the
+  // layer and field for a missing units, stateful or time_major true, a regularizer or constraint
+  // that is not null, and the constructor's errors.
   static std::shared_ptr<LSTM> from_config(const nlohmann::json& config, const std::string& cell_name = "");
   std::shared_ptr<RNN> remake(const nlohmann::json& config, const std::string& cell_name) const override;
   std::string cell_suffix() const override { return "lstm_cell"; }

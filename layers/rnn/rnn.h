@@ -46,8 +46,11 @@ class ConfigReader;
 // One step of a recurrent layer, with its weights. Subclasses: SimpleRNNCell, LSTMCell, GRUCell.
 class RNNCell : public Layer {
  public:
+  // Dimensionality of the output space: the size of h (and of c for LSTM).
   std::int64_t units() const { return units_; }
+  // Fraction of the inputs dropped in training, in [0, 1).
   double dropout() const { return dropout_; }
+  // Fraction of the previous h dropped in training (per gate), in [0, 1).
   double recurrent_dropout() const { return recurrent_dropout_; }
   // Number of state tensors, each [batch, units]: 1, or 2 for LSTM (h, c). The output is the new h.
   virtual int num_states() const { return 1; }
@@ -70,6 +73,7 @@ class RNNCell : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   // Builds for inputs [..., input_dim].
   void build(const Shape& input_shape) override;
+  // The input feature size built for (0 before build).
   std::int64_t input_dim() const { return input_dim_; }
   // A dropout keep mask of `shape`: 1 / (1 - rate) with probability 1 - rate, else 0.
   Tensor dropout_mask(const Shape& shape, DType dtype, double rate);
@@ -80,12 +84,15 @@ class RNNCell : public Layer {
   Generator* training_generator() override;
 
  protected:
+  // class_name: "SimpleRNNCell", "LSTMCell" or "GRUCell"; the rest as the cell options.
+  // Errors: std::invalid_argument for units <= 0 or a dropout outside [0, 1) (names the cell).
   RNNCell(std::string class_name, std::string name, std::optional<std::uint64_t> seed, std::optional<DType> dtype,
           std::int64_t units, double dropout, double recurrent_dropout);
   // Creates the weights for inputs of input_dim features.
   virtual void build_cell(std::int64_t input_dim) = 0;
   // The kernel [input_dim, gates·units] and the bias added to the input projection (if any).
   virtual Tensor input_kernel() const = 0;
+  // The bias added to the input projection [gates·units]; empty without use_bias.
   virtual std::optional<Tensor> input_bias() const = 0;
   // h[0] @ w, or (one h per gate) the concat of h[g] @ w_gates[g] (w split by columns in gates).
   static Tensor recurrent_matmul(const std::vector<Tensor>& h, const Tensor& w, const std::vector<Tensor>& w_gates);
@@ -99,15 +106,25 @@ class RNNCell : public Layer {
 
 // The fields SimpleRNN, LSTM and GRU cells share, in their Keras config form (one writer, one reader).
 struct CellConfig {
+  // Dimensionality of the output space (the state size; required, > 0).
   std::int64_t units = 0;
+  // keras.activations name of the candidate / output activation (default "tanh").
   std::string activation = "tanh";
-  std::string recurrent_activation = "sigmoid";  // not in SimpleRNN's config
+  // Activation of the gates (default "sigmoid"; LSTM and GRU only, not in SimpleRNN's config).
+  std::string recurrent_activation = "sigmoid";
+  // Whether the cell adds biases (default true).
   bool use_bias = true;
+  // Initializer of "kernel" [input_dim, gates·units] (default glorot_uniform).
   Initializer kernel_initializer = "glorot_uniform";
+  // Initializer of "recurrent_kernel" [units, gates·units] (default orthogonal).
   Initializer recurrent_initializer = "orthogonal";
+  // Initializer of "bias" (default zeros).
   Initializer bias_initializer = "zeros";
+  // Fraction of the inputs dropped in training, in [0, 1) (default 0).
   double dropout = 0.0;
+  // Fraction of the previous h dropped in training, in [0, 1) (default 0).
   double recurrent_dropout = 0.0;
+  // Seeds the cell's Generator (weights and dropout masks); empty: the process-wide default sequence.
   std::optional<std::uint64_t> seed = std::nullopt;
 };
 // Writes units, activation(s), use_bias, the initializers, null regularizers / constraints, dropouts, seed.
@@ -131,6 +148,7 @@ CellConfig cell_config_of(const O& o) {
   if constexpr (requires { o.recurrent_activation; }) c.recurrent_activation = o.recurrent_activation;
   return c;
 }
+// Sets the CellConfig fields of an options struct `o` from `c` (the inverse of cell_config_of).
 template <class O>
 void assign_cell_config(O& o, const CellConfig& c) {
   o.units = c.units;
@@ -147,14 +165,25 @@ void assign_cell_config(O& o, const CellConfig& c) {
 // Applies an activation by Keras name ("" / "linear": identity).
 Tensor apply_activation(Tensor (*fn)(const Tensor&), const Tensor& x);
 
+// The recurrent driver's keyword arguments (keras.layers.RNN's, without stateful, unroll and
+// time_major). Ref: keras.layers.RNN
 struct RNNOptions {
+  // Return the output of every step [batch, timesteps, units] instead of the last [batch, units]
+  // (default false).
   bool return_sequences = false;
+  // Also return the final states (Keras; here call_with_state always returns them; default false).
   bool return_state = false;
+  // Process the sequence last step to first (default false).
   bool go_backwards = false;
+  // Masked steps output zeros instead of the previous output (default false; Bidirectional sets it
+  // to return_sequences, as Keras).
   bool zero_output_for_mask = false;
+  // The layer's name; empty: the unique snake_case class name ("rnn", "lstm", "gru", ...).
   std::string name = "";
+  // The layer's dtype (float32 or float64); empty: float32, or the dtype of the model it joins.
   std::optional<DType> dtype = std::nullopt;
 };
+// The RNNOptions fields of a layer's options struct (SimpleRNNOptions, LSTMOptions, GRUOptions).
 template <class O>
 RNNOptions rnn_options_of(const O& o) {
   return RNNOptions{.return_sequences = o.return_sequences,
@@ -164,6 +193,7 @@ RNNOptions rnn_options_of(const O& o) {
                     .name = o.name,
                     .dtype = o.dtype};
 }
+// Sets the RNNOptions fields of an options struct `o` from `r` (the inverse of rnn_options_of).
 template <class O>
 void assign_rnn_options(O& o, const RNNOptions& r) {
   o.return_sequences = r.return_sequences;
@@ -194,8 +224,11 @@ class RNN : public Layer {
   Tensor call(const Tensor& sequences, const Tensor& mask, bool training = false);
   Shape compute_output_shape(const Shape& input_shape) const override;
 
+  // The cell run at each step (a tracked sublayer: its weights are this layer's).
   const std::shared_ptr<RNNCell>& cell() const { return cell_; }
+  // The driver options it was made with (zero_output_for_mask as last set).
   const RNNOptions& rnn_options() const { return options_; }
+  // Sets RNNOptions::zero_output_for_mask (Bidirectional does, for its copies).
   void set_zero_output_for_mask(bool on) { options_.zero_output_for_mask = on; }
   Generator* training_generator() override { return cell_ ? cell_->training_generator() : nullptr; }
   // The same layer type made again from `config` (a get_config() of this class) with its cell named
@@ -207,6 +240,7 @@ class RNN : public Layer {
  protected:
   // For subclasses that make their cell in their constructor (then call set_cell).
   RNN(std::string class_name, RNNOptions options, std::optional<std::uint64_t> seed);
+  // Installs `cell` and tracks it as a sublayer (its dtype follows this layer's if unset).
   void set_cell(std::shared_ptr<RNNCell> cell);
   // The RNN part of the Keras config (return_sequences, return_state, go_backwards, stateful, ...).
   nlohmann::json rnn_config() const;
