@@ -25,7 +25,8 @@ namespace tapeflow {
 // What newton_step does when H + λI is not positive definite (Cholesky fails).
 enum class NewtonFallback {
   kLevenbergMarquardt,  // raise λ by damping_factor until LLT succeeds (else LDLT with the first λ)
-  kIndefinite,          // solve H + λI (the given λ) by a symmetric indefinite LDLT at once
+  // Solve H + λI (the given λ) by a symmetric indefinite LDLT at once.
+  kIndefinite
 };
 
 // Options of newton_step: damping, the fallback when H + λI is not positive definite, the Hessian's.
