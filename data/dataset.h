@@ -17,6 +17,8 @@ using Example = std::vector<Tensor>;
 
 // Cardinality values for datasets whose size is not a finite known number. Ref: tf.data.INFINITE_CARDINALITY
 inline constexpr std::int64_t kInfiniteCardinality = -1;
+// The cardinality of a dataset whose size cannot be known without iterating it (e.g. take of an
+// unknown input). Ref: tf.data.UNKNOWN_CARDINALITY
 inline constexpr std::int64_t kUnknownCardinality = -2;
 
 namespace internal {
@@ -36,10 +38,16 @@ class Dataset {
   // Sequential reader of one pass. next() returns std::nullopt at the end.
   class Iterator {
    public:
+    // Wraps the pipeline's element iterator (made by Dataset::make_iterator; not for users).
     explicit Iterator(std::unique_ptr<internal::ElementIterator> impl);
     ~Iterator();
+    // Takes over the pass of `other`, which can no longer be read (next() then throws).
     Iterator(Iterator&&) noexcept;
+    // Takes over the pass of `other`, ending this iterator's own pass; `other` can no longer be read.
     Iterator& operator=(Iterator&&) noexcept;
+    // The next example of the pass, or std::nullopt once the pass is over.
+    // Errors:  std::logic_error on a moved-from iterator; whatever the pipeline throws (map's fn,
+    //          batch's shape check, prefetch's producer) propagates.
     std::optional<Example> next();
 
    private:
@@ -50,11 +58,17 @@ class Dataset {
   class RangeIterator {
    public:
     RangeIterator() = default;
+    // Reads the first example of `it`'s pass (Dataset::begin; a default-constructed one is end()).
     explicit RangeIterator(std::shared_ptr<Iterator> it);
+    // The current example (valid until the next ++; undefined at the end).
     const Example& operator*() const { return *current_; }
+    // The current example's members (as operator*).
     const Example* operator->() const { return &*current_; }
+    // Reads the next example (Iterator::next) into this iterator; at the end of the pass it equals end().
     RangeIterator& operator++();
+    // True when both are at the end of a pass (end() or exhausted): the only equality range-for needs.
     bool operator==(const RangeIterator& o) const { return !current_ && !o.current_; }
+    // Not operator==: true while either iterator still holds an example.
     bool operator!=(const RangeIterator& o) const { return !(*this == o); }
 
    private:
@@ -125,7 +139,9 @@ class Dataset {
 
   // A fresh pass over the examples.
   Iterator make_iterator() const;
+  // Starts a fresh pass for range-for and reads its first example. Errors: as Iterator::next.
   RangeIterator begin() const;
+  // The end of any pass (an iterator holding no example).
   RangeIterator end() const { return {}; }
 
   // Every example of one pass. Errors: std::logic_error for an infinite dataset.

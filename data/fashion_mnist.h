@@ -11,14 +11,19 @@ namespace tapeflow::data {
 // One split of Fashion-MNIST.
 // Shapes:  images [count, rows, cols] row-major uint8 pixels 0..255; labels [count], each 0..9.
 struct FashionMnistSplit {
-  std::int64_t count = 0, rows = 0, cols = 0;
+  std::int64_t count = 0,  // Number of examples (images and labels).
+      rows = 0,            // Each image's height in pixels (28 for Fashion-MNIST).
+      cols = 0;            // Each image's width in pixels (28 for Fashion-MNIST).
+  // count * rows * cols pixels, image after image, each row-major, values 0..255.
   std::vector<std::uint8_t> images;
+  // count class labels in [0, 10), one per image (fashion_mnist_class_names() names them).
   std::vector<std::uint8_t> labels;
 };
 
 // The train (60,000 examples) and test (10,000 examples) splits.
 struct FashionMnist {
-  FashionMnistSplit train, test;
+  FashionMnistSplit train,  // The training split (train-*-ubyte: 60,000 examples).
+      test;                 // The test split (t10k-*-ubyte: 10,000 examples).
 };
 
 // Where Debian's dataset-fashion-mnist package installs the files.

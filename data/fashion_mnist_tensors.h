@@ -12,7 +12,10 @@ namespace tapeflow::data {
 // Train and test splits as tensors.
 // Shapes:  x_* [count, rows * cols] float32 = pixel / 255; y_* [count] int32 or int64 in [0, 10).
 struct FashionMnistTensors {
-  Tensor x_train, y_train, x_test, y_test;
+  Tensor x_train,  // Training images [count, rows * cols], float32 in [0, 1].
+      y_train,     // Training labels [count], int32 or int64 in [0, 10).
+      x_test,      // Test images [count, rows * cols], float32 in [0, 1].
+      y_test;      // Test labels [count], int32 or int64 in [0, 10).
 };
 
 // Pixels of `split` as float32 / 255. Shapes: [count, rows * cols] (flatten) or [count, rows, cols].

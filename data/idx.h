@@ -19,8 +19,9 @@ enum class IdxType : std::uint8_t {
   kFloat64 = 0x0E,
 };
 
-// Size in bytes of one element; "uint8", "int8", ... for messages.
+// Size in bytes of one element: 1 (uint8, int8), 2 (int16), 4 (int32, float32), 8 (float64), 0 if unknown.
 std::size_t idx_type_size(IdxType type);
+// The type's name for messages: "uint8", "int8", "int16", "int32", "float32", "float64" ("unknown" else).
 const char* idx_type_name(IdxType type);
 
 // Maps a C++ element type to its IdxType: idx_type_of<float>() == IdxType::kFloat32.
@@ -38,8 +39,11 @@ constexpr IdxType idx_type_of() {
 // The contents of one IDX file: element type, dimensions and the raw elements.
 // Shapes:  bytes holds num_elements() elements in row-major order, converted to host byte order.
 struct IdxArray {
+  // Element type (the magic number's third byte).
   IdxType type = IdxType::kUInt8;
+  // Dimensions in file order (1 to 4 of them as read_idx returns it), e.g. [60000, 28, 28].
   std::vector<std::int64_t> dims;
+  // num_elements() * idx_type_size(type) bytes: the elements, row-major, in host byte order.
   std::vector<std::uint8_t> bytes;
 
   // Product of dims (1 for no dims, 0 if any dim is 0, whatever the others: a header such as

@@ -71,6 +71,10 @@ class Communicator;
 class GradientReducer;
 }  // namespace internal
 
+// Options of a Context (the MPI job's collectives): deadline, gradient fusion, overlap with the
+// backward pass and the shared-memory reduction. Errors: Context's constructor throws
+// std::invalid_argument for timeout_seconds <= 0, fusion_threshold_bytes < 1 or
+// shared_memory_group < 0.
 struct ContextOptions {
   // A collective not complete after this many seconds aborts the job (> 0).
   double timeout_seconds = 300.0;
@@ -106,10 +110,14 @@ struct ReductionTimings {
 // Context would join a job instead of making a job of one. Apps create a Context only then.
 bool launched_by_mpirun();
 
+// This process's place in an MPI job and the job's collectives (allreduce, broadcast, gradients
+// reduced in fusion buffers); the ReplicaContext that Model::fit uses for data-parallel training.
+// See the file's notes above for the facts, errors and references. Ref: horovod.tensorflow (hvd.*)
 class Context : public models::ReplicaContext {
  public:
   // Initialises MPI (argc/argv may be null). Errors: see above.
   Context(int* argc, char*** argv, ContextOptions options = {});
+  // Initialises MPI without the program's arguments: Context(nullptr, nullptr, options).
   explicit Context(ContextOptions options = {}) : Context(nullptr, nullptr, options) {}
   // MPI_Finalize; during stack unwinding from an exception with size() > 1, MPI_Abort instead
   // (a finalize would wait for ranks that are waiting for this one).
@@ -117,14 +125,18 @@ class Context : public models::ReplicaContext {
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
 
+  // This process's rank in the job, 0 <= rank() < size() (MPI_Comm_rank). Ref: hvd.rank()
   int rank() const override { return rank_; }
+  // The number of processes in the job (1 when not started by mpirun). Ref: hvd.size()
   int size() const override { return size_; }
-  // Rank among the processes on this machine (for pinning threads or devices), and their count.
+  // Rank among the processes on this machine (for pinning threads or devices). Ref: hvd.local_rank()
   int local_rank() const { return local_rank_; }
+  // The number of this job's processes on this machine. Ref: hvd.local_size()
   int local_size() const { return local_size_; }
   // Rank r's host name (MPI_Get_processor_name, gathered when the Context is made): the machine,
   // as the timeout messages name it. Errors: std::invalid_argument unless 0 <= r < size().
   const std::string& host(int r) const;
+  // The options in force (as given, changed by set_fusion, set_shared_memory and set_timeout).
   const ContextOptions& options() const { return options_; }
 
   // Element-wise reduction across ranks: average (default), sum, min or max. Every rank passes a
@@ -142,6 +154,8 @@ class Context : public models::ReplicaContext {
   // ReplicaContext (used by Model::fit / evaluate).
   std::vector<std::optional<Tensor>> gradient(GradientTape& tape, const Tensor& target,
                                               const std::vector<Variable>& variables) override;
+  // Reduces a few doubles in place across ranks (metrics, loss sums): op over every rank's values,
+  // the same result on every rank; `what` names the collective in timeout messages. Collective.
   void all_reduce(std::span<double> values, ReduceOp op, const char* what) override;
   void broadcast(std::span<double> values, int root, const char* what) override;
   // Assigns root's value to every variable (any dtype), in one fused broadcast per dtype run.
@@ -175,7 +189,9 @@ class Context : public models::ReplicaContext {
   // Changes ContextOptions::timeout_seconds. Errors: std::invalid_argument unless seconds > 0.
   void set_timeout(double seconds);
 
+  // Totals of the gradient reductions since construction or the last reset_timings().
   const ReductionTimings& timings() const { return timings_; }
+  // Sets every total of timings() back to zero (this rank only; not collective).
   void reset_timings() { timings_ = {}; }
 
   // Ends the whole job now: prints "<message>" to stderr (prefixed with the rank) and calls

@@ -17,18 +17,25 @@
 
 namespace tapeflow::distribute {
 
+// Options of a DistributedGradientTape: those of the underlying tape, and how ranks combine gradients.
 struct DistributedGradientTapeOptions {
+  // Options of the underlying GradientTape (persistent, watch_accessed_variables, ...).
   GradientTapeOptions tape = {};
   ReduceOp op = ReduceOp::kAverage;  // or kSum
 };
 
+// A GradientTape whose gradient() averages (or sums) the gradients across the ranks of a Context,
+// reducing them in fusion buffers while the backward pass runs. Ref: hvd.DistributedGradientTape
 class DistributedGradientTape {
  public:
+  // Starts recording on this thread (as GradientTape); gradients are reduced through `context`,
+  // which must outlive the tape.
   explicit DistributedGradientTape(Context& context, DistributedGradientTapeOptions options = {})
       : context_(context), op_(options.op), tape_(options.tape) {}
 
   // The underlying tape (watch, stop_recording, ...).
   GradientTape& tape() { return tape_; }
+  // Records operations on `tensor` so gradients with respect to it can be taken (GradientTape::watch).
   void watch(const Tensor& tensor) { tape_.watch(tensor); }
 
   // d(target)/d(variables) on this rank's data, averaged (or summed) across ranks.

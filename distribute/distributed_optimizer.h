@@ -21,14 +21,21 @@
 
 namespace tapeflow::distribute {
 
+// An Optimizer wrapper whose apply_gradients first averages (or sums) the gradients across the
+// ranks of a Context, so every rank applies the identical update. Ref: hvd.DistributedOptimizer
 class DistributedOptimizer {
  public:
+  // Wraps `optimizer`, reducing gradients by `op` through `context` (which must outlive this).
+  // Errors: std::invalid_argument for a null optimizer.
   DistributedOptimizer(Context& context, std::shared_ptr<optimizers::Optimizer> optimizer,
                        ReduceOp op = ReduceOp::kAverage)
       : context_(context), optimizer_(std::move(optimizer)), op_(op) {
     if (!optimizer_) throw std::invalid_argument("distribute::DistributedOptimizer: no optimizer given");
   }
 
+  // optimizer->apply_gradients(context.reduce_gradients(gradients, variables, op), variables).
+  // Collective: every rank calls it with the same variables. Errors: as Optimizer::apply_gradients,
+  // and std::invalid_argument for variables that differ across ranks (checked at the first call).
   void apply_gradients(const std::vector<std::optional<Tensor>>& gradients, const std::vector<Variable>& variables) {
     optimizer_->apply_gradients(context_.reduce_gradients(gradients, variables, op_), variables);
   }

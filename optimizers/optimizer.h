@@ -36,11 +36,17 @@ namespace tapeflow::optimizers {
 
 // Keyword arguments every Keras optimizer takes.
 struct OptimizerConfig {
+  // A constant (default 0.001) or a schedule of the iteration count.
   LearningRate learning_rate = 0.001;
+  // Clip each gradient to this L2 norm before the update (> 0; not with global_clipnorm).
   std::optional<double> clipnorm;
+  // Clip each gradient element to [-clipvalue, clipvalue] (> 0).
   std::optional<double> clipvalue;
+  // Clip all gradients together to this global L2 norm (> 0; not with clipnorm).
   std::optional<double> global_clipnorm;
+  // Decoupled weight decay applied before each update, var -= var · weight_decay · lr (>= 0; 0: none).
   double weight_decay = 0.0;
+  // The optimizer's name: prefix of its slot variables, and in configs (empty: "Optimizer").
   std::string name;
 };
 
@@ -56,6 +62,9 @@ OptimizerConfig common_config(const Options& o, double weight_decay = 0.0) {
           .name = o.name};
 }
 
+// Base class of every optimizer (Keras's Optimizer): apply_gradients with clipping, weight decay,
+// the learning rate at `iterations` and slot variables; see the file comment for the steps.
+// Ref: keras.optimizers.Optimizer
 class Optimizer {
  public:
   virtual ~Optimizer();
@@ -68,15 +77,23 @@ class Optimizer {
   // a checkpoint into variables()).
   void build(const std::vector<Variable>& vars);
 
+  // The number of apply_gradients calls so far (the int64 variable "<name>/iterations:0"; restored
+  // with variables()). Ref: optimizer.iterations
   std::int64_t iterations() const;
   // The learning rate the next apply_gradients uses (the schedule at iterations()).
   double current_learning_rate() const;
+  // The learning rate as configured: a constant or a schedule (current_learning_rate() evaluates it).
   const LearningRate& learning_rate() const { return config_.learning_rate; }
   // Replaces the learning rate (keras: optimizer.learning_rate = x; used by LearningRateScheduler).
   void set_learning_rate(LearningRate lr) { config_.learning_rate = std::move(lr); }
+  // The common keyword arguments in force (set_learning_rate changes learning_rate).
   const OptimizerConfig& config() const { return config_; }
+  // The optimizer's name (its options' name, e.g. "Adam"; "Optimizer" if empty): prefix of its
+  // variables' names.
   const std::string& name() const { return config_.name; }
 
+  // Every optimizer variable: iterations first, then each tracked variable's slots in the order the
+  // variables were first seen (what checkpoints save and restore). Ref: optimizer.variables
   std::vector<Variable> variables() const;
   // A slot of `var` by its stored name (slot_names) or its Keras 3 name: Adam "momentum" (m),
   // "velocity" (v), "velocity_hat" (vhat); RMSprop "velocity" (rms), "momentum",
@@ -89,6 +106,7 @@ class Optimizer {
   // Keras's optimizer config (optimizers/serialization.h): class name via class_name(), fields as
   // tf.keras 2.15 writes them. Errors: std::logic_error for a class that does not implement it.
   virtual nlohmann::json get_config() const;
+  // Keras's class name in configs ("Adam", "SGD", ...); serialize() writes it, deserialize() reads it.
   virtual std::string class_name() const { return "Optimizer"; }
   // Slot names in the order Keras creates an optimizer's variables: each inner list is one pass
   // over the model variables creating those slots per variable (Adam: {{"m", "v"}, {"vhat"}};
@@ -96,6 +114,8 @@ class Optimizer {
   virtual std::vector<std::vector<std::string>> keras_slot_order() const { return {}; }
 
  protected:
+  // Errors: std::invalid_argument for both clipnorm and global_clipnorm set, a clip value <= 0 or
+  // weight_decay < 0 (names the optimizer, the option and the value).
   explicit Optimizer(OptimizerConfig config);
   // Creates the slots of one variable with add_slot (default: none).
   virtual void build_slots(const Variable& var) {}

@@ -21,28 +21,43 @@
 
 namespace tapeflow::optimizers {
 
+// A learning rate as a function of the optimizer's step; subclass it for a schedule of your own.
+// Ref: keras.optimizers.schedules.LearningRateSchedule
 class LearningRateSchedule {
  public:
   virtual ~LearningRateSchedule() = default;
+  // The learning rate at `step` (the optimizer's iterations before the update: 0 first).
   virtual double operator()(std::int64_t step) const = 0;
+  // The schedule's Keras class name ("ExponentialDecay", ...), written as its config's class_name.
   virtual std::string name() const = 0;
   // Keras's config of the schedule (optimizers/serialization.h). Errors: std::logic_error for a
   // schedule class that does not implement it.
   virtual nlohmann::json get_config() const;
 };
 
+// ExponentialDecay's arguments, in Keras's order (Keras has no defaults for the first three).
 struct ExponentialDecayOptions {
+  // The rate at step 0.
   double initial_learning_rate = 0.0;
+  // Steps over which the rate is multiplied by decay_rate once (> 0).
   std::int64_t decay_steps = 0;
+  // Factor per decay_steps steps.
   double decay_rate = 0.0;
+  // Decay in whole steps of decay_steps (floor(step / decay_steps)) instead of continuously.
   bool staircase = false;
 };
+// initial_learning_rate · decay_rate^(step / decay_steps), the exponent floored if staircase.
+// Ref: keras.optimizers.schedules.ExponentialDecay
 class ExponentialDecay : public LearningRateSchedule {
  public:
+  // Errors: std::invalid_argument for decay_steps <= 0 (names the value).
   explicit ExponentialDecay(ExponentialDecayOptions options);
+  // ExponentialDecay({initial_learning_rate, decay_steps, decay_rate, staircase}), Keras's positional order.
   ExponentialDecay(double initial_learning_rate, std::int64_t decay_steps, double decay_rate, bool staircase = false)
       : ExponentialDecay(ExponentialDecayOptions{initial_learning_rate, decay_steps, decay_rate, staircase}) {}
+  // initial_learning_rate · decay_rate^(step / decay_steps) (floored exponent if staircase).
   double operator()(std::int64_t step) const override;
+  // "ExponentialDecay".
   std::string name() const override { return "ExponentialDecay"; }
   nlohmann::json get_config() const override;
 
@@ -50,17 +65,28 @@ class ExponentialDecay : public LearningRateSchedule {
   ExponentialDecayOptions o_;
 };
 
+// CosineDecay's arguments, in Keras's order (no warmup: Keras's warmup_target/warmup_steps are refused
+// when a config is read).
 struct CosineDecayOptions {
+  // The rate at step 0.
   double initial_learning_rate = 0.0;
+  // Steps over which the rate falls along half a cosine to alpha · initial_learning_rate (> 0).
   std::int64_t decay_steps = 0;
+  // The final rate as a fraction of initial_learning_rate (Keras's default 0).
   double alpha = 0.0;
 };
+// Cosine decay from initial_learning_rate to alpha · initial_learning_rate over decay_steps, then
+// constant. Ref: keras.optimizers.schedules.CosineDecay
 class CosineDecay : public LearningRateSchedule {
  public:
+  // Errors: std::invalid_argument for decay_steps <= 0 (names the value).
   explicit CosineDecay(CosineDecayOptions options);
+  // CosineDecay({initial_learning_rate, decay_steps, alpha}), Keras's positional order.
   CosineDecay(double initial_learning_rate, std::int64_t decay_steps, double alpha = 0.0)
       : CosineDecay(CosineDecayOptions{initial_learning_rate, decay_steps, alpha}) {}
+  // initial · ((1 - alpha) · ½(1 + cos(π · min(step, decay_steps) / decay_steps)) + alpha).
   double operator()(std::int64_t step) const override;
+  // "CosineDecay".
   std::string name() const override { return "CosineDecay"; }
   nlohmann::json get_config() const override;
 
@@ -68,10 +94,17 @@ class CosineDecay : public LearningRateSchedule {
   CosineDecayOptions o_;
 };
 
+// A constant rate per interval of steps: values[i] up to and including boundaries[i], values.back()
+// after the last boundary. Ref: keras.optimizers.schedules.PiecewiseConstantDecay
 class PiecewiseConstantDecay : public LearningRateSchedule {
  public:
+  // Errors: std::invalid_argument unless values.size() == boundaries.size() + 1 (names both counts),
+  // or if boundaries are not sorted ascending.
   PiecewiseConstantDecay(std::vector<std::int64_t> boundaries, std::vector<double> values);
+  // values[0] for step <= boundaries[0], values[i] for boundaries[i-1] < step <= boundaries[i],
+  // values.back() after the last boundary.
   double operator()(std::int64_t step) const override;
+  // "PiecewiseConstantDecay".
   std::string name() const override { return "PiecewiseConstantDecay"; }
   nlohmann::json get_config() const override;
 
@@ -84,18 +117,24 @@ class PiecewiseConstantDecay : public LearningRateSchedule {
 // options read `.learning_rate = 1e-3` or `.learning_rate = ExponentialDecay(1e-2, 100, 0.9)`.
 class LearningRate {
  public:
+  // A constant rate `value` at every step.
   LearningRate(double value) : value_(value) {}  // NOLINT
+  // A schedule shared with the caller (it may keep and inspect it).
+  // Errors: std::invalid_argument for a null schedule.
   template <class S>
     requires std::derived_from<S, LearningRateSchedule>
   LearningRate(std::shared_ptr<S> schedule) : schedule_(std::move(schedule)) {  // NOLINT
     check();
   }
+  // A copy of `schedule` (an ExponentialDecay(...) written inline in the options).
   template <class S>
     requires std::derived_from<S, LearningRateSchedule>
   LearningRate(S schedule) : schedule_(std::make_shared<S>(std::move(schedule))) {}  // NOLINT
   // The rate at `step` (the constant for a number).
   double at(std::int64_t step) const { return schedule_ ? (*schedule_)(step) : value_; }
+  // True for a schedule, false for a constant.
   bool is_schedule() const { return schedule_ != nullptr; }
+  // The schedule (null for a constant).
   const std::shared_ptr<const LearningRateSchedule>& schedule() const { return schedule_; }
 
  private:

@@ -25,14 +25,18 @@ enum class UnconnectedGradients { kNone, kZero };
 // A differentiation source: a tensor (watched, or an intermediate result) or a variable.
 class Source {
  public:
+  // A tensor source (watched, or an intermediate result of recorded ops).
   Source(const Tensor& tensor) : tensor_(tensor) {}       // NOLINT: implicit, like TF's nests
+  // A variable source (differentiated through its reads).
   Source(const Variable& variable) : variable_(variable) {}  // NOLINT
   Source(double) = delete;  // a literal is never a source
+  // True for a variable source, false for a tensor source.
   bool is_variable() const { return variable_.defined(); }
   // The id tapes know it by (the variable's handle id for variables).
   std::int64_t id() const { return is_variable() ? variable_.handle_id() : tensor_.id(); }
   // Current value (for shapes, dtypes and zeros).
   Tensor value() const { return is_variable() ? variable_.value() : tensor_; }
+  // The variable (undefined for a tensor source).
   const Variable& variable() const { return variable_; }
 
  private:
@@ -50,6 +54,7 @@ struct GradientTapeOptions {
 struct GradientOptions {
   // One gradient per target (its shape and dtype), seeding the backward pass; default ones.
   std::vector<Tensor> output_gradients;
+  // What a source the target does not depend on gets: None (kNone, default) or zeros (kZero).
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
   // Called during the reverse sweep, on the calling thread, as soon as source i's gradient is final
   // (right after the last recorded op that contributes to it has been processed; before the sweep
@@ -64,6 +69,7 @@ struct GradientOptions {
 
 // Keyword arguments of GradientTape.jacobian. Ref: tf.GradientTape.jacobian
 struct JacobianOptions {
+  // What a source the target does not depend on gets: None (kNone, default) or zeros (kZero).
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
   // Loop path: rows computed at once on oneTBB threads (1 = sequential, 0 = all threads).
   // Vectorized path: one-hot cotangents per batched backward pass (0 = all in one pass, whose
@@ -77,10 +83,12 @@ struct JacobianOptions {
 
 // Keyword arguments of GradientTape.batch_jacobian. Ref: tf.GradientTape.batch_jacobian
 struct BatchJacobianOptions {
+  // What a source the target does not depend on gets: None (kNone, default) or zeros (kZero).
   UnconnectedGradients unconnected_gradients = UnconnectedGradients::kNone;
   // Loop path: as in JacobianOptions. Vectorized path: one-hot cotangents per batched backward
   // pass; 0 = automatic (chunks sized to stay in cache, run in parallel on oneTBB threads).
   int parallel_iterations = 0;
+  // Vectorized path (batched backward passes); false: the loop of one-hot passes (as JacobianOptions).
   bool experimental_use_pfor = true;
   // Verify that target[i] depends on source[i] only (2·ceil(log2 b) random probe cotangents);
   // unset = on in debug builds (NDEBUG undefined), off otherwise.
@@ -98,28 +106,39 @@ struct BatchJacobianOptions {
 // Ref: tf.GradientTape (tensorflow/python/eager/backprop.py), TF's eager C++ tape (c/eager/tape.h).
 class GradientTape {
  public:
+  // Starts recording on this thread (TF's `with tf.GradientTape(persistent=...) as tape:`).
   explicit GradientTape(GradientTapeOptions options = {});
   ~GradientTape();
+  // Takes over other's recording; `other` can no longer be used (std::logic_error).
   GradientTape(GradientTape&& other) noexcept;
+  // Stops this tape's recording and takes over other's; `other` can no longer be used.
   GradientTape& operator=(GradientTape&& other) noexcept;
   GradientTape(const GradientTape&) = delete;
   GradientTape& operator=(const GradientTape&) = delete;
 
   // Ensures `tensor` is traced by this tape. Non-floating tensors are not watched (logged warning).
   void watch(const Tensor& tensor);
+  // Ensures reads of `variable` are traced (needed for non-trainable variables, or with
+  // watch_accessed_variables = false). Non-floating variables are not watched (logged warning).
   void watch(const Variable& variable);
+  // watch(tensor) for each of `tensors`.
   void watch(const std::vector<Tensor>& tensors);
+  // watch(variable) for each of `variables`.
   void watch(const std::vector<Variable>& variables);
 
   // Ends recording (leaving the `with` block). Idempotent.
   void stop();
+  // True from construction until stop() (or the gradient() of a non-persistent tape); still true
+  // inside a stop_recording() scope, which only pauses it.
   bool recording() const;
+  // GradientTapeOptions::persistent: whether gradient()/jacobian() may be called more than once.
   bool persistent() const;
 
   // Scope guard returned by stop_recording(): the tape records nothing while it lives.
   class StopRecording {
    public:
     ~StopRecording();
+    // Takes over the pause: recording resumes when the new guard is destroyed (not the moved-from one).
     StopRecording(StopRecording&&) noexcept;
     StopRecording(const StopRecording&) = delete;
     StopRecording& operator=(const StopRecording&) = delete;
@@ -143,6 +162,8 @@ class GradientTape {
   // kNone, zeros of the source's shape if kZero. Integer/bool targets or sources give None and a
   // logged warning, as in TF. A non-persistent tape stops recording when asked for its gradient.
   std::optional<Tensor> gradient(const Tensor& target, const Source& source, const GradientOptions& options = {});
+  // One gradient per source (in order), each as gradient(target, source) says, in a single backward
+  // pass. Ref: tape.gradient(target, [sources])
   std::vector<std::optional<Tensor>> gradient(const Tensor& target, const std::vector<Source>& sources,
                                               const GradientOptions& options = {});
   // Sources in a string-keyed map (TF's dict of sources); the result has the same keys.
@@ -177,11 +198,14 @@ class GradientTape {
   // Errors:   std::logic_error for a non-persistent tape without experimental_use_pfor (TF's rule)
   //           and on a second call of a non-persistent tape.
   std::optional<Tensor> jacobian(const Tensor& target, const Source& source, const JacobianOptions& options = {});
+  // One jacobian per source (in order), as jacobian(target, source).
   std::vector<std::optional<Tensor>> jacobian(const Tensor& target, const std::vector<Source>& sources,
                                               const JacobianOptions& options = {});
+  // A jacobian per entry of a string-keyed map of sources; the result has the same keys.
   std::map<std::string, std::optional<Tensor>> jacobian(const Tensor& target,
                                                         const std::map<std::string, Source>& sources,
                                                         const JacobianOptions& options = {});
+  // Jacobians for any container of Tensor or Variable (e.g. layer.trainable_variables()).
   template <typename C>
     requires requires(const C& c) { Source(*std::begin(c)); } && (!std::is_same_v<C, std::vector<Source>>) &&
              (!std::is_same_v<C, std::map<std::string, Source>>)
@@ -199,6 +223,8 @@ class GradientTape {
   std::optional<Tensor> batch_jacobian(const Tensor& target, const Source& source,
                                        const BatchJacobianOptions& options = {});
 
+  // gradient() of a string-keyed map of sources, by name (what the map overload of gradient() calls).
+  // The result has the same keys.
   std::map<std::string, std::optional<Tensor>> gradient_map(const Tensor& target,
                                                             const std::map<std::string, Source>& sources,
                                                             const GradientOptions& options = {});

@@ -29,6 +29,7 @@ namespace tapeflow {
 // A loss closure: reads the variables (or watched tensors) and returns a scalar.
 using LossFn = std::function<Tensor()>;
 
+// Options of hessian(): the block form, and how the batched or loop backward passes run.
 struct HessianOptions {
   bool blocks = false;  // also fill HessianResult::blocks
   bool experimental_use_pfor = true;  // one batched backward pass (else the loop)
@@ -38,6 +39,8 @@ struct HessianOptions {
   int parallel_iterations = 0;
 };
 
+// What hessian() returns: the flattened Hessian and gradient, the loss, where each source sits, and
+// optionally the per-source blocks (shapes above).
 struct HessianResult {
   Tensor matrix;     // [n, n]
   Tensor gradient;   // [n], the flattened gradient at the same point

@@ -22,19 +22,30 @@
 
 namespace tapeflow {
 
-enum class NewtonFallback { kLevenbergMarquardt, kIndefinite };
+// What newton_step does when H + λI is not positive definite (Cholesky fails).
+enum class NewtonFallback {
+  kLevenbergMarquardt,  // raise λ by damping_factor until LLT succeeds (else LDLT with the first λ)
+  // Solve H + λI (the given λ) by a symmetric indefinite LDLT at once.
+  kIndefinite
+};
 
+// Options of newton_step: damping, the fallback when H + λI is not positive definite, the Hessian's.
 struct NewtonOptions {
   double damping = 1e-3;  // λ
+  // Fallback for a matrix that is not positive definite (default: Levenberg–Marquardt damping).
   NewtonFallback fallback = NewtonFallback::kLevenbergMarquardt;
+  // kLevenbergMarquardt: λ is multiplied by this after each failed Cholesky (a λ of 0 becomes 1e-8).
   double damping_factor = 10.0;
+  // kLevenbergMarquardt: at most this many increases of λ, then the LDLT solve of H + damping·I.
   int max_damping_increases = 12;
   bool evaluate_loss_after = true;  // run loss_fn once more for loss_after
+  // How g and H are computed (hessian()'s options; blocks are not needed).
   HessianOptions hessian = {};
 };
 
+// What one newton_step did: the loss before and after, the step and the solver that gave it.
 struct NewtonStepResult {
-  double loss_before = 0.0;
+  double loss_before = 0.0;  // loss_fn() at the starting point
   double loss_after = std::numeric_limits<double>::quiet_NaN();  // NaN unless evaluate_loss_after
   double step_norm = 0.0;  // ‖u‖₂
   double damping = 0.0;    // the λ actually used

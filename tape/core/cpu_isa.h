@@ -24,6 +24,8 @@
 
 namespace tapeflow {
 
+// Instruction-set levels of the kernels, ordered: kBaseline (x86-64-v2, no FMA), kAvx2 (AVX2 + FMA),
+// kAvx512 (AVX2 + FMA and AVX-512F/BW/VL); see above. Cap: set_max_cpu_isa, TAPEFLOW_MAX_CPU_ISA.
 enum class CpuIsa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 
 // The level the kernels run at now: the best one the CPU supports, capped.

@@ -20,6 +20,7 @@ const char* dtype_name(DType dtype);
 DType dtype_from_name(const std::string& name);
 // True for float32 and float64: the dtypes that can be differentiated.
 inline bool is_floating(DType d) { return d == DType::kFloat32 || d == DType::kFloat64; }
+// True for int32 and int64 (bool is not an integer dtype here).
 inline bool is_integer(DType d) { return d == DType::kInt32 || d == DType::kInt64; }
 
 // Maps a C++ element type to its DType: dtype_of<float>() == DType::kFloat32.

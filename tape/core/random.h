@@ -15,10 +15,13 @@
 
 namespace tapeflow {
 
+// A seeded pseudo-random stream (xoshiro256**); see above. Ref: tf.random.Generator
 class Generator {
  public:
+  // Number of words in state(): 4 xoshiro words, the has-cached-normal flag, the cached normal's bits.
   static constexpr std::size_t kStateWords = 6;
 
+  // The stream of `seed` (its 4 state words drawn from splitmix64(seed)): equal seeds, equal streams.
   explicit Generator(std::uint64_t seed);
 
   // The next 64 random bits.
@@ -45,8 +48,13 @@ class Generator {
   // A uniform double in [0, 1) with 53 random bits.
   double next_double();
 
+  // The kStateWords words that set_state takes to continue this stream bit for bit (checkpoints).
   std::vector<std::uint64_t> state() const;
+  // Restores a state() (the stream continues from there).
+  // Errors: std::invalid_argument for a size other than kStateWords, an all-zero xoshiro state or a
+  // cached flag other than 0 or 1.
   void set_state(const std::vector<std::uint64_t>& s);
+  // A child Generator seeded from this stream's next word (advances this stream by one draw).
   Generator split();
 
  private:

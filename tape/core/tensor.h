@@ -27,13 +27,16 @@ class Buffer {
   // examples) costs only the pages written, not a memset of the whole (as calloc / numpy.zeros).
   // Errors: std::bad_alloc when memory is exhausted.
   static std::shared_ptr<Buffer> allocate_zeroed(std::size_t bytes);
+  // allocate_zeroed maps fresh pages from this size up (16 MiB); smaller blocks are allocated and memset.
   static constexpr std::size_t kZeroedMapBytes = std::size_t{1} << 24;
   // allocate(): freed blocks of at least this size stay cached for reuse (see tensor.cc).
   static constexpr std::size_t kKeptBlockBytes = std::size_t{1} << 20;
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
+  // The first byte (64-byte aligned).
   void* data() const { return data_; }
+  // The size in bytes, as requested.
   std::size_t size() const { return size_; }
 
  private:
@@ -78,6 +81,8 @@ class Tensor {
   // A float32 array from nested lists of any depth: {1., 2.} and {x} are [2] and [1], {{4.}} is [1, 1].
   // Errors: std::invalid_argument for ragged lists.
   class NestedList;
+  // A float32 array from nested braces (see NestedList): Tensor{{1., 2.}, {3., 4.}} is [2, 2].
+  // Errors: std::invalid_argument "Tensor: ragged nested list" when sibling lists differ in length or depth.
   Tensor(std::initializer_list<NestedList> values);
 
   // Uninitialised storage for `shape` and `dtype`: for kernels and creation functions only;
@@ -90,12 +95,19 @@ class Tensor {
   // The same elements under a given id (a variable's handle as seen by tapes). Internal.
   Tensor with_id(std::int64_t id) const;
 
+  // False for a default-constructed or moved-from Tensor (every other member then throws std::logic_error).
   bool defined() const { return impl_ != nullptr; }
+  // The dimensions. Errors: std::logic_error on an undefined tensor (as every accessor below).
   const Shape& shape() const { return impl().shape; }
+  // The element type.
   DType dtype() const { return impl().dtype; }
+  // Number of dimensions (0 for a scalar).
   int rank() const { return impl().shape.rank(); }
+  // Product of the dims (1 for a scalar, 0 if a dim is 0).
   std::int64_t num_elements() const { return impl().shape.num_elements(); }
+  // The process-unique id GradientTape tracks this value by (new for every op result and alias()).
   std::int64_t id() const { return impl().id; }
+  // Size of the elements in bytes: num_elements() · dtype_size(dtype()).
   std::size_t nbytes() const { return static_cast<std::size_t>(num_elements()) * dtype_size(dtype()); }
 
   // Typed read access. Errors: std::invalid_argument if T does not match dtype().
@@ -104,6 +116,7 @@ class Tensor {
     check_type(dtype_of<T>());
     return static_cast<const T*>(impl().data);
   }
+  // The row-major elements, untyped (for kernels and I/O; see data<T>() for a checked view).
   const void* raw_data() const { return impl().data; }
   // Write access for code that just created this tensor with empty().
   template <typename T>
@@ -111,10 +124,13 @@ class Tensor {
     check_type(dtype_of<T>());
     return static_cast<T*>(impl().data);
   }
+  // Untyped write access, for code that just created this tensor with empty() (tensors are immutable
+  // once shared).
   void* mutable_raw_data() const { return impl().data; }
 
   // The single element as double (any dtype). Errors: std::invalid_argument unless num_elements() == 1.
   double item() const;
+  // The single element converted to T (static_cast of item()): t.item<std::int64_t>(). Errors: as item().
   template <typename T>
   T item() const {
     return static_cast<T>(item());
@@ -154,15 +170,21 @@ class Tensor {
   friend class Variable;
 };
 
+// Writes t.to_string(), TensorFlow's eager repr: "tf.Tensor(6.0, shape=(), dtype=float32)".
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 // One level of a nested initializer list: a number or a list of NestedList.
 class Tensor::NestedList {
  public:
+  // A number (a leaf of the nested list).
   NestedList(double value) : value_(value), leaf_(true) {}  // NOLINT: list element
+  // A list of numbers or of lists (one more dimension).
   NestedList(std::initializer_list<NestedList> items) : items_(items) {}
+  // True for a number, false for a list.
   bool leaf() const { return leaf_; }
+  // The number of a leaf (0 for a list).
   double value() const { return value_; }
+  // The elements of a list (empty for a leaf).
   const std::vector<NestedList>& items() const { return items_; }
 
  private:
@@ -181,10 +203,15 @@ Tensor constant(const std::vector<T>& values, const Shape& shape);
 Tensor constant(const std::vector<double>& values, const Shape& shape, DType dtype);
 // `t` converted to `dtype` without recording (for literals); use cast() inside computations.
 Tensor convert(const Tensor& t, DType dtype);
+// A tensor of `shape` and `dtype` filled with 0 (large ones from zero pages, see Buffer). Ref: tf.zeros
 Tensor zeros(const Shape& shape, DType dtype = DType::kFloat32);
+// A tensor of `shape` and `dtype` filled with 1. Ref: tf.ones
 Tensor ones(const Shape& shape, DType dtype = DType::kFloat32);
+// A tensor of `shape` and `dtype` filled with `value` converted to dtype. Ref: tf.fill
 Tensor fill(const Shape& shape, double value, DType dtype = DType::kFloat32);
+// zeros(t.shape(), t.dtype()). Ref: tf.zeros_like
 Tensor zeros_like(const Tensor& t);
+// ones(t.shape(), t.dtype()). Ref: tf.ones_like
 Tensor ones_like(const Tensor& t);
 // Identity matrix [n, m] (m defaults to n). Ref: tf.eye.
 Tensor eye(std::int64_t n, std::int64_t m = -1, DType dtype = DType::kFloat32);
@@ -198,8 +225,13 @@ class Generator;
 // Ref: tf.random.normal, tf.random.uniform (a Generator instead of a global seed).
 Tensor random_normal(const Shape& shape, Generator& gen, double mean = 0.0, double stddev = 1.0,
                      DType dtype = DType::kFloat32);
+// Samples from U[minval, maxval) (Generator::fill_uniform). DTypes: float32, float64.
+// Errors: std::invalid_argument naming random_uniform for another dtype. Ref: tf.random.uniform
 Tensor random_uniform(const Shape& shape, Generator& gen, double minval = 0.0, double maxval = 1.0,
                       DType dtype = DType::kFloat32);
+// Samples from N(mean, stddev²), each value beyond 2 stddev drawn again (Keras's TruncatedNormal).
+// DTypes: float32, float64. Errors: std::invalid_argument naming truncated_normal for another dtype.
+// Ref: tf.random.truncated_normal
 Tensor truncated_normal(const Shape& shape, Generator& gen, double mean = 0.0, double stddev = 1.0,
                         DType dtype = DType::kFloat32);
 

@@ -35,41 +35,47 @@ namespace tapeflow {
 
 // Output `index` of node `node`.
 struct ValueRef {
-  int node = 0;
-  int index = 0;
+  int node = 0;   // index into FunctionGraph::nodes
+  int index = 0;  // which output of that node (0 for inputs, upstreams and constants)
 };
 
+// The shape and dtype of one input or output of a traced function (as traced; call() checks them).
+// Ref: tf.TensorSpec
 struct TensorSpec {
-  Shape shape;
-  DType dtype = DType::kFloat32;
+  Shape shape;                    // dimensions, all known
+  DType dtype = DType::kFloat32;  // element type
 };
 
 // One node: a forward input, an upstream gradient (gradient section), a constant, or an op call.
 struct FunctionNode {
+  // What the node is: a forward input, an upstream gradient, a constant or an op call.
   enum class Kind { kInput, kUpstream, kConstant, kOp };
-  Kind kind = Kind::kOp;
+  Kind kind = Kind::kOp;  // which of the four this node is
   int position = 0;         // kInput / kUpstream: which one; kConstant: index into constants
   std::string op;           // kOp: registered op name
   Attrs attrs;              // kOp
   std::vector<ValueRef> inputs;  // kOp
-  int num_outputs = 1;
+  int num_outputs = 1;      // kOp: how many outputs the call produced (1 for the other kinds)
 };
 
 // A traced program as text plus its constant tensors (what a checkpoint stores).
 struct SerializedFunction {
-  std::string program;
-  std::vector<Tensor> constants;
+  std::string program;            // "tapeflow-function 1": specs, then one line per node (text)
+  std::vector<Tensor> constants;  // the graph's constants, in the order the program's nodes refer to
 };
 
+// A traced program: its input and output specs, its nodes in execution order (forward, then the
+// gradient section if traced), the constants they read and which values are the outputs.
+// Ref: tf.types.experimental.ConcreteFunction
 class FunctionGraph {
  public:
-  std::string name;
-  std::vector<TensorSpec> input_specs;
-  std::vector<TensorSpec> output_specs;
-  std::vector<FunctionNode> nodes;
-  std::vector<Tensor> constants;
-  std::vector<ValueRef> outputs;
-  bool has_gradient = false;
+  std::string name;                      // the function's name ([A-Za-z0-9_.-]; op "Function:<name>")
+  std::vector<TensorSpec> input_specs;   // one per input, as traced
+  std::vector<TensorSpec> output_specs;  // one per output, as traced
+  std::vector<FunctionNode> nodes;       // in execution order; a node refers to earlier ones only
+  std::vector<Tensor> constants;         // values captured by the trace (kConstant nodes index them)
+  std::vector<ValueRef> outputs;         // the forward outputs
+  bool has_gradient = false;             // a gradient section was traced (trace_custom_gradient)
   std::vector<std::optional<ValueRef>> gradient_outputs;  // one per input; nullopt = None
 
   // Replays the forward graph on `inputs` (one per input spec).
@@ -78,7 +84,10 @@ class FunctionGraph {
   // and one upstream gradient per output. Errors: std::logic_error if !has_gradient.
   std::vector<Tensor> gradient(const std::vector<Tensor>& inputs, const std::vector<Tensor>& upstream) const;
 
+  // The graph as a text program plus its constants (what checkpoints store); deserialize reads it back.
   SerializedFunction serialize() const;
+  // The graph `serialized` describes, named `name` (ops are looked up in the registry).
+  // Errors: std::runtime_error naming the function and the problem (see above).
   static FunctionGraph deserialize(const std::string& name, const SerializedFunction& serialized);
 
  private:
@@ -86,6 +95,7 @@ class FunctionGraph {
                           const std::vector<Tensor>* upstream) const;
 };
 
+// A function of tensors to tensors: what trace() traces and register_function() returns.
 using TracedFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
 // Traces `fn` on `example_inputs` into a graph called `name`.

@@ -22,9 +22,12 @@
 
 namespace tapeflow::kernels {
 
+// Overwrites a's lower triangle with L, A = L Lᵀ (see above); false if A is not numerically
+// positive definite.
 template <class T>
 bool cholesky_lower(T* a, std::int64_t n);
 
+// Overwrites b with A⁻¹ b, from the L of cholesky_lower (forward then back substitution).
 template <class T>
 void cholesky_solve(const T* l, T* b, std::int64_t n);
 

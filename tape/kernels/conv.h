@@ -80,6 +80,8 @@ inline constexpr std::int64_t kFilterWave = 8;
 // conv2d_backprop_filter's partial sums (see conv.cc, filter_partial_rows): from this many input
 // channels on, runs of kFilterWideChunkBytes / (C * sizeof(T)) output pixels.
 inline constexpr std::int64_t kFilterWideChannels = 128;
+// Bytes of one tap's rows per partial sum of conv2d_backprop_filter from kFilterWideChannels on
+// (a run is kFilterWideChunkBytes / (C * sizeof(T)) output pixels, at least 64).
 inline constexpr std::int64_t kFilterWideChunkBytes = 1024 * 1024;
 // Outputs of at least this many bytes are written with non-temporal stores where a kernel can
 // (max_pool2d_grad's 2x2 path): far past L2, the next op reads them from memory anyway.
@@ -87,12 +89,24 @@ inline constexpr std::int64_t kConvStreamBytes = 8 << 20;
 
 // Geometry of one 2-D convolution or pooling window sweep.
 struct Conv2DGeometry {
-  std::int64_t n = 0, h = 0, w = 0, c = 0;  // input
-  std::int64_t kh = 1, kw = 1, f = 0;      // window and output channels (pooling: f == c)
-  std::int64_t sh = 1, sw = 1, dh = 1, dw = 1;
-  std::int64_t pad_top = 0, pad_left = 0;  // padding before (after is implied by ho/wo)
-  std::int64_t ho = 0, wo = 0;             // output
+  std::int64_t n = 0,  // input: images
+      h = 0,           // input height
+      w = 0,           // input width
+      c = 0;           // input channels
+  std::int64_t kh = 1,  // window (filter) height
+      kw = 1,           // window (filter) width
+      f = 0;            // output channels (pooling: f == c)
+  std::int64_t sh = 1,  // stride along the height
+      sw = 1,           // stride along the width
+      dh = 1,           // dilation along the height
+      dw = 1;           // dilation along the width
+  std::int64_t pad_top = 0,  // zero rows before the first input row (after is implied by ho)
+      pad_left = 0;          // zero columns before the first input column (after is implied by wo)
+  std::int64_t ho = 0,  // output height
+      wo = 0;           // output width
+  // Values in one patch, kh · kw · c: the inner dimension of the convolution's product.
   std::int64_t patch_size() const { return kh * kw * c; }
+  // Output pixels over the batch, n · ho · wo: the rows of the convolution's product.
   std::int64_t out_pixels() const { return n * ho * wo; }
 };
 
@@ -104,8 +118,8 @@ struct Conv2DGeometry {
 // (TF's _FusedConv2D with fused_ops [BiasAdd] / [BiasAdd, Relu]).
 template <class T>
 struct ConvEpilogue {
-  const T* bias = nullptr;
-  bool relu = false;
+  const T* bias = nullptr;  // g.f values added to each output pixel's channels (null: no bias)
+  bool relu = false;        // then y = y > 0 ? y : 0
 };
 
 // The kernels below exist once per instruction-set level (tape/core/cpu_isa.h; conv.cc compiled
@@ -179,6 +193,7 @@ template <class T>
 bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const std::int32_t* argmax, T* dfilter,
                                              T* dbias, const Conv2DGeometry& conv, const Conv2DGeometry& pool,
                                              const T* relu_y = nullptr);
+// y = the mean of each window's unpadded elements (TF's SAME rule for the divisor).
 template <class T>
 void avg_pool2d(const T* x, T* y, const Conv2DGeometry& g);
 // dx[window] += dy / count(window) (overwrites dx).

@@ -34,6 +34,7 @@ class PackedB;  // internal/gemm_avx2.h
 // Multiply-adds below which a product runs on the calling thread, and the least work per task.
 inline constexpr std::int64_t kMatmulSerialWork = 128 * 1024;
 
+// C_b = op(A_b) @ op(B_b) for each of `batch` products (see above for shapes, strides and threads).
 template <class T>
 void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,
             bool transpose_a, bool transpose_b, std::int64_t a_batch_stride, std::int64_t b_batch_stride);
@@ -46,6 +47,7 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
 template <class T>
 class MatmulRhs {
  public:
+  // Prepares op(B) [k, n] (b stored [n, k] if transpose_b), packing it for the packed GEMM.
   MatmulRhs(const T* b, std::int64_t k, std::int64_t n, bool transpose_b);
   ~MatmulRhs();
   MatmulRhs(const MatmulRhs&) = delete;

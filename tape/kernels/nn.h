@@ -14,10 +14,14 @@
 
 namespace tapeflow::kernels {
 
+// y[r] = softmax(x[r]) over each of `rows` rows of `cols` values (stable: the row max subtracted).
 template <class T>
 void softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y);
+// y[r] = x[r] - logsumexp(x[r]) over each row (stable).
 template <class T>
 void log_softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y);
+// loss[r] = logsumexp(logits[r]) - logits[r, labels[r]]; backprop (if not null) = softmax - onehot.
+// Errors: std::invalid_argument for a label outside [0, cols).
 template <class T, class I>
 void sparse_softmax_xent(const T* logits, const I* labels, std::int64_t rows, std::int64_t cols, T* loss,
                          T* backprop);
@@ -76,10 +80,13 @@ void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n);
 // Ref:      keras.ops.layer_normalization, keras.activations.gelu (approximate=False)
 template <class T>
 void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y);
+// dx = r · (dy - mean(dy) - y · mean(dy · y)) per row, r and y recomputed from x (see above).
 template <class T>
 void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx);
+// y = x · Φ(x), the exact (erf) GELU.
 template <class T>
 void gelu(const T* x, T* y, std::int64_t n);
+// dx = dy · (Φ(x) + x φ(x)).
 template <class T>
 void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n);
 

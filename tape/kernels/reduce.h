@@ -17,10 +17,13 @@
 
 namespace tapeflow::kernels {
 
+// y = the sum of x over the axes in axes_mask (0 for an empty reduction).
 template <class T>
 void reduce_sum(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
+// y = the maximum of x over the axes in axes_mask (NaN propagates; lowest value / -inf if empty).
 template <class T>
 void reduce_max(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
+// y = the minimum of x over the axes in axes_mask (NaN propagates; highest value / +inf if empty).
 template <class T>
 void reduce_min(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
 // How reduce_sum sums `rows` rows of `cols` > 1 values, for each of `outer` outputs of cols
@@ -30,8 +33,10 @@ void reduce_min(const T* x, const Shape& sx, std::uint32_t axes_mask, T* y);
 // (conv.h: conv2d_backprop_filter_bias_with_argmax).
 std::int64_t reduce_sum_rows_per_partial(std::int64_t outer, std::int64_t rows, std::int64_t cols);
 
+// y = the index of the largest element along `axis` (the first on ties), as int64.
 template <class T>
 void argmax(const T* x, const Shape& sx, int axis, std::int64_t* y);
+// y = the index of the smallest element along `axis` (the first on ties), as int64.
 template <class T>
 void argmin(const T* x, const Shape& sx, int axis, std::int64_t* y);
 

@@ -20,17 +20,27 @@
 
 namespace tapeflow::kernels {
 
+// y = x with its axes permuted: y's dim i is sx[perm[i]]. Errors: std::invalid_argument for a bad perm.
 template <class T>
 void transpose(const T* x, const Shape& sx, const int* perm, T* y);
+// y (shape sy) = the block of x (shape sx) starting at begin[i] on every axis.
+// Errors: std::invalid_argument if the block leaves x.
 template <class T>
 void slice(const T* x, const Shape& sx, const std::int64_t* begin, const Shape& sy, T* y);
+// y = the `count` arrays xs[i] (shapes[i]) joined along `axis`.
+// Errors: std::invalid_argument if the shapes differ on another axis.
 template <class T>
 void concat(const T* const* xs, const Shape* shapes, int count, int axis, T* y);
+// y = params' slices along `axis` at the n_indices flat indices (tf.gather).
+// Errors: std::invalid_argument "gather: index I out of range [0, D)".
 template <class T, class I>
 void gather(const T* params, const Shape& sp, const I* indices, std::int64_t n_indices, int axis, T* y);
+// y[s] = sum of the data rows r with ids[r] == s (y zeroed first; negative ids dropped).
+// Errors: std::invalid_argument for an id >= num_segments.
 template <class T, class I>
 void unsorted_segment_sum(const T* data, std::int64_t rows, std::int64_t row_size, const I* ids,
                           std::int64_t num_segments, T* y);
+// y[i, j] = on if indices[i] == j, else off (an out-of-range index gives a row of off).
 template <class T, class I>
 void one_hot(const I* indices, std::int64_t n, std::int64_t depth, T on, T off, T* y);
 

@@ -19,6 +19,7 @@ namespace tapeflow {
 
 // Same elements, new shape; one dimension may be -1 (inferred). Gradient: reshape back.
 Tensor reshape(const Tensor& x, const std::vector<std::int64_t>& shape);
+// reshape to a Shape (every dim given, no -1); the element counts must match. Ref: tf.reshape
 Tensor reshape(const Tensor& x, const Shape& shape);
 // Broadcasts x to `shape` (NumPy rules). Gradient: sum_to_shape back.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
@@ -32,7 +33,9 @@ Tensor sum_to_shape(const Tensor& x, const Shape& shape);
 // Gradient: transpose by the inverse permutation.
 // Ref:      tf.transpose (permute is PyTorch's name for the same op)
 Tensor transpose(const Tensor& x);
+// Output axis i is x's axis perm[i] (see above). Ref: tf.transpose(x, perm)
 Tensor transpose(const Tensor& x, const std::vector<int>& perm);
+// The same as transpose(x, perm), under PyTorch's name.
 Tensor permute(const Tensor& x, const std::vector<int>& perm);
 
 // Inserts a size-1 axis at `axis` (in [-rank-1, rank]; negative counts from the end of the result).
@@ -46,6 +49,8 @@ Tensor expand_dims(const Tensor& x, int axis);
 // Errors:   std::invalid_argument if a listed axis is out of range or not of size 1.
 // Gradient: via reshape. Ref: tf.squeeze
 Tensor squeeze(const Tensor& x);
+// Removes exactly the listed axes (negative counts from the end), each of which must have size 1.
+// Ref: tf.squeeze(x, axis)
 Tensor squeeze(const Tensor& x, const std::vector<int>& axes);
 
 // Joins tensors along an existing axis.
@@ -69,6 +74,8 @@ std::vector<Tensor> unstack(const Tensor& x, int axis = 0);
 // be -1: the rest). Errors: std::invalid_argument if the sizes do not add up to the axis length.
 // Ref: tf.split
 std::vector<Tensor> split(const Tensor& x, int num_splits, int axis = 0);
+// Splits x along `axis` into parts of the given sizes (one may be -1: the rest); they must add up
+// to the axis length. Ref: tf.split(x, size_splits, axis)
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, int axis = 0);
 
 // The block of x starting at `begin` with extent `size` on every axis; size -1 means "to the end".

@@ -38,10 +38,17 @@ using Size2D = std::array<std::int64_t, 2>;
 // bottom/right) or explicit {top, bottom, left, right}.
 class Padding2D {
  public:
+  // A named mode, "VALID" or "SAME" (upper case, as TF; ops refuse any other name, and pools refuse
+  // "EXPLICIT"), so `padding = "SAME"` reads as in Keras.
   Padding2D(const char* mode) : mode_(mode) {}
+  // A named mode given as a string (as the const char* constructor).
   Padding2D(std::string mode) : mode_(std::move(mode)) {}
+  // Explicit padding: {top, bottom, left, right} zero rows/columns (each >= 0); mode "EXPLICIT".
+  // Convolutions only. Ref: tf.nn.conv2d(padding=[[0, 0], [top, bottom], [left, right], [0, 0]])
   Padding2D(std::array<std::int64_t, 4> top_bottom_left_right) : mode_("EXPLICIT"), pads_(top_bottom_left_right) {}
+  // "VALID", "SAME" or "EXPLICIT" (or whatever name was given: the op checks it).
   const std::string& mode() const { return mode_; }
+  // {top, bottom, left, right} for "EXPLICIT"; all 0 for a named mode.
   const std::array<std::int64_t, 4>& explicit_paddings() const { return pads_; }
 
  private:

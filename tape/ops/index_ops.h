@@ -47,6 +47,8 @@ Tensor one_hot(const Tensor& indices, std::int64_t depth, double on_value = 1.0,
 // Errors:   std::invalid_argument for a scalar, a bad axis, bool input or an empty axis. No gradient.
 // Ref:      tf.math.argmax, tf.math.argmin (output_type int64)
 Tensor argmax(const Tensor& x, int axis = 0);
+// Index of the smallest element along `axis` (the first on ties; NaN counts as smallest). As argmax.
+// Ref: tf.math.argmin
 Tensor argmin(const Tensor& x, int axis = 0);
 
 }  // namespace tapeflow

@@ -47,6 +47,8 @@ Tensor floordiv(const Tensor& a, const Tensor& b);
 // a ** b element-wise. As add (integer powers with a negative exponent give 0 unless a is 1).
 // Gradient: da = g·b·a^(b-1); db = g·a^b·log(a) where a > 0, else 0 (TF). Ref: tf.math.pow
 Tensor pow(const Tensor& a, const Tensor& b);
+// a ** exponent element-wise, the exponent a scalar of a's dtype. As pow(a, b).
+// Errors:   std::invalid_argument for an integer or bool a (a double operand needs a float tensor).
 Tensor pow(const Tensor& a, double exponent);
 // Element-wise max(a, b). As add. Gradient: g to a where a >= b (ties go to the first input, TF's
 // _MaximumMinimumGrad), else to b. Ref: tf.math.maximum
@@ -56,6 +58,7 @@ Tensor maximum(const Tensor& a, const Tensor& b);
 Tensor minimum(const Tensor& a, const Tensor& b);
 // Element-wise max(min(x, hi), lo). Gradient passes where lo <= x <= hi (at the bounds too), as TF.
 Tensor clip_by_value(const Tensor& x, const Tensor& lo, const Tensor& hi);
+// clip_by_value with scalar bounds of x's dtype. Ref: tf.clip_by_value
 Tensor clip_by_value(const Tensor& x, double lo, double hi);
 
 // Unary functions. Shapes: x's. DTypes: numeric for negative, square, abs, sign; float32/float64 for
@@ -130,16 +133,23 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 // Shapes:   broadcast. DTypes: inputs of one dtype (numeric; equal/not_equal also bool) -> bool.
 // Errors:   as add. Gradient: none. Ref: tf.math.equal, not_equal, less, less_equal, greater, greater_equal
 Tensor equal(const Tensor& a, const Tensor& b);
+// Element-wise a != b -> bool (see above). Ref: tf.math.not_equal
 Tensor not_equal(const Tensor& a, const Tensor& b);
+// Element-wise a < b -> bool (see above). Ref: tf.math.less
 Tensor less(const Tensor& a, const Tensor& b);
+// Element-wise a <= b -> bool (see above). Ref: tf.math.less_equal
 Tensor less_equal(const Tensor& a, const Tensor& b);
+// Element-wise a > b -> bool (see above). Ref: tf.math.greater
 Tensor greater(const Tensor& a, const Tensor& b);
+// Element-wise a >= b -> bool (see above). Ref: tf.math.greater_equal
 Tensor greater_equal(const Tensor& a, const Tensor& b);
 // Logic on bool tensors: a && b, a || b (broadcast), !x.
 // Errors:   std::invalid_argument "logical_and: expected bool inputs, got D". Gradient: none.
 // Ref:      tf.math.logical_and, logical_or, logical_not
 Tensor logical_and(const Tensor& a, const Tensor& b);
+// Element-wise a || b of bool tensors (broadcast). Ref: tf.math.logical_or
 Tensor logical_or(const Tensor& a, const Tensor& b);
+// Element-wise !x of a bool tensor. Ref: tf.math.logical_not
 Tensor logical_not(const Tensor& x);
 
 // A scalar of t's dtype holding v (how double operands join tensors).
@@ -147,17 +157,29 @@ Tensor scalar_like(const Tensor& t, double v);
 
 // Operators: add, subtract, multiply, divide, negative; a double operand becomes scalar_like.
 Tensor operator+(const Tensor& a, const Tensor& b);
+// subtract(a, b).
 Tensor operator-(const Tensor& a, const Tensor& b);
+// multiply(a, b).
 Tensor operator*(const Tensor& a, const Tensor& b);
+// divide(a, b) (true division: integers give float64).
 Tensor operator/(const Tensor& a, const Tensor& b);
+// negative(x).
 Tensor operator-(const Tensor& x);
+// a + b with b a scalar of a's dtype. Errors: std::invalid_argument for an integer or bool a.
 Tensor operator+(const Tensor& a, double b);
+// a - b with b a scalar of a's dtype. Errors: std::invalid_argument for an integer or bool a.
 Tensor operator-(const Tensor& a, double b);
+// a * b with b a scalar of a's dtype. Errors: std::invalid_argument for an integer or bool a.
 Tensor operator*(const Tensor& a, double b);
+// a / b with b a scalar of a's dtype. Errors: std::invalid_argument for an integer or bool a.
 Tensor operator/(const Tensor& a, double b);
+// a + b with a a scalar of b's dtype. Errors: std::invalid_argument for an integer or bool b.
 Tensor operator+(double a, const Tensor& b);
+// a - b with a a scalar of b's dtype. Errors: std::invalid_argument for an integer or bool b.
 Tensor operator-(double a, const Tensor& b);
+// a * b with a a scalar of b's dtype. Errors: std::invalid_argument for an integer or bool b.
 Tensor operator*(double a, const Tensor& b);
+// a / b with a a scalar of b's dtype. Errors: std::invalid_argument for an integer or bool b.
 Tensor operator/(double a, const Tensor& b);
 
 namespace math_internal {
@@ -169,20 +191,36 @@ Tensor integer_operand(const char* op, const Tensor& t, std::int64_t v);
 // to the tensor's dtype, whatever it is (TF converts a Python int to a float tensor's dtype too).
 template <class I>
 concept IntegerOperand = std::integral<I> && !std::same_as<I, bool>;
+// a + b with the integer b a scalar of a's dtype (add).
+// Errors: std::invalid_argument for a bool a, or b outside an int32 a's range.
 template <IntegerOperand I>
 Tensor operator+(const Tensor& a, I b) { return a + math_internal::integer_operand("add", a, b); }
+// a - b with the integer b a scalar of a's dtype (subtract).
+// Errors: std::invalid_argument for a bool a, or b outside an int32 a's range.
 template <IntegerOperand I>
 Tensor operator-(const Tensor& a, I b) { return a - math_internal::integer_operand("subtract", a, b); }
+// a * b with the integer b a scalar of a's dtype (multiply).
+// Errors: std::invalid_argument for a bool a, or b outside an int32 a's range.
 template <IntegerOperand I>
 Tensor operator*(const Tensor& a, I b) { return a * math_internal::integer_operand("multiply", a, b); }
+// a / b with the integer b a scalar of a's dtype (divide).
+// Errors: std::invalid_argument for a bool a, or b outside an int32 a's range.
 template <IntegerOperand I>
 Tensor operator/(const Tensor& a, I b) { return a / math_internal::integer_operand("divide", a, b); }
+// a + b with the integer a a scalar of b's dtype (add).
+// Errors: std::invalid_argument for a bool b, or a outside an int32 b's range.
 template <IntegerOperand I>
 Tensor operator+(I a, const Tensor& b) { return math_internal::integer_operand("add", b, a) + b; }
+// a - b with the integer a a scalar of b's dtype (subtract).
+// Errors: std::invalid_argument for a bool b, or a outside an int32 b's range.
 template <IntegerOperand I>
 Tensor operator-(I a, const Tensor& b) { return math_internal::integer_operand("subtract", b, a) - b; }
+// a * b with the integer a a scalar of b's dtype (multiply).
+// Errors: std::invalid_argument for a bool b, or a outside an int32 b's range.
 template <IntegerOperand I>
 Tensor operator*(I a, const Tensor& b) { return math_internal::integer_operand("multiply", b, a) * b; }
+// a / b with the integer a a scalar of b's dtype (divide).
+// Errors: std::invalid_argument for a bool b, or a outside an int32 b's range.
 template <IntegerOperand I>
 Tensor operator/(I a, const Tensor& b) { return math_internal::integer_operand("divide", b, a) / b; }
 

@@ -61,6 +61,7 @@ Tensor sigmoid_cross_entropy_with_logits(const Tensor& labels, const Tensor& log
 //           gives NaN there). The forward of the all-zero input is 0 (no NaN).
 // Ref:      tf.norm (ord='euclidean'), tf.math.reduce_euclidean_norm
 Tensor norm(const Tensor& x);
+// The L2 norm over `axes` (all of them if empty), those axes kept as 1 with keepdims (see above).
 Tensor norm(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
 
 // Rescales t so its L2 norm (over all elements, or `axes`) is at most clip_norm:
@@ -71,6 +72,7 @@ Tensor norm(const Tensor& x, const std::vector<int>& axes, bool keepdims = false
 // Gradient: through the composing ops (TF's own composition, including the safe sqrt at 0).
 // Ref:      tf.clip_by_norm
 Tensor clip_by_norm(const Tensor& t, double clip_norm);
+// clip_by_norm with the L2 norm taken over `axes` (broadcast back over them). Ref: tf.clip_by_norm(t, clip_norm, axes)
 Tensor clip_by_norm(const Tensor& t, double clip_norm, const std::vector<int>& axes);
 
 }  // namespace tapeflow

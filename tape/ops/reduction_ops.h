@@ -35,9 +35,12 @@ concept ReductionAxis = std::integral<I> && !std::same_as<I, bool>;
 // Gradient: dx = broadcast of g (reshaped with the reduced axes as 1) to x's shape.
 // Ref:      tf.math.reduce_sum
 Tensor reduce_sum(const Tensor& x);
+// Sum over all axes; keepdims keeps them as 1s (shape [1, ..., 1]). TF's axis=None.
 Tensor reduce_sum(const Tensor& x, std::nullopt_t all_axes, bool keepdims);
+// Sum over the listed axes (negative count from the end; an empty list reduces nothing).
 Tensor reduce_sum(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
 template <ReductionAxis I>
+// Sum over one axis: reduce_sum(x, {axis}, keepdims).
 Tensor reduce_sum(const Tensor& x, I axis, bool keepdims = false) { return reduce_sum(x, std::vector<int>{static_cast<int>(axis)}, keepdims); }
 
 // Mean of the elements over the axes.
@@ -48,9 +51,12 @@ Tensor reduce_sum(const Tensor& x, I axis, bool keepdims = false) { return reduc
 // Gradient: dx = broadcast of g / n, n = number of reduced elements per output.
 // Ref:      tf.math.reduce_mean
 Tensor reduce_mean(const Tensor& x);
+// Mean over all axes; keepdims keeps them as 1s (shape [1, ..., 1]). TF's axis=None.
 Tensor reduce_mean(const Tensor& x, std::nullopt_t all_axes, bool keepdims);
+// Mean over the listed axes (negative count from the end; an empty list reduces nothing).
 Tensor reduce_mean(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
 template <ReductionAxis I>
+// Mean over one axis: reduce_mean(x, {axis}, keepdims).
 Tensor reduce_mean(const Tensor& x, I axis, bool keepdims = false) { return reduce_mean(x, std::vector<int>{static_cast<int>(axis)}, keepdims); }
 
 // Largest element over the axes. NaN propagates.
@@ -62,17 +68,23 @@ Tensor reduce_mean(const Tensor& x, I axis, bool keepdims = false) { return redu
 //           [0, g/2, g/2]), TF's _MinOrMaxGrad; second order through the same ops.
 // Ref:      tf.math.reduce_max
 Tensor reduce_max(const Tensor& x);
+// Largest element over all axes; keepdims keeps them as 1s (shape [1, ..., 1]). TF's axis=None.
 Tensor reduce_max(const Tensor& x, std::nullopt_t all_axes, bool keepdims);
+// Largest element over the listed axes (negative count from the end; an empty list reduces nothing).
 Tensor reduce_max(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
 template <ReductionAxis I>
+// Largest element over one axis: reduce_max(x, {axis}, keepdims).
 Tensor reduce_max(const Tensor& x, I axis, bool keepdims = false) { return reduce_max(x, std::vector<int>{static_cast<int>(axis)}, keepdims); }
 
 // Smallest element over the axes. As reduce_max, with ties of the minimum.
 // Ref:      tf.math.reduce_min
 Tensor reduce_min(const Tensor& x);
+// Smallest element over all axes; keepdims keeps them as 1s (shape [1, ..., 1]). TF's axis=None.
 Tensor reduce_min(const Tensor& x, std::nullopt_t all_axes, bool keepdims);
+// Smallest element over the listed axes (negative count from the end; an empty list reduces nothing).
 Tensor reduce_min(const Tensor& x, const std::vector<int>& axes, bool keepdims = false);
 template <ReductionAxis I>
+// Smallest element over one axis: reduce_min(x, {axis}, keepdims).
 Tensor reduce_min(const Tensor& x, I axis, bool keepdims = false) { return reduce_min(x, std::vector<int>{static_cast<int>(axis)}, keepdims); }
 
 }  // namespace tapeflow

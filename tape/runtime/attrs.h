@@ -12,6 +12,7 @@
 
 namespace tapeflow {
 
+// One attribute value: an int, a float, a bool, a string, a list of ints or a dtype.
 using AttrValue = std::variant<std::int64_t, double, bool, std::string, std::vector<std::int64_t>, DType>;
 
 // An ordered list of name -> value pairs. Empty for most ops (no allocation).
@@ -19,15 +20,26 @@ using AttrValue = std::variant<std::int64_t, double, bool, std::string, std::vec
 class Attrs {
  public:
   Attrs() = default;
+  // Sets `name` to `value` (replacing an earlier value of that name, keeping its place); returns *this
+  // for chaining: Attrs().set("keepdims", true).set("padding", std::string("SAME")).
   Attrs& set(std::string name, AttrValue value);
+  // True if `name` is set.
   bool has(const std::string& name) const;
+  // The int attribute `name`. Errors: std::logic_error if missing or not an int.
   std::int64_t get_int(const std::string& name) const;
+  // The float attribute `name`. Errors: std::logic_error if missing or not a double.
   double get_float(const std::string& name) const;
+  // The bool attribute `name`. Errors: std::logic_error if missing or not a bool.
   bool get_bool(const std::string& name) const;
+  // The string attribute `name`. Errors: std::logic_error if missing or not a string.
   const std::string& get_string(const std::string& name) const;
+  // The int-list attribute `name`. Errors: std::logic_error if missing or not a list of ints.
   const std::vector<std::int64_t>& get_ints(const std::string& name) const;
+  // The dtype attribute `name`. Errors: std::logic_error if missing or not a DType.
   DType get_dtype(const std::string& name) const;
+  // Every (name, value) pair, in the order first set.
   const std::vector<std::pair<std::string, AttrValue>>& items() const { return items_; }
+  // True when no attribute is set.
   bool empty() const { return items_.empty(); }
 
  private:

@@ -29,7 +29,9 @@ namespace tapeflow {
 // and hessian catch it and take the loop instead. what(): "op 'X' has no batching rule".
 class BatchingUnsupported : public std::logic_error {
  public:
+  // what() is "op '<op>' has no batching rule".
   explicit BatchingUnsupported(const std::string& op);
+  // The name of the op that cannot batch.
   const std::string& op() const { return op_; }
 
  private:
@@ -39,6 +41,7 @@ class BatchingUnsupported : public std::logic_error {
 // The batched values of this thread's reverse sweep. Scopes nest (innermost active); not copyable.
 class BatchScope {
  public:
+  // Opens a scope of batch size K = `size` on this thread (the innermost until destroyed).
   explicit BatchScope(std::int64_t size);
   ~BatchScope();
   BatchScope(const BatchScope&) = delete;
@@ -46,10 +49,12 @@ class BatchScope {
 
   // The active scope of this thread (null if none, or while a Suspend lives).
   static BatchScope* current();
+  // K, the batch dimension every batched value leads with.
   std::int64_t size() const { return size_; }
 
   // Marks t as batched ([K, per-example shape...]). Errors: std::logic_error if t's first dim is not K.
   void mark(const Tensor& t);
+  // True if t was marked batched (dense [K, ...]) in this scope.
   bool batched(const Tensor& t) const { return !empty_ && batched_.count(t.id()) != 0; }
   // Batched or one-hot.
   bool carries_batch(const Tensor& t) const { return batched(t) || one_hot(t); }
@@ -60,8 +65,11 @@ class BatchScope {
   void enable_one_hot(std::int64_t offset, const Shape& shape);
   // Marks scale s ([b, n]) as the one-hot value described in the header comment.
   void mark_one_hot(const Tensor& scale);
+  // True if t is the scale of a one-hot value (mark_one_hot) in this scope.
   bool one_hot(const Tensor& t) const { return !empty_ && one_hot_.count(t.id()) != 0; }
+  // The one-hot form's first column (enable_one_hot's offset; -1 if not enabled).
   std::int64_t one_hot_offset() const { return offset_; }
+  // The one-hot form's per-example shape [b, n] (enable_one_hot's shape).
   const Shape& one_hot_shape() const { return one_hot_shape_; }
   // The dense [K, ...] batched tensor of t: a one-hot value materialised (pattern ⊙ s, by ops), an
   // unbatched one broadcast; a batched one as is. Runs with batching suspended; the result is marked.
@@ -103,6 +111,7 @@ namespace tapeflow {
 // unbatched). Public op functions that inspect shapes before executing (axis normalisation,
 // broadcast shortcuts) use it, so they mean the same thing inside a vectorized backward pass.
 Shape logical_shape(const Tensor& t);
+// The rank of logical_shape(t): t's per-example rank inside a vectorized backward pass.
 inline int logical_rank(const Tensor& t) { return logical_shape(t).rank(); }
 
 }  // namespace tapeflow

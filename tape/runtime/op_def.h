@@ -22,6 +22,8 @@ enum SaveFlags : std::uint8_t { kSaveNone = 0, kSaveInputs = 1, kSaveOutputs = 2
 // What a gradient function sees of the recorded forward call.
 class GradContext {
  public:
+  // Views of one recorded call (the tape makes it; spans must outlive the context). `needed` marks the
+  // inputs whose gradient is used (empty: all); `output_shapes` may be empty if no gradient asks for them.
   GradContext(std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::span<const Shape> input_shapes,
               std::span<const DType> input_dtypes, const Attrs& attrs, const char* op_name,
               std::span<const char> needed = {}, std::span<const Shape> output_shapes = {})
@@ -38,9 +40,13 @@ class GradContext {
   const Shape& input_shape(int i) const { return input_shapes_[static_cast<std::size_t>(i)]; }
   // Errors: std::logic_error if the caller did not provide output shapes.
   const Shape& output_shape(int i) const;
+  // The dtype of forward input i.
   DType input_dtype(int i) const { return input_dtypes_[static_cast<std::size_t>(i)]; }
+  // Number of forward inputs (one gradient is returned per input).
   int num_inputs() const { return static_cast<int>(input_shapes_.size()); }
+  // The attributes of the forward call.
   const Attrs& attrs() const { return attrs_; }
+  // The op's registered name (for error messages).
   const char* op_name() const { return op_name_; }
 
  private:
@@ -67,15 +73,22 @@ class BatchScope;
 // Batched inputs are physically [K, per-example shape...]; attrs are in per-example terms.
 class BatchContext {
  public:
+  // Views of one batched call (made by execute_batched; spans must outlive the context): `batched`
+  // and `one_hot` mark each input, `scope` materialises one-hot inputs (dense()).
   BatchContext(const OpDef& op, const Attrs& attrs, std::int64_t size, std::span<const Tensor> inputs,
                std::span<const char> batched, std::span<const char> one_hot = {}, BatchScope* scope = nullptr)
       : op_(op), attrs_(attrs), size_(size), inputs_(inputs), batched_(batched), one_hot_(one_hot), scope_(scope) {}
-  std::int64_t size() const { return size_; }  // K
+  // K, the batch size of the batched inputs.
+  std::int64_t size() const { return size_; }
+  // True if input i carries the leading K (physically [K, per-example shape...]).
   bool batched(int i) const { return batched_[static_cast<std::size_t>(i)] != 0; }
   // Per-example shape of input i (its physical shape without the leading K when batched).
   Shape shape(int i) const;
+  // Number of inputs of the call.
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  // The call's attributes, in per-example terms.
   const Attrs& attrs() const { return attrs_; }
+  // The op being batched.
   const OpDef& op() const { return op_; }
   // Internal optimisation (batch_jacobian): input i is in one-hot form, physically the per-example
   // scale s with value[k, i, j] = δ(j, offset + k) s[i, j] (see tape/runtime/batching.h). Only seen
@@ -87,6 +100,7 @@ class BatchContext {
   std::int64_t one_hot_offset() const;
   // One-hot rules: declares output i to be in one-hot form (its physical value is the scale).
   void mark_one_hot_output(int i) const { one_hot_outputs_ |= 1u << i; }
+  // True if the rule declared output i one-hot (mark_one_hot_output).
   bool one_hot_output(int i) const { return (one_hot_outputs_ >> i) & 1u; }
 
  private:
@@ -108,13 +122,17 @@ class BatchContext {
 // Ready-made rules: tape/ops/internal/batching_rules.h.
 class BatchRule {
  public:
+  // The rule's signature: batched outputs from the physical inputs and the call's context.
   using Fn = std::function<TensorList(std::span<const Tensor> inputs, const BatchContext& ctx)>;
   BatchRule() = default;
+  // Wraps any callable of the Fn signature; accepts_one_hot: it also handles one-hot-form inputs.
   template <class F>
     requires std::is_constructible_v<Fn, F> && (!std::is_same_v<std::decay_t<F>, BatchRule>)
   BatchRule(F fn, bool accepts_one_hot = false)  // NOLINT: implicit, so `.batch = my_rule` reads naturally
       : fn_(std::move(fn)), one_hot_(accepts_one_hot) {}
+  // True if a rule is set (an OpDef without one cannot batch).
   explicit operator bool() const { return static_cast<bool>(fn_); }
+  // Runs the rule (std::bad_function_call if none is set).
   TensorList operator()(std::span<const Tensor> inputs, const BatchContext& ctx) const { return fn_(inputs, ctx); }
   // Internal optimisation: the rule also accepts one-hot-form inputs (BatchContext::one_hot).
   bool accepts_one_hot() const { return one_hot_; }
@@ -127,9 +145,9 @@ class BatchRule {
 // One op, one entry: forward kernel, gradient, what backward keeps, and how it batches.
 struct OpDef {
   std::string name;        // TensorFlow's op name where one exists ("Mul", "MatMul")
-  ForwardFn forward;
+  ForwardFn forward;       // the kernel: outputs from inputs and attrs (validates them)
   GradientFn gradient;     // empty: not differentiable; such ops are never recorded on tapes
-  std::uint8_t saves = kSaveInputs;
+  std::uint8_t saves = kSaveInputs;  // SaveFlags: what a recorded call keeps for the gradient
   BatchRule batch;         // how it runs on batched inputs; a differentiable op needs this or loop_only
   // Explicitly cannot batch: vectorized jacobian / batch_jacobian / hessian through it take the loop
   // of backward passes (logged at warning level once per op name).

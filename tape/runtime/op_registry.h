@@ -21,10 +21,12 @@ class OpRegistry {
   const OpDef& add(OpDef def);
   // Errors: std::invalid_argument "unknown op 'X'".
   const OpDef& get(const std::string& name) const;
+  // The op named `name`, or null if none is registered (get() throws instead).
   const OpDef* find(const std::string& name) const;
   // Replaces the gradient of a registered op (tf.RegisterGradient for an existing op type).
   // The registry is global: change it with caution. Errors: std::invalid_argument for an unknown op.
   void set_gradient(const std::string& name, GradientFn gradient);
+  // Names of every registered op, in registration order.
   std::vector<std::string> names() const;
 
  private:
