@@ -18,6 +18,7 @@
 
 #include "tape/kernels/internal/gemm.h"
 #include "tape/kernels/internal/simd512.h"
+#include "tape/kernels/ukernels/internal/gemm_tiles_512.h"
 
 namespace tapeflow::kernels::internal::isa_avx2 {
 namespace {
@@ -51,22 +52,6 @@ struct Simd<double> {
   static void store(double* p, V v) { _mm256_store_pd(p, v); }
   static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
   static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
-};
-
-// Where the micro-kernel reads op(A)(i, p), i < MR, of its tile: at(i) for the current p,
-// next() steps p.
-template <class T>
-struct PackedPanel {  // pack_a's layout: kc groups of MR values
-  const T* a;
-  const T* at(int i) const { return a + i; }
-  void next() { a += kMR; }
-};
-template <class T>
-struct RowsPanel {  // A itself, not transposed: row i at a + i * lda
-  const T* a;
-  std::int64_t lda;
-  const T* at(int i) const { return a + i * lda; }
-  void next() { ++a; }
 };
 
 // C tile [R, W * L] (row stride ldc) = (accumulate ? C : 0) + sum_p A(0:R, p) * bp[p], one FMA
@@ -143,63 +128,6 @@ void tile(std::int64_t mr, std::int64_t nr, std::int64_t kc, Panel ap, const T* 
   for (std::int64_t i = 0; i < mr; ++i) std::copy(buf + i * NR, buf + i * NR + nr, c + i * ldc);
 }
 
-#if TAPEFLOW_HAVE_AVX512_KERNELS
-// micro_kernel for floats over two adjacent packed B panels (32 columns: bp and bp + kc * NR) with
-// R rows x 2 zmm accumulators: per element the same FMA chain as micro_kernel's, so the same bits.
-template <int R, class Panel>
-TAPEFLOW_AVX512 void micro_kernel_512(std::int64_t kc, Panel ap, const float* __restrict bp, float* __restrict c,
-                                      std::int64_t ldc, bool accumulate) {
-  constexpr std::int64_t NR = kGemmNR<float>;
-  const float* __restrict bq = bp + kc * NR;
-  __m512 x[R][2];
-  if (accumulate) {
-#pragma GCC unroll 6
-    for (int i = 0; i < R; ++i) {
-      x[i][0] = _mm512_loadu_ps(c + i * ldc);
-      x[i][1] = _mm512_loadu_ps(c + i * ldc + NR);
-    }
-  } else {
-#pragma GCC unroll 6
-    for (int i = 0; i < R; ++i) {
-      x[i][0] = x[i][1] = _mm512_setzero_ps();
-      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + 2 * NR - 1), _MM_HINT_T0);
-    }
-  }
-#pragma GCC unroll 4
-  for (std::int64_t p = 0; p < kc; ++p) {
-    const __m512 b0 = _mm512_loadu_ps(bp), b1 = _mm512_loadu_ps(bq);
-#pragma GCC unroll 6
-    for (int i = 0; i < R; ++i) {
-      const __m512 a = _mm512_set1_ps(*ap.at(i));
-      x[i][0] = _mm512_fmadd_ps(a, b0, x[i][0]);
-      x[i][1] = _mm512_fmadd_ps(a, b1, x[i][1]);
-    }
-    ap.next();
-    bp += NR;
-    bq += NR;
-  }
-#pragma GCC unroll 6
-  for (int i = 0; i < R; ++i) {
-    _mm512_storeu_ps(c + i * ldc, x[i][0]);
-    _mm512_storeu_ps(c + i * ldc + NR, x[i][1]);
-  }
-}
-
-// A tile of mr <= MR rows and two full B panels (32 columns).
-template <class Panel>
-TAPEFLOW_AVX512 void tile_512(std::int64_t mr, std::int64_t kc, Panel ap, const float* bp, float* c, std::int64_t ldc,
-                              bool accumulate) {
-  switch (mr) {
-    case 6: return micro_kernel_512<6>(kc, ap, bp, c, ldc, accumulate);
-    case 5: return micro_kernel_512<5>(kc, ap, bp, c, ldc, accumulate);
-    case 4: return micro_kernel_512<4>(kc, ap, bp, c, ldc, accumulate);
-    case 3: return micro_kernel_512<3>(kc, ap, bp, c, ldc, accumulate);
-    case 2: return micro_kernel_512<2>(kc, ap, bp, c, ldc, accumulate);
-    default: return micro_kernel_512<1>(kc, ap, bp, c, ldc, accumulate);
-  }
-}
-#endif
 
 // Transposes 8 rows of 8 floats in place: afterwards r[q] = (r0[q], r1[q], ..., r7[q]).
 inline void transpose8(__m256 r[8]) {
