@@ -9,8 +9,17 @@
 # program, and could keep the AVX2 one for baseline callers). Only x86-64 has levels above baseline.
 set(TAPEFLOW_ISA_FLAGS_baseline "")
 set(TAPEFLOW_ISA_FLAGS_avx2 -mavx2 -mfma)
-if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+# Only the register tiles (tape/kernels/ukernels/) are compiled for avx512: files of intrinsics over
+# ukernels/internal/vec.h, no braced-list constants (GCC 12's AVX-512 miscompiles, issue 31), and
+# tuning stays generic.
+set(TAPEFLOW_ISA_FLAGS_avx512 -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma)
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND "-mno-avx512f" IN_LIST TAPEFLOW_ARCH_FLAGS)
+  # The opt-in native build with GCC < 13 switches AVX-512 off everywhere (CMakeLists.txt): no
+  # avx512 level, and the drivers do not call its tiles (internal/simd512.h).
   set(TAPEFLOW_ISA_LEVELS baseline avx2)
+  target_compile_definitions(tapeflow_options INTERFACE $<BUILD_INTERFACE:TAPEFLOW_NO_AVX512_TILES>)
+elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(TAPEFLOW_ISA_LEVELS baseline avx2 avx512)
 else()
   set(TAPEFLOW_ISA_LEVELS baseline)
 endif()
@@ -18,7 +27,12 @@ endif()
 function(tapeflow_per_isa_sources library)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "LEVELS;SOURCES;DEPS")
   foreach(src ${ARG_SOURCES})
-    get_filename_component(_name ${src} NAME_WE)
+    # Objects are named <folder>_<file> (conv_direct, ukernels_igemm): file names repeat
+    # across kernel folders, and the archive members' names say where the code came from.
+    get_filename_component(_base ${src} NAME_WE)
+    get_filename_component(_dir ${src} DIRECTORY)
+    get_filename_component(_dir ${_dir} NAME)
+    set(_name ${_dir}_${_base})
     foreach(level ${ARG_LEVELS})
       if(NOT level IN_LIST TAPEFLOW_ISA_LEVELS)
         continue()
@@ -26,7 +40,7 @@ function(tapeflow_per_isa_sources library)
       set(_obj ${library}_${_name}_${level})
       add_library(${_obj} OBJECT ${src})
       target_link_libraries(${_obj} PRIVATE tapeflow_options ${ARG_DEPS})
-      target_compile_definitions(${_obj} PRIVATE TAPEFLOW_KERNEL_ISA=isa_${level})
+      target_compile_definitions(${_obj} PRIVATE TAPEFLOW_KERNEL_ISA=isa_${level} TAPEFLOW_KERNEL_LEVEL_${level}=1)
       target_compile_options(${_obj} PRIVATE ${TAPEFLOW_ISA_FLAGS_${level}})
       set_property(GLOBAL APPEND PROPERTY TAPEFLOW_ISA_OBJECT_TARGETS_${level} ${_obj})
       if(level STREQUAL "baseline")

@@ -30,7 +30,7 @@
 //           output pixels x 2 packets of channels (forward) or 6 taps x 2 packets (filter
 //           gradient, per fixed tile of output rows) in registers over a zero-padded copy of the
 //           kh input rows each output row reads; extra memory per task kh x (padded row) x C.
-//           At cpu_isa() kAvx512 (kernels/internal/simd512.h; TAPEFLOW_MAX_CPU_ISA=avx2 caps it),
+//           At cpu_isa() kAvx512 (kernels/ukernels/; TAPEFLOW_MAX_CPU_ISA=avx2 caps it),
 //           float tiles are twice as wide (32 channels: the indirect GEMM's, the packed GEMM's,
 //           the direct kernels' blocks), and conv2d_backprop_filter with C a multiple of 32
 //           reads both operands in place (tiles of up to 14 rows of dfilterᵀ x one tap's 32
@@ -77,7 +77,7 @@ inline constexpr std::int64_t kConvTileRowMultiple = 6;
 inline constexpr std::int64_t kConvGradTileBytes = 1024 * 1024;
 // Filter-gradient tiles reduced per parallel wave (fixed: results do not depend on threads).
 inline constexpr std::int64_t kFilterWave = 8;
-// conv2d_backprop_filter's partial sums (see conv.cc, filter_partial_rows): from this many input
+// conv2d_backprop_filter's partial sums (see conv/filter_gemm.cc, filter_partial_rows): from this many input
 // channels on, runs of kFilterWideChunkBytes / (C * sizeof(T)) output pixels.
 inline constexpr std::int64_t kFilterWideChannels = 128;
 // Bytes of one tap's rows per partial sum of conv2d_backprop_filter from kFilterWideChannels on
@@ -122,8 +122,8 @@ struct ConvEpilogue {
   bool relu = false;        // then y = y > 0 ? y : 0
 };
 
-// The kernels below exist once per instruction-set level (tape/core/cpu_isa.h; conv.cc compiled
-// per level into kernels::isa_<level>, internal/conv_isa.h); these dispatch each call to the copy
+// The kernels below exist once per instruction-set level (tape/core/cpu_isa.h; tape/kernels/conv/
+// and pool.cc compiled per level into kernels::isa_<level>, internal/conv_isa.h); these dispatch each call to the copy
 // of cpu_isa()'s level. The per-level copies do not see these declarations (argument-dependent
 // lookup would find both).
 #ifndef TAPEFLOW_KERNEL_ISA

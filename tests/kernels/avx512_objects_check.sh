@@ -2,9 +2,9 @@
 # avx512_objects_check.sh OBJDUMP ALLOWED_REGEX ARCHIVE...: fails if any object of the archives
 # holds an AVX-512 instruction (a zmm register, an opmask register %k0-%k7, or xmm/ymm16-31, which
 # only EVEX encodes) and its member name does not match ALLOWED_REGEX (an extended regex). Issue 31:
-# AVX-512 code must stay in the per-ISA kernel objects (today *.avx2.o, the per-ISA sources of
-# cmake/tapeflow_isa.cmake whose simd512.h functions carry the avx512 target attribute; ukernels/
-# once the kernel wing is split), so no baseline-compiled object can run it on a CPU without it.
+# AVX-512 code must stay in the register tiles of tape/kernels/ukernels/ (objects
+# ukernels_<file>.<level>.o, cmake/tapeflow_isa.cmake), which run only when cpu_isa() is kAvx512,
+# so no other object can run it on a CPU without it.
 set -euo pipefail
 objdump="$1"; allowed="$2"; shift 2
 bad=0

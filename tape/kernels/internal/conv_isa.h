@@ -1,9 +1,10 @@
-// The per-level copies of the convolution and pooling kernels (conv.cc compiled once per
-// instruction-set level, tape/CMakeLists.txt) and the one list of their signatures, from which
-// conv_dispatch.cc writes kernels::conv2d & co. (conv.h: shapes, semantics, errors).
+// The per-level copies of the convolution and pooling kernels (tape/kernels/conv/*.cc and pool.cc
+// compiled once per instruction-set level, tape/CMakeLists.txt) and the one list of their
+// signatures, from which conv/dispatch.cc writes kernels::conv2d & co. (conv.h: shapes, semantics,
+// errors).
 // Facts:    isa_baseline is compiled for the build's baseline (x86-64-v2), isa_avx2 for AVX2 + FMA
-//           (with AVX-512 tiles inside, chosen by avx512_tiles()); conv_dispatch.cc calls
-//           isa_avx2 when cpu_isa() >= kAvx2.
+//           (which calls isa_avx512's register tiles, tape/kernels/ukernels/, when
+//           avx512_tiles() holds); conv/dispatch.cc calls isa_avx2 when cpu_isa() >= kAvx2.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The AVX-512 tiles (kernels/internal/simd512.h) against the AVX2 ones: the same bits, on every
+// The AVX-512 register tiles (tape/kernels/ukernels/, internal/simd512.h) against the AVX2 ones: the same bits, on every
 // edge the wide tiles meet (row tiles short of 6, a single panel left after the pairs, a partial
 // panel, several K blocks accumulating through C), and against float64 loops. The levels are forced with set_max_cpu_isa (tape/core/cpu_isa.h).
 #include "tape/kernels/internal/simd512.h"

@@ -1,4 +1,4 @@
-// kernels::conv2d & co. (conv.h): each call runs the copy of conv.cc compiled for cpu_isa()'s
+// kernels::conv2d & co. (conv.h): each call runs the copy of conv/ and pool.cc compiled for cpu_isa()'s
 // level (internal/conv_isa.h).
 #include "tape/core/cpu_isa.h"
 #include "tape/kernels/conv.h"

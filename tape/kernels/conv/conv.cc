@@ -1,0 +1,141 @@
+// The convolution entry points of conv.h (per-level copies, namespace isa_<level>; conv/dispatch.cc
+// picks one per call): the one place that chooses the algorithm per op and shape. In order:
+//   conv2d:                 direct (C <= kDirectMaxChannels) | pointwise GEMM | indirect GEMM
+//   conv2d_backprop_input:  pointwise GEMM | indirect GEMM (C >= kIgemmMinOutChannels) | im2col
+//   conv2d_backprop_filter: Winograd F(3x3, 2x2) | packed GEMM in place | direct | im2col
+//   conv2d_max_pool2d:      direct rows pooled in cache | Winograd F(2x2, 3x3) | indirect GEMM or
+//                           conv2d, then max_pool2d_with_argmax
+// The algorithms live one per file beside this one (conv/algorithms.h).
+#ifndef TAPEFLOW_KERNEL_ISA
+#error "compiled per instruction-set level with -DTAPEFLOW_KERNEL_ISA=isa_<level> (tape/CMakeLists.txt)"
+#endif
+#include "tape/kernels/conv/internal/algorithms.h"
+#include "tape/kernels/conv/internal/direct.h"
+#include "tape/kernels/conv/internal/igemm.h"
+#include "tape/kernels/internal/pool_windows.h"
+
+namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA {
+
+template <class T>
+void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g, ConvEpilogue<T> epilogue) {
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size();
+  if (rows == 0 || g.f == 0) return;
+  if (direct(g)) {
+    conv2d_direct(x, filter, y, g, epilogue);
+    return;
+  }
+  if (pointwise(g)) {
+    matmul(x, filter, y, 1, rows, k, g.f, false, false, 0, 0);
+    if (epilogue.bias || epilogue.relu)
+      parallel_for(rows, std::max<std::int64_t>(1, (1 << 15) / g.f), [&](std::int64_t b, std::int64_t e) {
+        apply_epilogue(y + b * g.f, e - b, g.f, epilogue);
+      });
+    return;
+  }
+  conv2d_igemm(x, filter, y, g, epilogue);
+}
+
+template <class T>
+void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeometry& g) {
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size();
+  if (rows == 0 || g.f == 0) {
+    std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
+    return;
+  }
+  if (pointwise(g)) {
+    matmul(dy, filter, dx, 1, rows, g.f, k, false, true, 0, 0);
+    return;
+  }
+  if (g.c >= kIgemmMinOutChannels) {
+    conv2d_backprop_input_igemm(filter, dy, dx, g);
+    return;
+  }
+  conv2d_backprop_input_im2col(filter, dy, dx, g);
+}
+
+template <class T>
+void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
+  const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
+  [[maybe_unused]] const bool pw = pointwise(g);  // the pointwise case takes the GEMM on x itself
+#if TAPEFLOW_GEMM_AVX2
+  if constexpr (std::is_same_v<T, float>)
+    if (rows > 0 && winograd_filter<T>(g)) {
+      const auto [kh, kw] = filter_kept_extent(x, dy, g);
+      if (kh % 2 == 0 && kw % 2 == 0 && kh > 0 && kw > 0 && conv2d_backprop_filter_winograd(x, dy, dfilter, g, kh, kw))
+        return;
+    }
+  // Writes every element (C >= 16 here, so never the direct case): no zeroing first.
+  if (rows > 0 && !pw && filter_packed<T>(g)) {
+    conv2d_backprop_filter_packed(x, dy, dfilter, g);
+    return;
+  }
+#endif
+  std::fill(dfilter, dfilter + kf, T(0));
+  if (rows == 0 || kf == 0) return;
+  if (direct(g)) {
+    conv2d_backprop_filter_direct(x, dy, dfilter, g);
+    return;
+  }
+  conv2d_backprop_filter_im2col(x, dy, dfilter, g);
+}
+
+// Disjoint 2x2 windows over a direct-kernel convolution: each task convolves the two rows of a
+// pooled row into a scratch buffer (in L1/L2) and pools them from there, so the convolution's
+// output is never written to memory nor read back (W8's conv1: 11 MB each way per step).
+// Otherwise the convolution goes to a temporary and max_pool2d_with_argmax pools it.
+template <class T>
+void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxIndex* argmax,
+                       const Conv2DGeometry& g, const Conv2DGeometry& pool, bool relu) {
+  if (pool.n * pool.ho * pool.wo * pool.c == 0) return;
+  const ConvEpilogue<T> epilogue{bias, false}, activation{nullptr, relu};
+  if (direct(g) && pool_2x2(pool)) {
+    const DirectConv<T> conv(x, filter, g);
+    const std::int64_t row = g.wo * g.f;
+    parallel_for(pool.n * pool.ho, std::max<std::int64_t>(1, conv.grain() / 2), [&](std::int64_t b, std::int64_t e) {
+      std::vector<T> panel = conv.panel(), rows(static_cast<std::size_t>(2 * row));
+      for (std::int64_t r = b; r < e; ++r) {
+        const std::int64_t n = r / pool.ho, ph = r % pool.ho;
+        conv.row(n * g.ho + 2 * ph, rows.data(), panel, epilogue);
+        conv.row(n * g.ho + 2 * ph + 1, rows.data() + row, panel, epilogue);
+        pool_2x2_row_with_argmax(rows.data(), rows.data() + row, pool, 2 * ph * row,
+                                 y + r * pool.wo * pool.c, argmax + r * pool.wo * pool.c);
+        apply_epilogue(y + r * pool.wo * pool.c, pool.wo, pool.c, activation);
+      }
+    });
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>)
+    if (winograd_pool<T>(g, pool) && conv2d_max_pool2d_winograd(x, filter, bias, y, argmax, g, pool, relu)) return;
+  // From TBB's allocator, as tensors are: it keeps large blocks mapped between calls (operator new
+  // went to mmap and paid ~1000 page faults per call for W8's conv2).
+  const std::unique_ptr<T, void (*)(void*)> z(
+      static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(g.out_pixels() * g.f) * sizeof(T), 64)),
+      scalable_aligned_free);
+  if (!z) throw std::bad_alloc();
+  if (!direct(g) && !pointwise(g)) {
+    // Only the rows and columns some window reads: a VALID pool drops W8's conv2's last row and
+    // column (11 -> 5), a sixth of the product.
+    const NeededLines need{std::min(g.ho, (pool.ho - 1) * pool.sh - pool.pad_top + pool.kh),
+                           std::min(g.wo, (pool.wo - 1) * pool.sw - pool.pad_left + pool.kw)};
+    conv2d_igemm(x, filter, z.get(), g, epilogue, need);
+  } else {
+    conv2d(x, filter, z.get(), g, epilogue);
+  }
+  max_pool2d_with_argmax(z.get(), y, argmax, pool);
+  if (relu)
+    parallel_for(pool.n * pool.ho, pool_row_grain(pool), [&](std::int64_t b, std::int64_t e) {
+      apply_epilogue(y + b * pool.wo * pool.c, (e - b) * pool.wo, pool.c, activation);
+    });
+}
+
+#define TAPEFLOW_INSTANTIATE(T)                                                                    \
+  template void conv2d<T>(const T*, const T*, T*, const Conv2DGeometry&, ConvEpilogue<T>);         \
+  template void conv2d_backprop_input<T>(const T*, const T*, T*, const Conv2DGeometry&);           \
+  template void conv2d_backprop_filter<T>(const T*, const T*, T*, const Conv2DGeometry&);          \
+  template void conv2d_max_pool2d<T>(const T*, const T*, const T*, T*, std::int32_t*, const Conv2DGeometry&, \
+                                     const Conv2DGeometry&, bool);
+TAPEFLOW_INSTANTIATE(float)
+TAPEFLOW_INSTANTIATE(double)
+#undef TAPEFLOW_INSTANTIATE
+
+}  // namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA
