@@ -3,7 +3,6 @@
 #include <stdexcept>
 
 #include "layers/internal/nhwc.h"
-#include "layers/pooling2d.h"
 
 #include "tape/kernels/window.h"
 #include "tape/ops/conv_ops.h"
@@ -69,33 +68,13 @@ void ConvBase::build_weights(const Shape& input_shape, bool transpose) {
   Layer::build(input_shape);
 }
 
-Tensor ConvBase::call(const Tensor& inputs, bool) { return forward(inputs, true); }
+Tensor ConvBase::call(const Tensor& inputs, bool) { return activate(convolution(inputs)); }
 
-Tensor ConvBase::call_max_pooled(const Tensor& inputs, Layer& pool, bool training) {
-  const Tensor x = begin_call(inputs);
-  if (const auto* mp = dynamic_cast<const MaxPooling2D*>(&pool)) {
-    mp->compute_output_shape(compute_output_shape(x.shape()));  // errors name the layer they concern
-    if (Tensor fused = convolve_fused_max_pool(x, *mp, options_.activation); fused.defined()) return fused;
-  }
-  return activate(pool(forward(x, false), training));
-}
-
-Tensor ConvBase::forward(const Tensor& inputs, bool with_activation) {
+Tensor ConvBase::convolution(const Tensor& inputs) {
   compute_output_shape(inputs.shape());  // rank, channels and size errors name the layer
-  if (Tensor fused = convolve_fused(inputs, with_activation ? options_.activation : ""); fused.defined())
-    return fused;
   Tensor y = convolve(inputs);
   if (options_.use_bias) y = y + bias_.read();
-  if (with_activation && activation_) y = activation_(y);
   return y;
-}
-
-ConvBase* relu_commutes_with(Layer& layer, const Layer& next) {
-  auto* conv = dynamic_cast<ConvBase*>(&layer);
-  if (!conv || conv->options().activation != "relu" || !dynamic_cast<const MaxPooling2D*>(&next) ||
-      next.dtype() != conv->dtype())
-    return nullptr;
-  return conv;
 }
 
 const Variable& ConvBase::kernel() const {
@@ -139,21 +118,6 @@ Shape Conv2D::compute_output_shape(const Shape& s) const {
 Tensor Conv2D::convolve(const Tensor& x) {
   const auto& o = options_;
   return conv2d(x, kernel_.read(), o.strides, op_padding(o.padding), o.dilation_rate);
-}
-
-Tensor Conv2D::convolve_fused(const Tensor& x, const std::string& activation) {
-  const auto& o = options_;
-  if (!o.use_bias || !(activation.empty() || activation == "linear" || activation == "relu")) return Tensor();
-  return fused_conv2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate, activation);
-}
-
-Tensor Conv2D::convolve_fused_max_pool(const Tensor& x, const MaxPooling2D& pool, const std::string& activation) {
-  const auto& o = options_;
-  if (!o.use_bias || (activation != "relu" && activation != "linear" && !activation.empty())) return Tensor();
-  return fused_conv2d_max_pool2d(x, kernel_.read(), bias_.read(), o.strides, op_padding(o.padding), o.dilation_rate,
-                                 pool.pool_size(), pool.strides(), pool.padding() == "same" ? "SAME" : "VALID",
-                                 activation)
-      .first;
 }
 
 Conv2DTranspose::Conv2DTranspose(Conv2DTransposeOptions options) : ConvBase("Conv2DTranspose", std::move(options)) {}

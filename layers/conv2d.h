@@ -9,7 +9,10 @@
 // DTypes:   float32 (default) or float64 via .dtype.
 // Facts:    channels_last only (Keras's default data_format). kernel_initializer glorot_uniform with
 //           Keras's conv fans (fan_in = kh kw C, fan_out = kh kw filters). kernel_regularizer_l2 = l
-//           adds l * sum(kernel²) to losses(). `training` changes nothing.
+//           adds l * sum(kernel²) to losses(). `training` changes nothing. A call runs conv2d
+//           (conv2d_transpose), + bias and the activation as ops of their own; inside a Sequential
+//           or Functional model the models' fusion pass (models/internal/fusion.h) runs a Conv2D
+//           with a bias as one fused op (as TF's grappler remapper fuses Conv2D + BiasAdd + Relu).
 // Errors:   std::invalid_argument at construction for filters <= 0, a kernel size / stride /
 //           dilation < 1, strides > 1 together with dilation_rate > 1 (as Keras), padding other than
 //           "valid"/"same", an unknown activation; at call for inputs that are not rank 4 or whose
@@ -21,7 +24,6 @@
 
 #include "layers/activations.h"
 #include "layers/layer.h"
-#include "layers/pooling2d.h"
 
 namespace tapeflow::layers {
 
@@ -63,17 +65,17 @@ using Conv2DTransposeOptions = Conv2DOptions;
 // Shared by Conv2D and Conv2DTranspose: options, weights, bias + activation, checks.
 class ConvBase : public Layer {
  public:
+  // activation(convolution(inputs)).
   Tensor call(const Tensor& inputs, bool training) override;
   // The options it was made with.
   const Conv2DOptions& options() const { return options_; }
-  // For the models' Conv2D(relu) -> MaxPooling2D rewrite (models/sequential.h): the layer's output
-  // before its activation (as operator() otherwise: casts, builds on the first call) pooled by
-  // `pool` (a MaxPooling2D; its shape errors name it), then the activation: as one
-  // fused_conv2d_max_pool2d op where the layer has one (Conv2D with a bias and a linear or relu
-  // activation: for 2x2 pools over few input channels the convolution's output is never stored),
-  // else the layer, the pool and the activation in turn.
-  Tensor call_max_pooled(const Tensor& inputs, Layer& pool, bool training);
-  // `y` through the layer's activation (unchanged when it has none); same shape out.
+  // Layer::begin_call (casts, builds on the first call), public for the models' fusion pass
+  // (models/internal/fusion.h), which runs the layer's math as other ops than call()'s.
+  using Layer::begin_call;
+  // The layer's output before its activation, conv(inputs, kernel) + bias, for inputs that
+  // begin_call() has prepared. Errors: as call() (names the layer).
+  Tensor convolution(const Tensor& inputs);
+  // The layer's activation applied to y (y itself without one).
   Tensor activate(const Tensor& y) const { return activation_ ? activation_(y) : y; }
   // The weight "<name>/kernel:0" ([kh, kw, C, filters]; Conv2DTranspose [kh, kw, filters, C]).
   // Errors: std::logic_error before build.
@@ -89,22 +91,12 @@ class ConvBase : public Layer {
   void build_weights(const Shape& input_shape, bool transpose);
   // The convolution of checked inputs with the kernel (no bias, no activation).
   virtual Tensor convolve(const Tensor& inputs) = 0;
-  // Convolution, bias and `activation` (a name, "" for none) as one fused op where the layer has
-  // one; else undefined.
-  virtual Tensor convolve_fused(const Tensor&, const std::string& /*activation*/) { return Tensor(); }
-  // Convolution, bias, the max pool and `activation` (a name, "" for none) as one fused op where
-  // the layer has one; else undefined.
-  virtual Tensor convolve_fused_max_pool(const Tensor&, const MaxPooling2D&, const std::string& /*activation*/) {
-    return Tensor();
-  }
   // Index of the input-channel dim in the kernel (2 for Conv2D, 3 for Conv2DTranspose).
   virtual int kernel_in_axis() const = 0;
   std::vector<Tensor> regularization_losses() const override;
   // Errors: std::invalid_argument (naming the layer and shapes) unless `s` is [N, H, W, C] with
   // the built kernel's C.
   void check_input(const Shape& s) const;
-  // call() with or without the activation.
-  Tensor forward(const Tensor& inputs, bool with_activation);
 
   // The options it was made with.
   Conv2DOptions options_;
@@ -115,11 +107,6 @@ class ConvBase : public Layer {
   // The bias weight; undefined before build or without use_bias.
   Variable bias_;
 };
-
-// `layer` as a ConvBase when it is a Conv2D or Conv2DTranspose with activation relu and `next` a
-// MaxPooling2D of the same dtype: relu commutes with max pooling, so a model may run the pair as
-// conv -> pool -> relu (models/sequential.h). Null otherwise.
-ConvBase* relu_commutes_with(Layer& layer, const Layer& next);
 
 // 2-D convolution, activation(conv2d(inputs, kernel) + bias).
 // Shapes: [N, H, W, C] -> [N, Ho, Wo, filters] (Ho, Wo in the file comment). Ref: keras.layers.Conv2D
@@ -139,12 +126,6 @@ class Conv2D : public ConvBase {
 
  protected:
   Tensor convolve(const Tensor& inputs) override;
-  // With a bias and no activation or relu: fused_conv2d (bit-identical values, one pass fewer or
-  // two over the output).
-  Tensor convolve_fused(const Tensor& inputs, const std::string& activation) override;
-  // With a bias: fused_conv2d_max_pool2d (bit-identical values, or within rounding where it runs
-  // Winograd: float 3x3 VALID convolutions under a 2x2 pool; tape/ops/conv_ops.h).
-  Tensor convolve_fused_max_pool(const Tensor& inputs, const MaxPooling2D& pool, const std::string& activation) override;
   int kernel_in_axis() const override { return 2; }
 };
 

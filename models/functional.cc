@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "layers/conv2d.h"
 #include "layers/input_layer.h"
 #include "layers/attention/multi_head_attention.h"
 #include "layers/rnn/bidirectional.h"
@@ -15,6 +14,7 @@
 #include "layers/serialization.h"
 #include "tape/runtime/recorder.h"
 #include "models/internal/functional_masks.h"
+#include "models/internal/fusion.h"
 #include "models/keras3_config.h"
 
 namespace tapeflow::models {
@@ -106,23 +106,10 @@ Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor>
     track_layer(l);
   }
   for (const KerasTensor& t : outputs_) output_slots_.push_back(slot_.at(t.node().get()));
-  // Conv2D(relu) -> MaxPooling2D pairs to run as conv -> pool -> relu (sequential.h): the conv's
-  // output must have no other use.
-  std::vector<int> uses(next, 0);
-  for (const Step& s : steps_)
-    for (std::size_t k : s.inputs) ++uses[k];
-  for (std::size_t k : output_slots_) ++uses[k];
-  std::map<std::size_t, Step*> producer;
-  for (Step& s : steps_) producer[s.output] = &s;
-  for (Step& s : steps_) {
-    if (s.inputs.size() != 1 || uses[s.inputs[0]] != 1 || !producer.contains(s.inputs[0])) continue;
-    Step& p = *producer[s.inputs[0]];
-    if (p.inputs.size() != 1) continue;
-    if (auto* conv = layers::relu_commutes_with(*p.node->layer, *s.node->layer)) {
-      p.deferred = conv;
-      s.conv_then_pool = conv;
-    }
-  }
+  // The fusion pass (models/internal/fusion.h) over the recorded calls, once.
+  std::vector<internal::LayerCall> layer_calls;
+  for (const Step& s : steps_) layer_calls.push_back({s.node->layer.get(), s.inputs, s.output});
+  fused_ = internal::plan_fusion(layer_calls, output_slots_);
   if (inputs_.size() == 1) {
     std::vector<std::int64_t> dims = inputs_[0].shape();
     dims[0] = 1;
@@ -131,6 +118,8 @@ Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor>
     Layer::build(std::vector<Shape>{});
   }
 }
+
+Functional::~Functional() = default;
 
 std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training) {
   if (xs.size() != inputs_.size())
@@ -149,10 +138,15 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
   }
   // Keras masks (models/internal/functional_masks.h), per value; undefined: none.
   std::vector<Tensor> masks(values.size());
-  for (const Step& s : steps_) {
+  for (std::size_t i = 0; i < steps_.size(); ++i) {
+    const Step& s = steps_[i];
+    if (fused_[i].run != internal::FusedRun::kAsWritten) {  // one input; the fused layers drop masks
+      values[s.output] = internal::run_planned(fused_[i], *s.node->layer, values[s.inputs[0]], training);
+      continue;
+    }
     bool masked = internal::makes_mask(*s.node->layer);
     for (std::size_t k : s.inputs) masked = masked || masks[k].defined();
-    if (masked && !s.deferred && !s.conv_then_pool) {
+    if (masked) {
       std::vector<Tensor> in, m;
       for (std::size_t k : s.inputs) {
         in.push_back(values[k]);
@@ -162,10 +156,6 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
       internal::MaskedOutput r = internal::call_with_masks(*s.node->layer, in, m, key_is_value, training);
       values[s.output] = r.output;
       masks[s.output] = r.mask;
-    } else if (s.deferred) {
-      values[s.output] = values[s.inputs[0]];  // the pool's step convolves (its only use)
-    } else if (s.conv_then_pool) {
-      values[s.output] = s.conv_then_pool->call_max_pooled(values[s.inputs[0]], *s.node->layer, training);
     } else if (s.inputs.size() == 1) {
       values[s.output] = (*s.node->layer)(values[s.inputs[0]], training);
     } else {

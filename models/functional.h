@@ -21,9 +21,12 @@
 //           makes one; the recurrent layers, Bidirectional, MultiHeadAttention and
 //           GlobalAveragePooling1D consume it; which layers pass it on is one table
 //           (models/internal/functional_masks.h). A graph without a mask runs as before.
-//           A Conv2D/Conv2DTranspose with activation relu whose output feeds only a MaxPooling2D
-//           (and is not a model output) runs as conv -> pool -> relu, as in Sequential (see
-//           sequential.h: the same values and gradients, bit for bit).
+//           A call runs the recorded layer calls through the models' fusion pass, planned once
+//           here (models/internal/fusion.h; as in Sequential): a Conv2D/Conv2DTranspose with
+//           activation relu whose output feeds only a MaxPooling2D (and is not a model output)
+//           runs as conv -> pool -> relu, another Conv2D with a bias and a linear or relu
+//           activation as one fused_conv2d op (the values and gradients of the calls as written;
+//           see sequential.h).
 // Errors:   std::invalid_argument (naming the model and the layers) for no inputs or outputs, an
 //           input that is not an Input, a repeated input, an output that depends on an Input
 //           not among the inputs ("graph disconnected"), two layers with one name, and for calls
@@ -40,9 +43,9 @@
 #include "layers/keras_tensor.h"
 #include "models/model.h"
 
-namespace tapeflow::layers {
-class ConvBase;
-}  // namespace tapeflow::layers
+namespace tapeflow::models::internal {
+struct FusedCall;
+}  // namespace tapeflow::models::internal
 
 namespace tapeflow::models {
 
@@ -57,6 +60,8 @@ class Functional : public Model {
   Functional(std::vector<layers::KerasTensor> inputs, std::vector<layers::KerasTensor> outputs, std::string name = "");
   // One input, one output: Functional({input}, {output}, name).
   Functional(const layers::KerasTensor& input, const layers::KerasTensor& output, std::string name = "");
+  // Out of line: the fusion plan's element type is internal (complete in functional.cc only).
+  ~Functional() override;
 
   using Model::call;
   using Model::predict;
@@ -101,16 +106,13 @@ class Functional : public Model {
     std::shared_ptr<const layers::Node> node;
     std::vector<std::size_t> inputs;
     std::size_t output;
-    // The Conv2D(relu) -> MaxPooling2D rewrite (sequential.h): the conv's step passes its input
-    // on; the pool's step runs the conv, the pool and the relu (ConvBase::call_max_pooled).
-    layers::ConvBase* deferred = nullptr;
-    layers::ConvBase* conv_then_pool = nullptr;
   };
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training);
   std::string inbound_string(const layers::KerasTensor& t) const;
 
   std::vector<layers::KerasTensor> inputs_, outputs_;
   std::vector<Step> steps_;
+  std::vector<internal::FusedCall> fused_;  // per step: the fusion pass's plan (models/internal/fusion.h)
   std::vector<std::size_t> output_slots_;
   std::map<const layers::Node*, std::size_t> slot_;        // node -> value index
   std::map<const layers::Node*, int> node_index_;          // node -> index among its layer's calls here

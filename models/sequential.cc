@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "layers/conv2d.h"
 #include "models/internal/functional_masks.h"
+#include "models/internal/fusion.h"
 #include "tape/runtime/recorder.h"
 
 namespace tapeflow::models {
@@ -26,16 +26,17 @@ void Sequential::add(std::shared_ptr<layers::Layer> layer) {
 Tensor Sequential::call(const Tensor& inputs, bool training) {
   if (layers().empty()) throw std::logic_error(describe() + ": call() on a Sequential model with no layers");
   const auto& ls = layers();
+  const std::vector<internal::FusedCall> plan = internal::plan_chain_fusion(ls);  // models/internal/fusion.h
   Tensor x = inputs;
   Tensor mask;  // Keras's mask, as in Functional (models/internal/functional_masks.h); undefined: none
   for (std::size_t i = 0; i < ls.size(); ++i) {
-    if (mask.defined() || internal::makes_mask(*ls[i])) {
+    if (plan[i].run != internal::FusedRun::kAsWritten) {
+      x = internal::run_planned(plan[i], *ls[i], x, training);
+      mask = Tensor();  // the fused layers drop masks
+    } else if (mask.defined() || internal::makes_mask(*ls[i])) {
       internal::MaskedOutput r = internal::call_with_masks(*ls[i], {x}, {mask}, false, training);
       x = r.output;
       mask = r.mask;
-    } else if (auto* conv = i + 1 < ls.size() ? layers::relu_commutes_with(*ls[i], *ls[i + 1]) : nullptr) {
-      x = conv->call_max_pooled(x, *ls[i + 1], training);  // see the header
-      ++i;
     } else {
       x = (*ls[i])(x, training);
     }

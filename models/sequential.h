@@ -11,18 +11,13 @@
 //           inference mode (nothing is recorded, no state changes), so summary() can show shapes.
 //           Keras masks pass from layer to layer as in Functional (Embedding(mask_zero) into the
 //           recurrent layers, GlobalAveragePooling1D, MultiHeadAttention; models/internal/functional_masks.h).
-//           call() runs a Conv2D/Conv2DTranspose with activation relu that feeds a MaxPooling2D of
-//           the same dtype as conv -> pool -> relu: max and relu commute (relu is non-decreasing),
-//           so values and gradients of every order are those of conv -> relu -> pool, bit for bit
-//           (a window whose maximum is <= 0 gets a zero gradient either way), while the relu and
-//           its gradient touch the pooled tensor, a quarter of the size for 2x2 pools. A Conv2D
-//           with a bias runs conv + bias + pool + relu as one op (fused_conv2d_max_pool2d,
-//           values bit-identical but for float 3x3 VALID convolutions under a 2x2 pool, which
-//           run Winograd F(2x2, 3x3) within rounding; tape/ops/conv_ops.h): with a 2x2 pool over few input channels (W8's conv1) the
-//           convolution's output is never stored, and the pool's gradient scatters from the
-//           argmax without reading it. Only a NaN in a window can tell the orders apart (it may
-//           hide the window's maximum from the pool). This is the one rewrite the model makes;
-//           other layer pairs run as written.
+//           call() runs the layers through the models' one fusion pass
+//           (models/internal/fusion.h): a Conv2D/Conv2DTranspose with activation relu that feeds
+//           a MaxPooling2D of the same dtype runs as conv -> pool -> relu (one
+//           fused_conv2d_max_pool2d op for a Conv2D with a bias), any other Conv2D with a bias and
+//           a linear or relu activation as one fused_conv2d op: the values and gradients of the
+//           layers as written, bit for bit, but for float 3x3 VALID convolutions of >= 16 channels
+//           under a 2x2 pool (Winograd, within rounding; see there). Other layers run as written.
 // Errors:   std::invalid_argument for a null layer; std::logic_error for call() with no layers.
 // Ref:      keras/src/models/sequential.py
 #pragma once

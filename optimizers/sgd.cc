@@ -3,25 +3,9 @@
 #include <stdexcept>
 
 #include "optimizers/internal/update_loop.h"
+#include "tape/kernels/optimizer_updates.h"
 
 namespace tapeflow::optimizers {
-namespace {
-
-// kMode: 0 plain, 1 momentum, 2 Nesterov momentum.
-template <class T, int kMode>
-void sgd_kernel(T* __restrict w, T* __restrict m, const T* __restrict g, std::int64_t n, T lr, T mu) {
-  for (std::int64_t i = 0; i < n; ++i) {
-    if constexpr (kMode == 0) {
-      w[i] -= lr * g[i];
-    } else {
-      m[i] = mu * m[i] - lr * g[i];
-      w[i] += kMode == 2 ? mu * m[i] - lr * g[i] : m[i];
-    }
-  }
-}
-
-}  // namespace
-
 SGD::SGD(SGDOptions o)
     : Optimizer(common_config(o)),
       options_(std::move(o)) {
@@ -42,9 +26,7 @@ void SGD::update_step(const Tensor& grad, const Variable& var, double lr) {
     const T mu = static_cast<T>(options_.momentum);
     const bool nesterov = options_.nesterov;
     internal::for_each_range(var.shape().num_elements(), [&](std::int64_t b, std::int64_t e) {
-      if (!m) sgd_kernel<T, 0>(w + b, nullptr, g + b, e - b, lr_t, mu);
-      else if (nesterov) sgd_kernel<T, 2>(w + b, m + b, g + b, e - b, lr_t, mu);
-      else sgd_kernel<T, 1>(w + b, m + b, g + b, e - b, lr_t, mu);
+      kernels::sgd_update<T>(w + b, m ? m + b : nullptr, g + b, e - b, lr_t, mu, nesterov);
     });
   });
 }

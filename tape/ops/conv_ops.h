@@ -89,7 +89,7 @@ Tensor fused_conv2d(const Tensor& input, const Tensor& filters, const Tensor& bi
 // block being one pool window (2.25x fewer FMAs), within rounding of the direct product (relative
 // ~1e-6), an argmax differing only between values that close, and exactly the direct product's
 // results when x or the filter holds an inf or NaN (kernels::conv2d_max_pool2d). The models run Conv2D(relu) -> MaxPooling2D as this op with relu (max pooling
-// and relu commute; models/sequential.h). TensorFlow
+// and relu commute; their fusion pass, models/internal/fusion.h). TensorFlow
 // has no such op: it is what grappler's remapper does for Conv2D + BiasAdd, carried one op further,
 // with the argmax kept as tf.nn.max_pool_with_argmax keeps it.
 // Shapes:   input [N, H, W, C], filters [kh, kw, C, F], bias [F] -> {[N, Hp, Wp, F] (the pool of the

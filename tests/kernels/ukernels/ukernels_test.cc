@@ -18,24 +18,14 @@
 #include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/parallel.h"
 #include "tests/kernels/reference.h"
+#include "tests/testing/isa_cap.h"
 
 namespace tapeflow::kernels {
 namespace {
 
 using testref::random_vector;
 
-// The kernels' level capped for a scope, the previous cap restored after it (also when an
-// assertion returns early).
-class IsaCap {
- public:
-  explicit IsaCap(CpuIsa isa) : previous_(set_max_cpu_isa(isa)) {}
-  ~IsaCap() { set_max_cpu_isa(previous_); }
-  IsaCap(const IsaCap&) = delete;
-  IsaCap& operator=(const IsaCap&) = delete;
-
- private:
-  CpuIsa previous_;
-};
+using testing::IsaCap;  // tests/testing/isa_cap.h
 
 // Runs f() with the AVX-512 tiles on and with them off; both results must be the same bits.
 template <class F>

@@ -1,0 +1,56 @@
+// kernels::sgd_update & co. (optimizer_updates.h): each call runs the copy of
+// ukernels/optimizer_loops.cc compiled for cpu_isa()'s level.
+#include "tape/kernels/optimizer_updates.h"
+
+#include "tape/core/cpu_isa.h"
+#include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
+
+// X(name, (parameters), (arguments)) for every loop of optimizer_updates.h; T is the element type.
+#define TAPEFLOW_OPTIMIZER_UPDATES(X)                                                                         \
+  X(sgd_update, (T * w, T * m, const T* g, std::int64_t n, T lr, T mu, bool nesterov), (w, m, g, n, lr, mu, nesterov)) \
+  X(adam_update, (T * w, T * m, T * v, T * vhat, const T* g, std::int64_t n, T a, T eps, T one_b1, T one_b2),  \
+    (w, m, v, vhat, g, n, a, eps, one_b1, one_b2))                                                            \
+  X(rmsprop_update, (T * w, T * rms, T * mom, T * mg, const T* g, std::int64_t n, T rho, T eps, T lr, T mu),   \
+    (w, rms, mom, mg, g, n, rho, eps, lr, mu))                                                                \
+  X(adagrad_update, (T * w, T * acc, const T* g, std::int64_t n, T eps, T lr), (w, acc, g, n, eps, lr))
+
+#define TAPEFLOW_OPTIMIZER_DECLARE(name, params, args) \
+  template <class T>                                   \
+  void name params;
+namespace tapeflow::kernels::isa_baseline {
+TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_DECLARE)
+}  // namespace tapeflow::kernels::isa_baseline
+namespace tapeflow::kernels::isa_avx2 {
+TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_DECLARE)
+}  // namespace tapeflow::kernels::isa_avx2
+#undef TAPEFLOW_OPTIMIZER_DECLARE
+
+namespace tapeflow::kernels {
+
+#if TAPEFLOW_HAS_AVX2_KERNELS
+#define TAPEFLOW_OPTIMIZER_DISPATCH(name, params, args)               \
+  template <class T>                                                  \
+  void name params {                                                  \
+    if (cpu_isa() >= CpuIsa::kAvx2) return isa_avx2::name<T> args;    \
+    return isa_baseline::name<T> args;                                \
+  }
+#else  // a build without the AVX2 copies (not x86-64)
+#define TAPEFLOW_OPTIMIZER_DISPATCH(name, params, args) \
+  template <class T>                                    \
+  void name params {                                    \
+    return isa_baseline::name<T> args;                  \
+  }
+#endif
+TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_DISPATCH)
+#undef TAPEFLOW_OPTIMIZER_DISPATCH
+
+#define TAPEFLOW_OPTIMIZER_INSTANTIATE(name, params, args) template void name<T> params;
+#define T float
+TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_INSTANTIATE)
+#undef T
+#define T double
+TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_INSTANTIATE)
+#undef T
+#undef TAPEFLOW_OPTIMIZER_INSTANTIATE
+
+}  // namespace tapeflow::kernels
