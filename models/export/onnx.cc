@@ -29,7 +29,22 @@ using onnx_export::Value;
 constexpr const char* kMapped =
     "InputLayer, Dense, BatchNormalization, Dropout, Activation, LeakyReLU, Conv2D, Conv2DTranspose, MaxPooling2D, "
     "AveragePooling2D, GlobalAveragePooling2D, GlobalMaxPooling2D, UpSampling2D, ZeroPadding2D, Add, Multiply, "
-    "Average, Concatenate, Flatten, Reshape, SimpleRNN, LSTM, GRU, Bidirectional, Sequential, Functional";
+    "Average, Concatenate, Flatten, Reshape, SimpleRNN, LSTM, GRU, Bidirectional, Embedding, PositionEmbedding, "
+    "LayerNormalization, RMSNormalization, MultiHeadAttention, Conv1D, MaxPooling1D, AveragePooling1D, "
+    "GlobalAveragePooling1D, GlobalMaxPooling1D, Permute, Sequential, Functional";
+
+// Keras masks (models/internal/functional_masks.h's table): Embedding(mask_zero) makes one; these
+// layers consume it, which ONNX export does not express (refused, naming both layers); these pass
+// it on; every other layer drops it, so a mask that no consumer reaches changes nothing.
+bool consumes_mask(const std::string& cls) {
+  return cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU" || cls == "Bidirectional" ||
+         cls == "GlobalAveragePooling1D" || cls == "MultiHeadAttention";
+}
+bool passes_mask(const std::string& cls) {
+  return cls == "InputLayer" || cls == "Dense" || cls == "Dropout" || cls == "LayerNormalization" ||
+         cls == "BatchNormalization" || cls == "Activation" || cls == "LeakyReLU" || cls == "Add" ||
+         cls == "Multiply" || cls == "Average";
+}
 
 class Exporter {
  public:
@@ -39,12 +54,16 @@ class Exporter {
   std::vector<Value> emit_model(const Model& model, const std::vector<Value>& inputs, const std::string& prefix);
   // The model's input dims (without the batch) from its config.
   std::vector<std::vector<std::int64_t>> input_dims(const Model& model);
+  // The model's input dtypes as ONNX elem types (float32, or int32 / int64 ids for an Embedding).
+  std::vector<std::int32_t> input_types(const Model& model);
 
  private:
   [[noreturn]] void fail(const layers::Layer& layer, const std::string& problem) const {
     onnx_export::fail(file_, layer, problem);
   }
+  // emit_layer_ops with Keras masks followed: the output carries the mask the layer passes on.
   Value emit_layer(const layers::Layer& layer, const std::vector<Value>& inputs, const std::string& prefix);
+  Value emit_layer_ops(const layers::Layer& layer, const std::vector<Value>& inputs, const std::string& prefix);
   Value single(const layers::Layer& layer, const std::vector<Value>& inputs) const {
     if (inputs.size() != 1) fail(layer, "expected one input, got " + std::to_string(inputs.size()));
     return inputs[0];
@@ -70,13 +89,7 @@ std::vector<std::int64_t> batch_dims(const json& batch_shape) {
   return dims;
 }
 
-// TF's padding of one spatial axis: {begin, end} for `in` -> `out` with stride s and window eff.
-std::pair<std::int64_t, std::int64_t> tf_pads(std::int64_t in, std::int64_t out, std::int64_t s, std::int64_t eff,
-                                              bool same) {
-  if (!same) return {0, 0};
-  const std::int64_t total = std::max<std::int64_t>((out - 1) * s + eff - in, 0);
-  return {total / 2, total - total / 2};
-}
+using onnx_export::tf_pads;
 
 std::vector<std::int64_t> pair_of(const layers::ConfigReader& r, const std::string& key, std::int64_t fallback) {
   if (!r.has(key)) return {fallback, fallback};
@@ -100,6 +113,24 @@ std::vector<std::vector<std::int64_t>> Exporter::input_dims(const Model& model) 
   if (out.empty())
     throw std::invalid_argument("export_onnx: " + file_ + ": model '" + model.name() +
                                 "' has no input shape: build it (model.build({1, ...}) or a first call) before exporting");
+  return out;
+}
+
+std::vector<std::int32_t> Exporter::input_types(const Model& model) {
+  std::vector<DType> dtypes;
+  if (dynamic_cast<const Sequential*>(&model)) {
+    const json& ls = model.get_config().at("layers");
+    const std::string dt = !ls.empty() && ls[0].value("class_name", "") == "InputLayer"
+                               ? ls[0]["config"].value("dtype", "float32") : "float32";
+    dtypes.push_back(dt == "int32" ? DType::kInt32 : dt == "int64" ? DType::kInt64 : DType::kFloat32);
+  } else if (const auto* f = dynamic_cast<const Functional*>(&model)) {
+    for (const auto& in : f->inputs()) dtypes.push_back(in.dtype());
+  }
+  std::vector<std::int32_t> out;
+  for (DType d : dtypes)
+    out.push_back(d == DType::kInt32   ? onnx::TensorProto::INT32
+                  : d == DType::kInt64 ? onnx::TensorProto::INT64
+                                       : onnx::TensorProto::FLOAT);
   return out;
 }
 
@@ -203,6 +234,23 @@ Value Exporter::emit_batch_norm(const layers::Layer& layer, const layers::Config
 
 Value Exporter::emit_layer(const layers::Layer& layer, const std::vector<Value>& inputs, const std::string& prefix) {
   const std::string cls = layer.class_name();
+  if (dynamic_cast<const Model*>(&layer)) return emit_layer_ops(layer, inputs, prefix);  // its layers follow masks
+  std::string mask;
+  for (const Value& v : inputs)
+    if (mask.empty()) mask = v.mask_from;
+  if (!mask.empty() && consumes_mask(cls))
+    fail(layer, "its input carries the Keras mask of layer '" + mask +
+                    "' (Embedding mask_zero), which the ONNX export does not express; export a model without "
+                    "mask_zero (padding ids then count as tokens)");
+  Value out = emit_layer_ops(layer, inputs, prefix);
+  const bool makes = cls == "Embedding" && layer.get_config().value("mask_zero", false);
+  out.mask_from = makes ? layer.name() : passes_mask(cls) ? mask : "";
+  return out;
+}
+
+Value Exporter::emit_layer_ops(const layers::Layer& layer, const std::vector<Value>& inputs,
+                               const std::string& prefix) {
+  const std::string cls = layer.class_name();
   const std::string base = prefix + layer.name();
   if (const auto* m = dynamic_cast<const Model*>(&layer)) {
     std::vector<Value> outs = emit_model(*m, inputs, base + "/");
@@ -215,7 +263,7 @@ Value Exporter::emit_layer(const layers::Layer& layer, const std::vector<Value>&
     const Value x = single(layer, inputs);
     const std::string out = g_.fresh(base);
     g_.node("Identity", {x.name}, {out}, out);  // Dropout: the identity in inference mode
-    return {out, x.dims, x.layout};
+    return {out, x.dims, x.layout, x.elem_type};
   }
   if (cls == "Dense") {
     const Value x = g_.keras(single(layer, inputs));
@@ -242,6 +290,7 @@ Value Exporter::emit_layer(const layers::Layer& layer, const std::vector<Value>&
   if (cls == "BatchNormalization") return emit_batch_norm(layer, r, single(layer, inputs), base);
   if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU" || cls == "Bidirectional")
     return onnx_export::emit_recurrent(g_, file_, layer, config, single(layer, inputs), base);
+  if (onnx_export::is_sequence_layer(cls)) return onnx_export::emit_sequence_layer(g_, file_, layer, config, inputs, base);
   if (cls == "Conv2D" || cls == "Conv2DTranspose") {
     const Value x = single(layer, inputs);
     return emit_conv(layer, r, x, base, cls == "Conv2DTranspose", out_dims(layer, x));
@@ -414,7 +463,7 @@ void export_onnx(const Model& model, const std::string& path, const OnnxExportOp
   opset->set_version(options.opset);
   onnx::GraphProto* graph = proto.mutable_graph();
   graph->set_name(model.name());
-  Graph g(graph);
+  Graph g(graph, options.opset);
   Exporter e(g, path);
   std::vector<Value> inputs;
   std::vector<std::string> input_names;
@@ -424,9 +473,11 @@ void export_onnx(const Model& model, const std::string& path, const OnnxExportOp
     input_names.push_back(model.name() + "_input");
   }
   const auto dims = e.input_dims(model);
+  const auto types = e.input_types(model);
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    g.input(input_names.at(i), dims[i]);
-    inputs.push_back({input_names[i], dims[i], Layout::kKeras});
+    const std::int32_t type = i < types.size() ? types[i] : onnx::TensorProto::FLOAT;
+    g.input(input_names.at(i), dims[i], type);
+    inputs.push_back({input_names[i], dims[i], Layout::kKeras, type});
   }
   const std::vector<Value> outputs = e.emit_model(model, inputs, "");
   for (std::size_t i = 0; i < outputs.size(); ++i) g.output(outputs[i], "output_" + std::to_string(i));

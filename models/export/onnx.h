@@ -47,13 +47,38 @@
 //           Bidirectional -> one such op of direction "bidirectional" (W, R, B stacked forward,
 //           backward), its two outputs taken apart with Gather and merged as merge_mode says
 //           (concat Concat, sum Add, mul Mul, ave Add and Mul 0.5).
-//           Not mapped (yet): return_state (several outputs), hard_sigmoid inside a recurrent
-//           layer, MultiHeadAttention, and custom layer classes.
+// Sequences: Embedding -> Gather(table, ids) (float32 ids Cast to int64 first, truncating as
+//           tapeflow's cast; an int32 / int64 Input is a graph input of that type); PositionEmbedding
+//           -> Expand of its first `steps` rows to Shape(x); LayerNormalization -> LayerNormalization
+//           (opset 17, axes trailing; else, or at opset 13..16, composed: ReduceMean, Sub, Mul,
+//           Sqrt, Reciprocal, biased variance; gamma / beta shaped to broadcast); RMSNormalization
+//           composed (x · Reciprocal(Sqrt(ReduceMean(x², axes) + epsilon)) · scale); activation gelu
+//           (exact, Keras's approximate=False, the only form tapeflow's activations have) composed
+//           through Erf: 0.5 x (1 + erf(x / √2)) (ONNX's Gelu is opset 20); MultiHeadAttention ->
+//           per projection MatMul by the kernel [d, h, size] read as [d, h·size] (+ bias), Reshape
+//           [0, 0, h, size], Transpose to [B, h, T, size] (the key to [B, h, size, S]); the query
+//           Mul 1/√key_dim; MatMul scores [B, h, T, S]; Softmax(axis -1); MatMul by the values;
+//           Transpose and Reshape to [B, T, h·value_dim]; MatMul by the output kernel [h·vd, out]
+//           (+ bias). Functional nodes carry no attention_mask / use_causal_mask (tapeflow's
+//           Functional refuses them), so no mask is emitted. Conv1D -> Conv on NCW (the same
+//           channels-first edges as images: a Transpose(perm 0,2,1) before the first of a run of
+//           Conv1D / MaxPooling1D / AveragePooling1D, BatchNormalization, activations, Add,
+//           Concatenate, Global*Pooling1D staying NCW, and one back where a layer needs Keras's
+//           layout); its kernel [k, C, F] -> W [F, C, k]; "same" pads as TF, "causal" (k - 1)·d
+//           on the left. MaxPooling1D / AveragePooling1D -> MaxPool / AveragePool 1-D (TF pads,
+//           count_include_pad 0); GlobalAveragePooling1D / GlobalMaxPooling1D -> ReduceMean /
+//           ReduceMax over the steps (keepdims as configured); Permute -> Transpose [0, dims...].
+// Masks:    a Keras mask (Embedding mask_zero) that reaches a layer which uses it (SimpleRNN,
+//           LSTM, GRU, Bidirectional, GlobalAveragePooling1D, MultiHeadAttention; through the
+//           layers that pass masks on, models/internal/functional_masks.h) is refused naming that
+//           layer and the Embedding; a mask dropped before any such layer changes nothing and is
+//           exported. Not mapped (yet): masks, return_state (several outputs), hard_sigmoid
+//           inside a recurrent layer, and custom layer classes.
 // Errors:   std::invalid_argument "export_onnx: <file>: layer '<name>' (<class>) cannot be exported
 //           to ONNX: ..." for a layer class without a mapping (or options it lacks, such as a
-//           BatchNormalization over the batch axis), for a model that is not built (no input
-//           shape), for a non-float32 weight, and for an opset outside 13..17; std::logic_error
-//           (from model_to_config) for a subclassed model without a config; std::runtime_error
+//           BatchNormalization or LayerNormalization over the batch axis, or a Keras mask it
+//           reads), for a model that is not built (no input shape), for a non-float32 weight,
+//           and for an opset outside 13..17; std::logic_error (from model_to_config) for a subclassed model without a config; std::runtime_error
 //           naming the file if onnx::checker rejects the graph (a bug: please report it) or if
 //           the file cannot be written. The graph is checked by onnx::checker::check_model before
 //           anything is written, and the file is written to a temporary name and renamed, so

@@ -1,14 +1,15 @@
 """tapeflow's ONNX exports checked by ONNX itself and run by ONNX Runtime.
 
 onnx_check.py exported ONNX_MODELS      runs `onnx_models export` (tests/interop/onnx_models.cc)
-                                        and checks mlp, cnn, functional, conv_zoo, two_inputs, the DCGAN pair and recurrent.
+                                        and checks mlp, cnn, functional, conv_zoo, two_inputs, the DCGAN pair, recurrent,
+                                        lstm, vit, conv1d and tokens.
 onnx_check.py app TRAIN_CLASSIFIER ONNX_MODELS MODEL
                                         trains `train_classifier --model MODEL` twice with one
                                         seed, saving m.onnx and m.h5 (same seed and threads: the
                                         same weights, bit for bit), writes tapeflow's predictions
                                         of m.h5 with `onnx_models predict`, and checks m.onnx.
 Each model: onnx.checker.check_model(full_check=True); IR version 8, opset <= 17, a symbolic batch
-dimension on every input and output; ONNX Runtime's outputs on 100 Fashion-MNIST test images within
+dimension on every input and output; ONNX Runtime's outputs on 100 Fashion-MNIST test images (tokens: ids made from them) within
 1e-5 (max abs) of tapeflow's predict, and the same at batch sizes 1 and 7 (dynamic batch).
 """
 import os
@@ -36,7 +37,7 @@ def check(name):
     files = [name + ".input.bin"] + [f"{name}.input{i}.bin" for i in range(1, len(model.graph.input))]
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
-    xs = [np.fromfile(os.path.join(WORK, f), dtype=np.float32).reshape([100] + i.shape[1:])
+    xs = [np.fromfile(os.path.join(WORK, f), dtype=np.float32).reshape([100] + list(i.shape[1:]))
           for f, i in zip(files, session.get_inputs())]
     expected = np.fromfile(os.path.join(WORK, name + ".expected.bin"), dtype=np.float32).reshape(100, -1)
     (y,) = session.run(None, dict(zip(names, xs)))
@@ -62,7 +63,7 @@ def main(argv):
     if argv[1] == "exported":
         run(argv[2], "export", WORK)
         for name in ("mlp", "cnn", "functional", "conv_zoo", "two_inputs", "dcgan_discriminator", "dcgan_generator",
-                     "recurrent"):
+                     "recurrent", "lstm", "vit", "conv1d", "tokens"):
             check(name)
     elif argv[1] == "app":
         train, helper, kind = argv[2], argv[3], argv[4]

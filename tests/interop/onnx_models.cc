@@ -11,7 +11,12 @@
 //                               model of two Inputs, the halves of each image), and TF's DCGAN
 //                               generator (100 normal noise vectors in, images out) and
 //                               discriminator (images [28, 28, 1] in), untrained, and recurrent
-//                               (LSTM, GRU, SimpleRNN, Bidirectional over the image rows); beside each,
+//                               (LSTM, GRU, SimpleRNN, Bidirectional over the image rows), lstm
+//                               (make_classifier_lstm), vit (make_classifier_vit, 2 blocks), conv1d
+//                               (Conv1D, 1-D pools, RMS/LayerNormalization, Permute, gelu, a cross
+//                               MultiHeadAttention) and tokens (Embedding, PositionEmbedding,
+//                               self-attention, LSTM, Bidirectional GRU; its input: 28 float ids
+//                               per image, the rows' mean brightness in 16 levels); beside each,
 //                               <name>.input.bin (two_inputs: and <name>.input1.bin)
 //                               (100 Fashion-MNIST test images, float32 [100, 784]) and
 //                               <name>.expected.bin (tapeflow's predict on them, float32).
@@ -20,6 +25,7 @@
 //                               same way (for the models train_classifier saved).
 // Fashion-MNIST from Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist).
 // Exit status 0 on success, 1 on any error (printed).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -172,6 +178,78 @@ std::shared_ptr<tf::models::Functional> recurrent() {
   return std::make_shared<tf::models::Functional>(in, out, "recurrent");
 }
 
+// Conv1D (same, causal dilated, strided valid), the 1-D pools, BatchNormalization and Concatenate on
+// channels-first sequences, the global 1-D pools (keepdims too), RMSNormalization, LayerNormalization
+// over a non-trailing axis (composed) and over two axes, Permute, a gelu Dense and a cross
+// MultiHeadAttention (query, value, key of three tensors, value_dim and output_shape set, no biases).
+std::shared_ptr<tf::models::Functional> conv1d() {
+  auto in = L::Input({.shape = {784}, .name = "pixels"});
+  auto call = [](std::shared_ptr<L::Layer> layer, const L::KerasTensor& x) { return (*layer)(x); };
+  auto conv = [](std::int64_t f, std::int64_t k, std::int64_t s, const char* padding, std::int64_t d, const char* act,
+                 std::uint64_t seed) {
+    return std::make_shared<L::Conv1D>(L::Conv1DOptions{.filters = f, .kernel_size = k, .strides = s,
+                                                        .padding = padding, .dilation_rate = d, .activation = act,
+                                                        .seed = seed});
+  };
+  auto x = call(std::make_shared<L::Reshape>(L::ReshapeOptions{.target_shape = {28, 28}}), in);
+  auto c1 = call(conv(8, 3, 1, "same", 1, "relu", 1), x);                          // 28x8
+  auto c2 = call(conv(6, 3, 1, "causal", 2, "tanh", 2), c1);                       // 28x6
+  auto bn = call(std::make_shared<L::BatchNormalization>(L::BatchNormalizationOptions{.momentum = 0.5}), c2);
+  auto mp = call(std::make_shared<L::MaxPooling1D>(L::Pooling1DOptions{.pool_size = 3, .strides = 2, .padding = "same"}),
+                 bn);                                                               // 14x6
+  auto ap = call(std::make_shared<L::AveragePooling1D>(L::Pooling1DOptions{.pool_size = 3, .strides = 2,
+                                                                           .padding = "same"}), c1);  // 14x8
+  auto cat = (*std::make_shared<L::Concatenate>())(std::vector<L::KerasTensor>{mp, ap});  // 14x14
+  auto c3 = call(conv(5, 4, 2, "valid", 1, "gelu", 3), cat);                       // 6x5
+  auto g1 = call(std::make_shared<L::GlobalMaxPooling1D>(), c3);                   // 5
+  auto g2 = call(std::make_shared<L::GlobalAveragePooling1D>(L::GlobalPooling1DOptions{.keepdims = true}), c3);
+  auto f2 = call(std::make_shared<L::Flatten>(), g2);                              // 5
+  auto rms = call(std::make_shared<L::RMSNormalization>(), cat);
+  auto ln1 = call(std::make_shared<L::LayerNormalization>(L::LayerNormalizationOptions{.axis = {1}}), rms);
+  auto ln2 = call(std::make_shared<L::LayerNormalization>(L::LayerNormalizationOptions{.axis = {-2, -1}}), ln1);
+  auto pm = call(std::make_shared<L::Permute>(L::PermuteOptions{.dims = {2, 1}}), ln2);  // 14x14
+  auto ge = call(std::make_shared<L::Dense>(L::DenseOptions{.units = 12, .activation = "gelu", .seed = 4}), pm);
+  auto mha = std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{
+      .num_heads = 3, .key_dim = 4, .value_dim = 5, .use_bias = false, .output_shape = 7, .seed = 5});
+  auto att = (*mha)(std::vector<L::KerasTensor>{ge, c1, x});                        // 14x7
+  auto ga = call(std::make_shared<L::GlobalAveragePooling1D>(), att);              // 7
+  auto all = (*std::make_shared<L::Concatenate>())(std::vector<L::KerasTensor>{g1, f2, ga});
+  auto out = call(std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .seed = 6}), all);
+  return std::make_shared<tf::models::Functional>(in, out, "conv1d");
+}
+
+// Token ids in: Embedding -> + PositionEmbedding -> LayerNormalization -> self MultiHeadAttention ->
+// Add -> LSTM, and a GRU / Bidirectional branch; the ids come as float32 (cast as tapeflow casts).
+std::shared_ptr<tf::models::Functional> tokens() {
+  auto in = L::Input({.shape = {28}, .name = "ids"});
+  auto call = [](std::shared_ptr<L::Layer> layer, const L::KerasTensor& x) { return (*layer)(x); };
+  auto e = call(std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 16, .output_dim = 12, .seed = 1}), in);
+  auto p = call(std::make_shared<L::PositionEmbedding>(L::PositionEmbeddingOptions{.sequence_length = 32, .seed = 2}), e);
+  auto h = (*std::make_shared<L::Add>())(std::vector<L::KerasTensor>{e, p});
+  auto n = call(std::make_shared<L::LayerNormalization>(), h);
+  auto mha = std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 6, .seed = 3});
+  auto a = (*std::make_shared<L::Add>())(std::vector<L::KerasTensor>{(*mha)(std::vector<L::KerasTensor>{n, n}), h});
+  auto l = call(std::make_shared<L::LSTM>(L::LSTMOptions{.units = 8, .seed = 4}), a);
+  auto b = call(std::make_shared<L::Bidirectional>(
+                    std::make_shared<L::GRU>(L::GRUOptions{.units = 5, .seed = 5}), L::BidirectionalOptions{}), e);
+  auto cat = (*std::make_shared<L::Concatenate>())(std::vector<L::KerasTensor>{l, b});
+  auto out = call(std::make_shared<L::Dense>(L::DenseOptions{.units = 10, .seed = 6}), cat);
+  return std::make_shared<tf::models::Functional>(in, out, "tokens");
+}
+
+// Each image's 28 row means as ids 0..15.
+tf::Tensor token_ids() {
+  const tf::Tensor x = test_images();
+  std::vector<float> ids(static_cast<std::size_t>(kTestImages * 28));
+  for (std::int64_t i = 0; i < kTestImages; ++i)
+    for (std::int64_t r = 0; r < 28; ++r) {
+      double sum = 0;
+      for (std::int64_t c = 0; c < 28; ++c) sum += x.data<float>()[i * 784 + r * 28 + c];
+      ids[i * 28 + r] = static_cast<float>(std::min<std::int64_t>(15, static_cast<std::int64_t>(sum / 28 * 16)));
+    }
+  return tf::constant(ids, tf::Shape{kTestImages, 28});
+}
+
 int export_models(const std::string& dir) {
   auto mlp = tf::models::make_classifier_mlp({.seed = 1});
   train(*mlp, 2000, true);
@@ -191,6 +269,27 @@ int export_models(const std::string& dir) {
   train(*rnn, 200, true);
   tf::models::export_onnx(*rnn, dir + "/recurrent.onnx", {.opset = 17});
   write_io(*rnn, dir + "/recurrent");
+  // The sequence and attention layers: the W11 LSTM classifier, a small ViT (trained briefly), the
+  // Conv1D model and the token model (untrained: their ids are not the training images).
+  auto lstm = tf::models::make_classifier_lstm({.units = 32, .seed = 12});
+  train(*lstm, 200, true);
+  auto vit = tf::models::make_classifier_vit({.transformer_layers = 2, .seed = 13});
+  train(*vit, 128, true);
+  auto c1d = conv1d();
+  train(*c1d, 200, true);
+  for (auto [name, model] : std::vector<std::pair<std::string, std::shared_ptr<tf::models::Model>>>{
+           {"lstm", lstm}, {"vit", vit}, {"conv1d", c1d}}) {
+    tf::models::export_onnx(*model, dir + "/" + name + ".onnx", {.opset = 17});
+    write_io(*model, dir + "/" + name);
+    std::cout << "exported " << name << "\n";
+  }
+  auto tok = tokens();
+  tf::models::export_onnx(*tok, dir + "/tokens.onnx", {.opset = 17});
+  {
+    const tf::Tensor ids = token_ids();
+    write_floats(dir + "/tokens.input.bin", ids);
+    write_floats(dir + "/tokens.expected.bin", tok->predict(ids, {.batch_size = 32}));
+  }
   // TF's DCGAN tutorial networks (untrained): image inputs [batch, 28, 28, 1] straight into a Conv2D,
   // and an image output that leaves NCHW at the end of the graph.
   auto disc = tf::models::make_dcgan_discriminator({.seed = 9});

@@ -271,5 +271,96 @@ TEST(OnnxExportTest, AnLstmKeepsKerasGatesInOnnxOrder) {
   FAIL() << "no initializer " << lstm->name() << "/kernel";
 }
 
+int count_ops(const onnx::ModelProto& m, const std::string& op) {
+  int n = 0;
+  for (const auto& node : m.graph().node()) n += node.op_type() == op;
+  return n;
+}
+
+TEST(OnnxExportTest, AKerasMaskThatReachesALayerUsingItIsRefusedNamingBothLayers) {
+  const fs::path dir = scratch("mask");
+  for (const std::string consumer : {"LSTM", "GlobalAveragePooling1D", "MultiHeadAttention"}) {
+    std::shared_ptr<L::Layer> last;
+    if (consumer == "LSTM") last = std::make_shared<L::LSTM>(L::LSTMOptions{.units = 3, .name = "reader"});
+    if (consumer == "GlobalAveragePooling1D")
+      last = std::make_shared<L::GlobalAveragePooling1D>(L::GlobalPooling1DOptions{.name = "reader"});
+    if (consumer == "MultiHeadAttention")
+      last = std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 1, .key_dim = 2,
+                                                                                  .name = "reader"});
+    Sequential model({std::make_shared<L::Embedding>(L::EmbeddingOptions{
+                          .input_dim = 5, .output_dim = 4, .mask_zero = true, .name = "tokens"}),
+                      std::make_shared<L::Dense>(L::DenseOptions{.units = 4}),  // passes the mask on
+                      last});
+    model.build(Shape{1, 6});
+    try {
+      export_onnx(model, (dir / "m.onnx").string());
+      ADD_FAILURE() << "exported a mask " << consumer << " reads";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_THAT(e.what(), HasSubstr("layer 'reader' (" + consumer + ") cannot be exported to ONNX"));
+      EXPECT_THAT(e.what(), HasSubstr("Keras mask of layer 'tokens' (Embedding mask_zero)"));
+    }
+    EXPECT_TRUE(fs::is_empty(dir)) << consumer;
+  }
+  // A mask that a layer drops (Flatten) before anything reads it changes nothing: exported.
+  Sequential dropped({std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 5, .output_dim = 4,
+                                                                         .mask_zero = true}),
+                      std::make_shared<L::Flatten>(), std::make_shared<L::Dense>(2)});
+  dropped.build(Shape{1, 6});
+  EXPECT_NO_THROW(export_onnx(dropped, (dir / "dropped.onnx").string()));
+  EXPECT_NO_THROW(onnx::checker::check_model((dir / "dropped.onnx").string()));
+}
+
+TEST(OnnxExportTest, IntegerIdsAreAGraphInputOfTheirTypeGatheredWithoutACast) {
+  const fs::path dir = scratch("int_ids");
+  auto ids = L::Input({.shape = {6}, .dtype = DType::kInt32, .name = "ids"});
+  auto e = (*std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 9, .output_dim = 3, .seed = 1}))(ids);
+  auto f = (*std::make_shared<L::Flatten>())(e);
+  Functional model(ids, f);
+  export_onnx(model, (dir / "m.onnx").string());
+  const onnx::ModelProto m = load(dir / "m.onnx");
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  EXPECT_EQ(m.graph().input(0).type().tensor_type().elem_type(), onnx::TensorProto::INT32);
+  EXPECT_EQ(count_ops(m, "Gather"), 1);
+  EXPECT_EQ(count_ops(m, "Cast"), 0);
+}
+
+TEST(OnnxExportTest, LayerNormalizationIsOneOpAtOpset17AndComposedBelow) {
+  const fs::path dir = scratch("layer_norm");
+  Sequential model({std::make_shared<L::LayerNormalization>(), std::make_shared<L::RMSNormalization>()});
+  model.build(Shape{1, 5, 4});
+  for (int opset : {17, 13}) {
+    const fs::path p = dir / ("m" + std::to_string(opset) + ".onnx");
+    export_onnx(model, p.string(), {.opset = opset});
+    const onnx::ModelProto m = load(p);
+    EXPECT_NO_THROW(onnx::checker::check_model(m)) << opset;
+    EXPECT_EQ(count_ops(m, "LayerNormalization"), opset == 17 ? 1 : 0) << opset;
+    EXPECT_EQ(count_ops(m, "ReduceMean"), opset == 17 ? 1 : 3) << opset;  // RMSNormalization's mean of squares
+  }
+}
+
+TEST(OnnxExportTest, Conv1DRunsOnNcwWithTransposedKernelsAndOneTransposeAtEachEnd) {
+  const fs::path dir = scratch("conv1d");
+  auto conv = std::make_shared<L::Conv1D>(L::Conv1DOptions{.filters = 6, .kernel_size = 3, .seed = 1});
+  Sequential model({conv, std::make_shared<L::MaxPooling1D>(),
+                    std::make_shared<L::Conv1D>(L::Conv1DOptions{.filters = 2, .kernel_size = 2, .padding = "causal"}),
+                    std::make_shared<L::Flatten>()});
+  model.build(Shape{1, 12, 4});
+  export_onnx(model, (dir / "m.onnx").string());
+  const onnx::ModelProto m = load(dir / "m.onnx");
+  EXPECT_NO_THROW(onnx::checker::check_model(m));
+  EXPECT_EQ(count_ops(m, "Transpose"), 2);
+  const Tensor kernel = conv->variables()[0].value();  // [3, 4, 6]
+  for (const auto& t : m.graph().initializer()) {
+    if (t.name() != conv->name() + "/kernel") continue;
+    ASSERT_EQ(std::vector<std::int64_t>(t.dims().begin(), t.dims().end()), (std::vector<std::int64_t>{6, 4, 3}));
+    const auto* w = reinterpret_cast<const float*>(t.raw_data().data());
+    for (int f = 0; f < 6; ++f)
+      for (int c = 0; c < 4; ++c)
+        for (int k = 0; k < 3; ++k) EXPECT_EQ(w[(f * 4 + c) * 3 + k], kernel.data<float>()[(k * 4 + c) * 6 + f]);
+    return;
+  }
+  FAIL() << "no initializer " << conv->name() << "/kernel";
+}
+
 }  // namespace
 }  // namespace tapeflow::models

@@ -1,5 +1,6 @@
 #include "models/export/internal/onnx_graph.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 
@@ -7,12 +8,18 @@ namespace tapeflow::models::onnx_export {
 
 namespace {
 
-constexpr std::int64_t kToNchw[4] = {0, 3, 1, 2};
-constexpr int kNhwcAxisInNchw[4] = {0, 2, 3, 1};
+// Keras layout -> channels first and back, by rank (4: NHWC <-> NCHW, 3: NWC <-> NCW).
+std::vector<std::int64_t> to_channels_first(int rank) {
+  return rank == 4 ? std::vector<std::int64_t>{0, 3, 1, 2} : std::vector<std::int64_t>{0, 2, 1};
+}
+std::vector<std::int64_t> to_channels_last(int rank) {
+  return rank == 4 ? std::vector<std::int64_t>{0, 2, 3, 1} : std::vector<std::int64_t>{0, 2, 1};
+}
 
-void set_shape(onnx::ValueInfoProto* info, const std::vector<std::int64_t>& dims) {
+void set_shape(onnx::ValueInfoProto* info, const std::vector<std::int64_t>& dims,
+               std::int32_t elem_type = onnx::TensorProto::FLOAT) {
   auto* type = info->mutable_type()->mutable_tensor_type();
-  type->set_elem_type(onnx::TensorProto::FLOAT);
+  type->set_elem_type(elem_type);
   auto* shape = type->mutable_shape();
   shape->add_dim()->set_dim_param("batch");
   for (std::int64_t d : dims) shape->add_dim()->set_dim_value(d);
@@ -21,7 +28,15 @@ void set_shape(onnx::ValueInfoProto* info, const std::vector<std::int64_t>& dims
 }  // namespace
 
 int axis_in_layout(const Value& v, int axis) {
-  return v.layout == Layout::kNchw ? kNhwcAxisInNchw[axis] : axis;
+  if (v.layout == Layout::kKeras) return axis;
+  return static_cast<int>(to_channels_last(v.rank())[axis]);  // Keras axis a sits at position perm[a]
+}
+
+std::pair<std::int64_t, std::int64_t> tf_pads(std::int64_t in, std::int64_t out, std::int64_t s, std::int64_t eff,
+                                              bool same) {
+  if (!same) return {0, 0};
+  const std::int64_t total = std::max<std::int64_t>((out - 1) * s + eff - in, 0);
+  return {total / 2, total - total / 2};
 }
 
 std::string Graph::fresh(const std::string& base) {
@@ -81,43 +96,44 @@ std::string Graph::initializer_scalar(const std::string& name, std::int64_t valu
 
 Value Graph::nchw(const Value& v) {
   if (v.layout == Layout::kNchw) return v;
-  if (v.rank() != 4) throw std::logic_error("export_onnx: NCHW needs a rank-4 value, '" + v.name + "' is not");
+  if (v.rank() != 4 && v.rank() != 3)
+    throw std::logic_error("export_onnx: channels first needs a rank-3 or rank-4 value, '" + v.name + "' is not");
   auto it = to_nchw_.find(v.name);
   if (it == to_nchw_.end()) {
-    const std::string out = fresh(v.name + "/nchw");
-    set_ints(node("Transpose", {v.name}, {out}, out), "perm", {kToNchw, kToNchw + 4});
+    const std::string out = fresh(v.name + (v.rank() == 4 ? "/nchw" : "/ncw"));
+    set_ints(node("Transpose", {v.name}, {out}, out), "perm", to_channels_first(v.rank()));
     it = to_nchw_.emplace(v.name, out).first;
     to_keras_[out] = v.name;
   }
-  return {it->second, v.dims, Layout::kNchw};
+  return {it->second, v.dims, Layout::kNchw, v.elem_type, v.mask_from};
 }
 
 Value Graph::keras(const Value& v) {
   if (v.layout == Layout::kKeras) return v;
   auto it = to_keras_.find(v.name);
   if (it == to_keras_.end()) {
-    const std::string out = fresh(v.name + "/nhwc");
-    set_ints(node("Transpose", {v.name}, {out}, out), "perm", {0, 2, 3, 1});
+    const std::string out = fresh(v.name + (v.rank() == 4 ? "/nhwc" : "/nwc"));
+    set_ints(node("Transpose", {v.name}, {out}, out), "perm", to_channels_last(v.rank()));
     it = to_keras_.emplace(v.name, out).first;
     to_nchw_[out] = v.name;
   }
-  return {it->second, v.dims, Layout::kKeras};
+  return {it->second, v.dims, Layout::kKeras, v.elem_type, v.mask_from};
 }
 
 std::vector<Value> Graph::common_layout(const std::vector<Value>& vs) {
-  bool any_nchw = false, all_rank4 = true;
+  bool any_nchw = false, one_rank = !vs.empty() && (vs[0].rank() == 3 || vs[0].rank() == 4);
   for (const Value& v : vs) {
     any_nchw = any_nchw || v.layout == Layout::kNchw;
-    all_rank4 = all_rank4 && v.rank() == 4;
+    one_rank = one_rank && v.rank() == vs[0].rank();
   }
   std::vector<Value> out;
-  for (const Value& v : vs) out.push_back(any_nchw && all_rank4 ? nchw(v) : keras(v));
+  for (const Value& v : vs) out.push_back(any_nchw && one_rank ? nchw(v) : keras(v));
   return out;
 }
 
-void Graph::input(const std::string& name, const std::vector<std::int64_t>& dims) {
+void Graph::input(const std::string& name, const std::vector<std::int64_t>& dims, std::int32_t elem_type) {
   names_.insert(name);
-  set_shape(graph_->add_input(), dims);
+  set_shape(graph_->add_input(), dims, elem_type);
   graph_->mutable_input(graph_->input_size() - 1)->set_name(name);
 }
 
@@ -151,10 +167,20 @@ Tensor layer_weight(const std::string& file, const layers::Layer& layer, const s
 Value activation(Graph& g, const std::string& file, const layers::Layer& layer, const std::string& name,
                  const Value& x, const std::string& base) {
   if (name.empty() || name == "linear") return x;
+  if (name == "gelu") {  // exact (Keras's approximate=False): 0.5 x (1 + erf(x / sqrt(2))); Gelu is opset 20
+    const std::string scaled = g.fresh(base + "/gelu_scaled"), e = g.fresh(base + "/gelu_erf"),
+                      one = g.fresh(base + "/gelu_1p"), xe = g.fresh(base + "/gelu_x"), out = g.fresh(base);
+    g.node("Mul", {x.name, g.initializer_floats(base + "/inv_sqrt2", {0.70710678118654752f}, {})}, {scaled}, scaled);
+    g.node("Erf", {scaled}, {e}, e);
+    g.node("Add", {e, g.initializer_floats(base + "/one", {1.0f}, {})}, {one}, one);
+    g.node("Mul", {x.name, one}, {xe}, xe);
+    g.node("Mul", {xe, g.initializer_floats(base + "/half", {0.5f}, {})}, {out}, out);
+    return {out, x.dims, x.layout};
+  }
   static const std::map<std::string, std::string> ops = {{"relu", "Relu"},       {"sigmoid", "Sigmoid"},
                                                          {"tanh", "Tanh"},       {"softmax", "Softmax"},
                                                          {"elu", "Elu"},         {"leaky_relu", "LeakyRelu"},
-                                                         {"softplus", "Softplus"}, {"hard_sigmoid", "HardSigmoid"}};
+                                                         {"softplus", "Softplus"}, {"hard_sigmoid", "HardSigmoid"}};  // gelu: above
   auto it = ops.find(name);
   if (it == ops.end()) fail(file, layer, "activation '" + name + "' has no ONNX mapping");
   const std::string out = g.fresh(base);
