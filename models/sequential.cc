@@ -30,8 +30,8 @@ Tensor Sequential::call(const Tensor& inputs, bool training) {
   Tensor mask;  // Keras's mask, as in Functional (models/internal/functional_masks.h); undefined: none
   for (std::size_t i = 0; i < ls.size(); ++i) {
     if (mask.defined() || internal::makes_mask(*ls[i])) {
-      internal::MaskedOutput r = internal::call_with_masks(*ls[i], {x}, {mask}, false, training);
-      x = r.output;
+      internal::MaskedOutput r = internal::call_with_masks(*ls[i], {x}, {mask}, false, {}, training);
+      x = r.outputs[0];
       mask = r.mask;
     } else if (auto* conv = i + 1 < ls.size() ? layers::relu_commutes_with(*ls[i], *ls[i + 1]) : nullptr) {
       x = conv->call_max_pooled(x, *ls[i + 1], training);  // see the header

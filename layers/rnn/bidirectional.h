@@ -38,6 +38,9 @@ class Bidirectional : public Layer {
   // {merged output, forward states..., backward states...}.
   std::vector<Tensor> call_with_state(const Tensor& sequences, const std::vector<Tensor>& initial_state = {},
                                       const std::optional<Tensor>& mask = std::nullopt, bool training = false);
+  // With the wrapped layer's return_state: {merged output, forward states..., backward states...}
+  // (Keras's list); else {merged output}. inputs: sequences, initial states..., then the mask with flags.mask.
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) override;
   Tensor call(const Tensor& sequences, const Tensor& mask, bool training = false);
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Keras 2's config: {"layer": {"class_name", "config"} of the wrapped layer, "merge_mode"}.
