@@ -54,7 +54,7 @@ std::shared_ptr<InputLayer> InputLayer::from_config(const nlohmann::json& config
 KerasTensor InputLayer::output_of(const std::shared_ptr<InputLayer>& layer) {
   std::vector<std::int64_t> shape{-1};
   shape.insert(shape.end(), layer->options_.shape.begin(), layer->options_.shape.end());
-  auto node = std::make_shared<Node>(Node{layer, {}, next_node_serial()});
+  auto node = std::make_shared<Node>(Node{layer, {}, next_node_serial(), {}, {shape}, {layer->options_.dtype}});
   return KerasTensor(std::move(shape), layer->options_.dtype, std::move(node));
 }
 

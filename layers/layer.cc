@@ -81,7 +81,9 @@ void Layer::build(const std::vector<Shape>& shapes) {
   built_ = true;
 }
 
-Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) {
+Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) { return call(begin_call(inputs), training); }
+
+std::vector<Tensor> Layer::begin_call(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> xs = inputs;
   std::vector<Shape> shapes;
   for (Tensor& x : xs) {
@@ -94,7 +96,21 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training) {
     built_ = true;
   }
   call_losses_.clear();
-  return call(xs, training);
+  return xs;
+}
+
+void Layer::refuse_call_flags(const CallFlags& flags) const {
+  if (flags.use_causal_mask) throw std::invalid_argument(describe() + ": does not take the call argument use_causal_mask");
+  if (flags.return_attention_scores)
+    throw std::invalid_argument(describe() + ": does not take the call argument return_attention_scores");
+  if (flags.mask) throw std::invalid_argument(describe() + ": does not take the call argument mask");
+  if (flags.attention_mask) throw std::invalid_argument(describe() + ": does not take the call argument attention_mask");
+}
+
+std::vector<Tensor> Layer::call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) {
+  refuse_call_flags(flags);
+  if (inputs.empty()) throw std::invalid_argument(describe() + ": no inputs");
+  return {inputs.size() == 1 ? (*this)(inputs[0], training) : (*this)(inputs, training)};
 }
 
 Tensor Layer::call(const std::vector<Tensor>& inputs, bool training) {
@@ -106,12 +122,21 @@ Tensor Layer::call(const std::vector<Tensor>& inputs, bool training) {
 KerasTensor Layer::operator()(const KerasTensor& input) { return (*this)(std::vector<KerasTensor>{input}); }
 
 KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) {
+  std::vector<KerasTensor> out = call_all(inputs);
+  if (out.size() != 1)
+    throw std::invalid_argument(describe() + ": has " + std::to_string(out.size()) +
+                                " outputs here (return_state / return_attention_scores / a model's outputs): call it "
+                                "with call_all to get them all");
+  return out[0];
+}
+
+std::vector<KerasTensor> Layer::call_all(const std::vector<KerasTensor>& inputs, const CallFlags& flags) {
   std::shared_ptr<Layer> self = weak_from_this().lock();
   if (!self)
     throw std::logic_error(describe() + ": a layer called on KerasTensors must be held by a std::shared_ptr "
                                         "(std::make_shared)");
   if (inputs.empty()) throw std::invalid_argument(describe() + ": called on an empty list of KerasTensors");
-  std::vector<Tensor> examples;  // one zero example per input: the output shape comes from a real call
+  std::vector<Tensor> examples;  // one zero example per input: the output shapes come from a real call
   std::string from;
   for (const KerasTensor& kt : inputs) {
     if (!kt.defined()) throw std::invalid_argument(describe() + ": called on an undefined KerasTensor");
@@ -120,17 +145,24 @@ KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs) {
     examples.push_back(zeros(Shape(dims), kt.dtype()));
     from += (from.empty() ? "" : ", ") + kt.describe();
   }
-  Tensor out;
+  std::vector<Tensor> outs;
   try {
     RecordingPause pause;
-    out = inputs.size() == 1 ? (*this)(examples[0], /*training=*/false) : (*this)(examples, /*training=*/false);
+    outs = call_outputs(examples, flags, /*training=*/false);
   } catch (const std::exception& e) {
     throw std::invalid_argument(describe() + ": cannot be called on " + from + ": " + e.what());
   }
-  std::vector<std::int64_t> shape(out.shape().begin(), out.shape().end());
-  if (!shape.empty()) shape[0] = -1;
-  auto node = std::make_shared<Node>(Node{self, inputs, next_node_serial()});
-  return KerasTensor(std::move(shape), out.dtype(), std::move(node));
+  auto node = std::make_shared<Node>(Node{self, inputs, next_node_serial(), flags, {}, {}});
+  for (const Tensor& o : outs) {
+    std::vector<std::int64_t> shape(o.shape().begin(), o.shape().end());
+    if (!shape.empty()) shape[0] = -1;
+    node->output_shapes.push_back(shape);
+    node->output_dtypes.push_back(o.dtype());
+  }
+  std::vector<KerasTensor> result;
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    result.emplace_back(node->output_shapes[i], node->output_dtypes[i], node, static_cast<int>(i));
+  return result;
 }
 
 nlohmann::json Layer::base_config() const {

@@ -38,6 +38,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "layers/initializers.h"
+#include "layers/keras_tensor.h"
 #include "tape/core/random.h"
 #include "tape/core/tensor.h"
 #include "tape/runtime/variable.h"
@@ -69,9 +70,21 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // Symbolic calls (Functional API): record a node and return its output. Errors:
   // std::invalid_argument naming this layer, the inputs' layers and shapes if the layer rejects
   // them; std::logic_error if the layer is not held by a std::shared_ptr.
+  // A layer with several outputs (call_all) is an std::invalid_argument here, naming the count.
   KerasTensor operator()(const KerasTensor& input);
   // The symbolic call on several inputs (merge layers, functional models); errors as above.
   KerasTensor operator()(const std::vector<KerasTensor>& inputs);
+  // A symbolic call returning every output, as Keras returns a list: LSTM(return_state) on x ->
+  // {output, h, c}; MultiHeadAttention on {query, value} with flags.return_attention_scores ->
+  // {output, scores}; one output for most layers. `flags`: the call's flag arguments, kept by the
+  // node (Keras's use_causal_mask, return_attention_scores). Errors as operator(), and
+  // std::invalid_argument naming the layer and the flag for a flag the layer does not take.
+  std::vector<KerasTensor> call_all(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {});
+  // Every output of one eager call, as a Functional node runs it (inputs as the layer's
+  // multi-input call takes them). Default: {operator()(inputs)} (one input: the single-tensor
+  // call); layers with several outputs override it. Errors: std::invalid_argument naming the
+  // layer for a flag it does not take (the default takes none).
+  virtual std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training);
   // Creates the weights for `input_shape` (default: none) and marks the layer built.
   virtual void build(const Shape& input_shape);
   // Several inputs (default: build(shapes[0]) for one shape, else just mark the layer built).
@@ -138,6 +151,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // What operator() does before call(): casts floating inputs to dtype() (if autocast), builds on
   // the first call, clears the call's losses. For entry points other than call() (ConvBase).
   Tensor begin_call(const Tensor& inputs);
+  // The same for several inputs (each floating one cast; build(shapes) on the first call).
+  std::vector<Tensor> begin_call(const std::vector<Tensor>& inputs);
   // Records an activity loss for this call (cleared at the start of each call).
   void add_loss(const Tensor& loss);
   // Regularization losses of this layer's own weights, computed from their current values.
@@ -159,6 +174,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   Generator& generator() { return generator_; }
   // "Dense 'dense_1'" for error messages.
   std::string describe() const;
+  // Errors: std::invalid_argument naming this layer and the flag for any flag set in `flags`
+  // (for call_outputs overrides of layers that take none).
+  void refuse_call_flags(const CallFlags& flags) const;
   // The config every layer shares: name, trainable, dtype (start of get_config()).
   nlohmann::json base_config() const;
 

@@ -90,9 +90,10 @@ Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor>
   for (const KerasTensor& t : inputs_) order.push_back(t.node()->layer);
   for (const auto& n : nodes_) {
     if (!is_input_node(*n)) {
-      Step step{n, {}, next};
-      for (const KerasTensor& t : n->inputs) step.inputs.push_back(slot_.at(t.node().get()));
-      slot_[n.get()] = next++;
+      Step step{n, {}, next, std::max<std::size_t>(1, n->output_shapes.size())};
+      for (const KerasTensor& t : n->inputs) step.inputs.push_back(slot_of(t));
+      slot_[n.get()] = next;
+      next += step.num_outputs;
       steps_.push_back(std::move(step));
       if (std::find(order.begin(), order.end(), n->layer) == order.end()) order.push_back(n->layer);
     }
@@ -105,7 +106,8 @@ Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor>
                                   "' (layer names must be unique in a model)");
     track_layer(l);
   }
-  for (const KerasTensor& t : outputs_) output_slots_.push_back(slot_.at(t.node().get()));
+  num_slots_ = next;
+  for (const KerasTensor& t : outputs_) output_slots_.push_back(slot_of(t));
   // The fusion pass (models/internal/fusion.h) over the recorded calls, once.
   std::vector<internal::LayerCall> layer_calls;
   for (const Step& s : steps_) layer_calls.push_back({s.node->layer.get(), s.inputs, s.output});
@@ -125,7 +127,7 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
   if (xs.size() != inputs_.size())
     throw std::invalid_argument(describe() + ": expects " + std::to_string(inputs_.size()) + " input(s), got " +
                                 std::to_string(xs.size()));
-  std::vector<Tensor> values(inputs_.size() + steps_.size());
+  std::vector<Tensor> values(num_slots_);
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const auto& want = inputs_[i].shape();
     const Shape& got = xs[i].shape();
@@ -138,8 +140,10 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
   }
   // Keras masks (models/internal/functional_masks.h), per value; undefined: none.
   std::vector<Tensor> masks(values.size());
+  const bool model_training = training;
   for (std::size_t i = 0; i < steps_.size(); ++i) {
     const Step& s = steps_[i];
+    training = s.node->flags.training.value_or(model_training);
     if (fused_[i].run != internal::FusedRun::kAsWritten) {  // one input; the fused layers drop masks
       values[s.output] = internal::run_planned(fused_[i], *s.node->layer, values[s.inputs[0]], training);
       continue;
@@ -152,16 +156,24 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
         in.push_back(values[k]);
         m.push_back(masks[k]);
       }
-      const bool key_is_value = s.inputs.size() > 2 && s.inputs[2] == s.inputs[1];
-      internal::MaskedOutput r = internal::call_with_masks(*s.node->layer, in, m, key_is_value, training);
-      values[s.output] = r.output;
+      // An explicit mask / attention_mask (the node's last input) goes beside the masks.
+      layers::CallFlags flags = s.node->flags;
+      Tensor mask_arg, attention_mask_arg;
+      if (flags.mask || flags.attention_mask) {
+        (flags.mask ? mask_arg : attention_mask_arg) = in.back();
+        in.pop_back();
+        m.pop_back();
+        flags.mask = flags.attention_mask = false;
+      }
+      const bool key_is_value = in.size() > 2 && s.inputs[2] == s.inputs[1];
+      internal::MaskedOutput r = internal::call_with_masks(*s.node->layer, in, m, key_is_value, flags, training, mask_arg,
+                                                           attention_mask_arg);
+      store(s, r.outputs, values);
       masks[s.output] = r.mask;
-    } else if (s.inputs.size() == 1) {
-      values[s.output] = (*s.node->layer)(values[s.inputs[0]], training);
     } else {
       std::vector<Tensor> in;
       for (std::size_t k : s.inputs) in.push_back(values[k]);
-      values[s.output] = (*s.node->layer)(in, training);
+      store(s, s.node->layer->call_outputs(in, s.node->flags, training), values);
     }
   }
   std::vector<Tensor> out;
@@ -169,7 +181,25 @@ std::vector<Tensor> Functional::run(const std::vector<Tensor>& xs, bool training
   return out;
 }
 
+void Functional::store(const Step& s, const std::vector<Tensor>& outputs, std::vector<Tensor>& values) const {
+  if (outputs.size() != s.num_outputs)
+    throw std::logic_error(describe() + ": layer '" + s.node->layer->name() + "' gave " + std::to_string(outputs.size()) +
+                           " outputs, its node was recorded with " + std::to_string(s.num_outputs));
+  for (std::size_t i = 0; i < outputs.size(); ++i) values[s.output + i] = outputs[i];
+}
+
+std::size_t Functional::slot_of(const KerasTensor& t) const {
+  return slot_.at(t.node().get()) + static_cast<std::size_t>(t.index());
+}
+
 std::vector<Tensor> Functional::call_all(const std::vector<Tensor>& inputs, bool training) { return run(inputs, training); }
+
+std::vector<Tensor> Functional::call_outputs(const std::vector<Tensor>& inputs, const layers::CallFlags& flags,
+                                             bool training) {
+  if (outputs_.size() == 1) return Model::call_outputs(inputs, flags, training);
+  refuse_call_flags(flags);
+  return run(inputs, training);
+}
 
 Tensor Functional::call(const Tensor& inputs, bool training) { return call(std::vector<Tensor>{inputs}, training); }
 
@@ -232,7 +262,8 @@ Tensor Functional::predict(const std::vector<Tensor>& xs, const EvaluateOptions&
 }
 
 std::string Functional::inbound_string(const KerasTensor& t) const {
-  return t.node()->layer->name() + "[" + std::to_string(node_index_.at(t.node().get())) + "][0]";
+  return t.node()->layer->name() + "[" + std::to_string(node_index_.at(t.node().get())) + "][" +
+         std::to_string(t.index()) + "]";
 }
 
 std::vector<std::string> Functional::summary_output_shapes() const {
@@ -240,20 +271,7 @@ std::vector<std::string> Functional::summary_output_shapes() const {
   for (const auto& l : layers()) {
     std::vector<std::string> shapes;
     for (const auto& n : nodes_)
-      if (n->layer == l) {
-        const KerasTensor* t = nullptr;
-        for (const KerasTensor& in : inputs_)
-          if (in.node() == n) t = &in;
-        std::string s;
-        if (t) s = t->shape_string();
-        else
-          for (const auto& m : nodes_)
-            for (const KerasTensor& in : m->inputs)
-              if (in.node() == n) s = in.shape_string();
-        for (const KerasTensor& o : outputs_)
-          if (o.node() == n) s = o.shape_string();
-        shapes.push_back(s);
-      }
+      if (n->layer == l) shapes.push_back(n->output_shapes.empty() ? "?" : layers::shapes_string(n->output_shapes));
     bool same = std::all_of(shapes.begin(), shapes.end(), [&](const std::string& s) { return s == shapes[0]; });
     out.push_back(shapes.empty() ? "?" : same ? shapes[0] : "multiple");
   }
@@ -275,40 +293,80 @@ std::vector<std::string> Functional::summary_connections() const {
   return out;
 }
 
+json Functional::ref_of(const KerasTensor& t) const {
+  return json::array({t.node()->layer->name(), node_index_.at(t.node().get()), t.index()});
+}
+
+json Functional::keras2_node(const Node& n) const {
+  // tf.keras 2's Node.serialize: the first argument's tensors, each [layer, node, tensor, kwargs];
+  // every further argument is a keyword in kwargs, tensors as [layer, node, tensor].
+  const bool mha = dynamic_cast<const layers::MultiHeadAttention*>(n.layer.get()) != nullptr;
+  const bool rnn = dynamic_cast<const layers::RNN*>(n.layer.get()) || dynamic_cast<const layers::Bidirectional*>(n.layer.get());
+  json kwargs = json::object();
+  const bool trailing = n.flags.mask || n.flags.attention_mask;  // an explicit mask is the last input
+  const std::size_t main = n.inputs.size() - (trailing ? 1 : 0);
+  if (trailing) {
+    kwargs[n.flags.mask ? "mask" : "attention_mask"] = ref_of(n.inputs.back());
+  }
+  std::size_t first = main;  // how many inputs form the first argument
+  if (mha && main > 1) {
+    first = 1;
+    kwargs["value"] = ref_of(n.inputs[1]);
+    if (main > 2) kwargs["key"] = ref_of(n.inputs[2]);
+  } else if (rnn && main > 1) {
+    first = 1;
+    json states = json::array();
+    for (std::size_t i = 1; i < main; ++i) states.push_back(ref_of(n.inputs[i]));
+    kwargs["initial_state"] = states;
+  }
+  if (n.flags.use_causal_mask) kwargs["use_causal_mask"] = true;
+  if (n.flags.return_attention_scores) kwargs["return_attention_scores"] = true;
+  if (n.flags.training) kwargs["training"] = *n.flags.training;
+  json node = json::array();
+  for (std::size_t i = 0; i < first; ++i) {
+    json r = ref_of(n.inputs[i]);
+    r.push_back(kwargs);
+    node.push_back(r);
+  }
+  return node;
+}
+
 json Functional::get_config() const {
   json layer_configs = json::array();
   for (const auto& l : layers()) {
     json entry = layers::serialize(*l);
     entry["name"] = l->name();
     json inbound = json::array();
+    // A Keras 3 __keras_tensor__ argument for `t` (shape with null batch, dtype, keras_history).
+    auto keras3_tensor = [&](const KerasTensor& t) {
+      json shape = json::array();
+      for (std::int64_t d : t.shape()) shape.push_back(d < 0 ? json(nullptr) : json(d));
+      return json{{"class_name", "__keras_tensor__"},
+                  {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())},
+                              {"keras_history", {t.node()->layer->name(), node_index_.at(t.node().get()), t.index()}}}}};
+    };
     for (const auto& n : nodes_) {
       if (n->layer != l || n->inputs.empty()) continue;
-      json node = json::array();
-      if (dynamic_cast<const layers::MultiHeadAttention*>(l.get()) != nullptr && n->inputs.size() > 1) {
+      const layers::CallFlags& f = n->flags;
+      const bool plain = !f.mask && !f.attention_mask && !f.use_causal_mask && !f.return_attention_scores && !f.training;
+      if (dynamic_cast<const layers::MultiHeadAttention*>(l.get()) != nullptr && n->inputs.size() > 1 && plain) {
         // Keras 3's form, MultiHeadAttention(query, value[, key]): its legacy list form would call
         // the layer on one list, and tf.keras 2's keyword form names references Keras 3 cannot read.
+        // A call with flags or an attention_mask keeps tf.keras 2's form (keras2_node), which Keras 3
+        // does not read: those nodes load in tapeflow and tf.keras 2 only.
         json args = json::array();
-        for (const KerasTensor& t : n->inputs) {
-          json shape = json::array();
-          for (std::int64_t d : t.shape()) shape.push_back(d < 0 ? json(nullptr) : json(d));
-          args.push_back({{"class_name", "__keras_tensor__"},
-                          {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())},
-                                      {"keras_history", {t.node()->layer->name(), node_index_.at(t.node().get()), 0}}}}});
-        }
+        for (const KerasTensor& t : n->inputs) args.push_back(keras3_tensor(t));
         inbound.push_back({{"args", args}, {"kwargs", json::object()}});
         continue;
       }
-      for (const KerasTensor& t : n->inputs)
-        node.push_back(json::array({t.node()->layer->name(), node_index_.at(t.node().get()), 0, json::object()}));
-      inbound.push_back(node);
+      inbound.push_back(keras2_node(*n));
     }
     entry["inbound_nodes"] = inbound;
     layer_configs.push_back(entry);
   }
   json ins = json::array(), outs = json::array();
   for (const KerasTensor& t : inputs_) ins.push_back(json::array({t.node()->layer->name(), 0, 0}));
-  for (const KerasTensor& t : outputs_)
-    outs.push_back(json::array({t.node()->layer->name(), node_index_.at(t.node().get()), 0}));
+  for (const KerasTensor& t : outputs_) outs.push_back(ref_of(t));
   return {{"name", name()}, {"trainable", trainable()}, {"layers", layer_configs}, {"input_layers", ins},
           {"output_layers", outs}};
 }
@@ -318,24 +376,33 @@ namespace {
 // Keras 2's call arguments of an inbound node ({...} in [layer, node, tensor, kwargs]: tf.keras 2
 // serializes every argument beside the first as a keyword, tensors as [layer, node, tensor]): the
 // tensors, as further inputs in the order the layer's multi-input call takes them
-// (MultiHeadAttention: value, key; SimpleRNN / LSTM / GRU / Bidirectional: initial_state...).
-// `training`, a null `mask` and flags at their defaults pass. Errors: std::invalid_argument naming the model, the
-// layer and the argument for anything else (an explicit mask, attention_mask, use_causal_mask or
-// return_attention_scores true: a Functional node carries tensors only).
-std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs, const std::string& me) {
+// (MultiHeadAttention: value, key; SimpleRNN / LSTM / GRU / Bidirectional: initial_state...), then
+// an explicit mask (recurrent layers) or attention_mask (MultiHeadAttention) tensor last, marked in
+// `flags`. `training` (true / false) and MultiHeadAttention's use_causal_mask and
+// return_attention_scores go to `flags` too. Errors: std::invalid_argument naming the model, the
+// layer and the argument for anything else (a mask on another layer, a flag that is not a boolean).
+std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs, const std::string& me,
+                                    layers::CallFlags& flags) {
   const json none = json::object();
   const json& kwargs = refs[0].is_array() && refs[0].size() > 3 && refs[0][3].is_object() ? refs[0][3] : none;
   const bool mha = dynamic_cast<const layers::MultiHeadAttention*>(&layer) != nullptr;
   const bool rnn = dynamic_cast<const layers::RNN*>(&layer) || dynamic_cast<const layers::Bidirectional*>(&layer);
-  json value, key;
+  json value, key, trailing;
   std::vector<json> out;
+  auto is_ref = [](const json& v) { return v.is_array() && v.size() >= 3 && v[0].is_string(); };
   for (const auto& [k, v] : kwargs.items()) {
-    if (k == "training" && (v.is_null() || v.is_boolean())) continue;
+    if (k == "training" && (v.is_null() || v.is_boolean())) {
+      if (v.is_boolean()) flags.training = v.get<bool>();
+      continue;
+    }
     if (mha && (k == "value" || k == "key")) {
       (k == "value" ? value : key) = v;
       continue;
     }
-    if (mha && (k == "use_causal_mask" || k == "return_attention_scores") && v == false) continue;
+    if (mha && (k == "use_causal_mask" || k == "return_attention_scores") && (v.is_boolean() || v.is_null())) {
+      (k == "use_causal_mask" ? flags.use_causal_mask : flags.return_attention_scores) = v == true;
+      continue;
+    }
     if (rnn && k == "initial_state") {
       if (v.is_array() && !v.empty() && v[0].is_array()) {
         for (const json& r : v) out.push_back(r);
@@ -345,6 +412,15 @@ std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs
       continue;
     }
     if (k == "mask" && v.is_null()) continue;  // Keras 3 writes it for layers that take a mask
+    if ((rnn && k == "mask") || (mha && k == "attention_mask")) {
+      if (v.is_null()) continue;
+      if (!is_ref(v))
+        throw std::invalid_argument(me + ": layer '" + layer.name() + "': call argument '" + k + "': " +
+                                    v.dump().substr(0, 120) + " is not a [layer, node, tensor] reference");
+      (k == "mask" ? flags.mask : flags.attention_mask) = true;
+      trailing = v;
+      continue;
+    }
     throw std::invalid_argument(me + ": layer '" + layer.name() + "': call argument '" + k + "': " + v.dump().substr(0, 120) +
                                 " is not supported by tapeflow's Functional nodes");
   }
@@ -354,8 +430,10 @@ std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs
     std::vector<json> qvk;
     if (!value.is_null()) qvk.push_back(value);
     if (!key.is_null()) qvk.push_back(key);
+    if (!trailing.is_null()) qvk.push_back(trailing);
     return qvk;
   }
+  if (!trailing.is_null()) out.push_back(trailing);
   return out;
 }
 
@@ -374,7 +452,7 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
   };
   std::vector<Pending> pending;
   std::map<std::string, std::size_t> by_name;
-  std::map<std::pair<std::string, std::int64_t>, KerasTensor> made;  // (layer, node index) -> output
+  std::map<std::pair<std::string, std::int64_t>, std::vector<KerasTensor>> made;  // (layer, node index) -> outputs
   for (const json& entry : config["layers"]) {
     std::shared_ptr<layers::Layer> layer = layers::deserialize(entry);
     const std::string name = entry.contains("name") && entry["name"].is_string() ? entry["name"].get<std::string>()
@@ -385,7 +463,7 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
     if (by_name.count(name)) throw std::invalid_argument(me + ": two layers are named '" + name + "'");
     json nodes = entry.contains("inbound_nodes") && entry["inbound_nodes"].is_array() ? entry["inbound_nodes"] : json::array();
     if (auto input = std::dynamic_pointer_cast<layers::InputLayer>(layer)) {
-      made[{name, 0}] = layers::InputLayer::output_of(input);
+      made[{name, 0}] = {layers::InputLayer::output_of(input)};
       nodes = json::array();
     }
     by_name[name] = pending.size();
@@ -400,11 +478,17 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
     const std::string from = ref[0].get<std::string>();
     if (!by_name.count(from))
       throw std::invalid_argument(me + ": layer '" + user + "' is connected to unknown layer '" + from + "'");
-    if (ref[2].get<std::int64_t>() != 0)
-      throw std::invalid_argument(me + ": layer '" + user + "': tensor_index " + ref[2].dump() + " of layer '" + from +
-                                  "' (tapeflow layers have one output)");
     auto it = made.find({from, ref[1].get<std::int64_t>()});
-    *out = it == made.end() ? nullptr : &it->second;
+    if (it == made.end()) {
+      *out = nullptr;
+      return;
+    }
+    const std::int64_t index = ref[2].get<std::int64_t>();
+    if (index < 0 || index >= static_cast<std::int64_t>(it->second.size()))
+      throw std::invalid_argument(me + ": layer '" + user + "': tensor_index " + ref[2].dump() + " of layer '" + from +
+                                  "' node " + ref[1].dump() + ", which has " + std::to_string(it->second.size()) +
+                                  " output(s)");
+    *out = &it->second[static_cast<std::size_t>(index)];
   };
   for (bool progress = true; progress;) {
     progress = false;
@@ -420,7 +504,8 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
         if (!refs.is_array() || refs.empty())
           throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': bad inbound node " + node.dump());
         std::vector<json> all_refs(refs.begin(), refs.end());
-        for (const json& ref : node_call_tensors(*p.layer, refs, me)) all_refs.push_back(ref);
+        layers::CallFlags flags;
+        for (const json& ref : node_call_tensors(*p.layer, refs, me, flags)) all_refs.push_back(ref);
         std::vector<KerasTensor> in;
         for (const json& ref : all_refs) {
           const KerasTensor* t = nullptr;
@@ -429,7 +514,7 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
           in.push_back(*t);
         }
         if (in.size() != all_refs.size()) break;
-        made[{p.layer->name(), static_cast<std::int64_t>(p.done)}] = in.size() == 1 ? (*p.layer)(in[0]) : (*p.layer)(in);
+        made[{p.layer->name(), static_cast<std::int64_t>(p.done)}] = p.layer->call_all(in, flags);
         ++p.done;
         progress = true;
       }

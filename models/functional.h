@@ -12,10 +12,19 @@
 //           Model API as usual (fit(x, y), predict(x)); several inputs: fit / evaluate on a
 //           Dataset whose examples are {x1, ..., xn, y}, predict(std::vector<Tensor>); several
 //           outputs: call_all() / predict_all() (fit needs one output).
+//           Layers with several outputs are nodes as in Keras (layers/keras_tensor.h):
+//             auto outs = lstm->call_all({x});  // LSTM(return_state): {output, h, c}
+//             auto y = (*gru)(std::vector<KerasTensor>{x2, outs[1]});  // h as GRU's initial_state
+//           any of the outputs may feed other layers or be a model output.
 //           get_config() is Keras 2's: {"name", "trainable", "layers": [{"class_name", "config",
-//           "name", "inbound_nodes": [[[layer, node_index, tensor_index, {}], ...], ...]}],
-//           "input_layers": [[name, 0, 0], ...], "output_layers": [[name, node_index, 0], ...]};
-//           node indices count the layer's calls inside this model, in order.
+//           "name", "inbound_nodes": [[[layer, node_index, tensor_index, kwargs], ...], ...]}],
+//           "input_layers": [[name, 0, 0], ...], "output_layers": [[name, node_index, tensor_index], ...]};
+//           node indices count the layer's calls inside this model, in order; tensor_index picks
+//           an output of a layer with several. As tf.keras 2's Node.serialize, only a call's first
+//           argument is listed, every further one is a keyword in kwargs (tensors as [layer, node,
+//           tensor]): MultiHeadAttention's {"value", "key"}, the recurrent layers' and
+//           Bidirectional's {"initial_state": [...]}, {"use_causal_mask": true} /
+//           {"return_attention_scores": true}; from_config reads that form and the positional one.
 //           summary() adds Keras's "Connected to" column ("dense[0][0]").
 //           Keras masks flow through a call as Keras 3's Functional passes them: Embedding(mask_zero)
 //           makes one; the recurrent layers, Bidirectional, MultiHeadAttention and
@@ -30,7 +39,8 @@
 // Errors:   std::invalid_argument (naming the model and the layers) for no inputs or outputs, an
 //           input that is not an Input, a repeated input, an output that depends on an Input
 //           not among the inputs ("graph disconnected"), two layers with one name, and for calls
-//           with the wrong number of inputs; from_config: unknown layers or nodes, naming them.
+//           with the wrong number of inputs; from_config: unknown layers or nodes, a tensor_index past the
+//           layer's outputs and unsupported call arguments, naming them.
 // Ref:      keras/src/models/functional.py, tf_keras/src/engine/functional.py (get_config,
 //           reconstruct_from_config)
 #pragma once
@@ -71,6 +81,9 @@ class Functional : public Model {
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   // Every output, in the order given to the constructor.
   std::vector<Tensor> call_all(const std::vector<Tensor>& inputs, bool training = false);
+  // As a node of another Functional model: every output (call_all) when there are several.
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, const layers::CallFlags& flags,
+                                   bool training) override;
   // Outputs in inference mode, batch by batch. Shapes: each x [n, ...] -> each output [n, ...].
   Tensor predict(const std::vector<Tensor>& xs, const EvaluateOptions& options = {});
   // Every output in inference mode, batch by batch, in the order given to the constructor.
@@ -105,16 +118,26 @@ class Functional : public Model {
   struct Step {
     std::shared_ptr<const layers::Node> node;
     std::vector<std::size_t> inputs;
-    std::size_t output;
+    std::size_t output;           // the first output's value index; the others follow
+    std::size_t num_outputs = 1;
   };
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, bool training);
   std::string inbound_string(const layers::KerasTensor& t) const;
+  // Puts a step's outputs at their value indices. Errors: std::logic_error for a count other than recorded.
+  void store(const Step& s, const std::vector<Tensor>& outputs, std::vector<Tensor>& values) const;
+  // The value index of a tensor of the graph.
+  std::size_t slot_of(const layers::KerasTensor& t) const;
+  // [layer, node index, tensor index] of a tensor of the graph.
+  nlohmann::json ref_of(const layers::KerasTensor& t) const;
+  // A node in Keras 2's inbound_nodes form (tensors beside the first argument as keywords).
+  nlohmann::json keras2_node(const layers::Node& n) const;
 
   std::vector<layers::KerasTensor> inputs_, outputs_;
   std::vector<Step> steps_;
   std::vector<internal::FusedCall> fused_;  // per step: the fusion pass's plan (models/internal/fusion.h)
   std::vector<std::size_t> output_slots_;
-  std::map<const layers::Node*, std::size_t> slot_;        // node -> value index
+  std::size_t num_slots_ = 0;                               // values of one run
+  std::map<const layers::Node*, std::size_t> slot_;        // node -> its first output's value index
   std::map<const layers::Node*, int> node_index_;          // node -> index among its layer's calls here
   std::vector<std::shared_ptr<const layers::Node>> nodes_;  // every node, creation order
 };

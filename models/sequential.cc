@@ -34,8 +34,8 @@ Tensor Sequential::call(const Tensor& inputs, bool training) {
       x = internal::run_planned(plan[i], *ls[i], x, training);
       mask = Tensor();  // the fused layers drop masks
     } else if (mask.defined() || internal::makes_mask(*ls[i])) {
-      internal::MaskedOutput r = internal::call_with_masks(*ls[i], {x}, {mask}, false, training);
-      x = r.output;
+      internal::MaskedOutput r = internal::call_with_masks(*ls[i], {x}, {mask}, false, {}, training);
+      x = r.outputs[0];
       mask = r.mask;
     } else {
       x = (*ls[i])(x, training);

@@ -138,6 +138,26 @@ Tensor MultiHeadAttention::call(const std::vector<Tensor>& inputs, bool training
   return attend(inputs[0], inputs[1], {.key = inputs.size() == 3 ? inputs[2] : Tensor()}, training).first;
 }
 
+std::vector<Tensor> MultiHeadAttention::call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags,
+                                                     bool training) {
+  CallFlags rest = flags;
+  rest.use_causal_mask = rest.return_attention_scores = rest.attention_mask = false;
+  refuse_call_flags(rest);
+  const std::size_t n = inputs.size() - (flags.attention_mask ? 1 : 0);
+  if (inputs.empty() || n == 0 || n > 3)
+    throw std::invalid_argument(describe() + ": expects [query], [query, value] or [query, value, key]" +
+                                (flags.attention_mask ? std::string(" and the attention_mask") : std::string()) +
+                                ", got " + std::to_string(inputs.size()) + " inputs");
+  const Tensor& value = n > 1 ? inputs[1] : inputs[0];
+  auto [out, scores] = attend(inputs[0], value,
+                              {.key = n == 3 ? inputs[2] : Tensor(),
+                               .attention_mask = flags.attention_mask ? inputs.back() : Tensor(),
+                               .use_causal_mask = flags.use_causal_mask},
+                              training);
+  if (flags.return_attention_scores) return {out, scores};
+  return {out};
+}
+
 Tensor MultiHeadAttention::call(const Tensor& inputs, bool training) { return attend(inputs, inputs, {}, training).first; }
 
 nlohmann::json MultiHeadAttention::get_config() const {

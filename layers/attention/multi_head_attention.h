@@ -87,6 +87,10 @@ class MultiHeadAttention : public Layer {
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
   // Self-attention: query = value = key = inputs.
   Tensor call(const Tensor& inputs, bool training) override;
+  // A Functional node's outputs: {output}, or {output, scores} with flags.return_attention_scores;
+  // flags.use_causal_mask as AttentionCall's. inputs as call(inputs) (one: self-attention), then
+  // the attention_mask with flags.attention_mask.
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) override;
   // The output and the attention scores [B, num_heads, T, S] (before dropout).
   std::pair<Tensor, Tensor> attend(const Tensor& query, const Tensor& value, const AttentionCall& args = {},
                                    bool training = false);

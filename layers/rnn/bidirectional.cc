@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "layers/internal/recurrent_call.h"
+
 #include "layers/serialization.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/index_ops.h"
@@ -69,6 +71,13 @@ Tensor Bidirectional::call(const Tensor& sequences, bool training) {
 Tensor Bidirectional::call(const std::vector<Tensor>& inputs, bool training) {
   if (inputs.empty()) throw std::invalid_argument(describe() + ": no inputs");
   return call_with_state(inputs[0], std::vector<Tensor>(inputs.begin() + 1, inputs.end()), {}, training)[0];
+}
+
+std::vector<Tensor> Bidirectional::call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) {
+  CallFlags rest = flags;
+  rest.mask = false;
+  refuse_call_flags(rest);
+  return internal::recurrent_node_outputs(*this, inputs, flags.mask, forward_->rnn_options().return_state, training, describe());
 }
 
 Tensor Bidirectional::call(const Tensor& sequences, const Tensor& mask, bool training) {

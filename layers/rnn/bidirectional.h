@@ -49,6 +49,9 @@ class Bidirectional : public Layer {
   // {merged output, forward states..., backward states...}.
   std::vector<Tensor> call_with_state(const Tensor& sequences, const std::vector<Tensor>& initial_state = {},
                                       const std::optional<Tensor>& mask = std::nullopt, bool training = false);
+  // With the wrapped layer's return_state: {merged output, forward states..., backward states...}
+  // (Keras's list); else {merged output}. inputs: sequences, initial states..., then the mask with flags.mask.
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) override;
   // The merged output with a mask [batch, timesteps] (call_with_state(...)[0]).
   // Errors: as the wrapped layer (std::invalid_argument) for a mask that is not [batch, timesteps].
   Tensor call(const Tensor& sequences, const Tensor& mask, bool training = false);

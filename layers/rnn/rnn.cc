@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "layers/internal/recurrent_call.h"
+
 #include "layers/serialization.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
@@ -150,6 +152,13 @@ Tensor RNN::call(const Tensor& sequences, bool training) { return call_with_stat
 Tensor RNN::call(const std::vector<Tensor>& inputs, bool training) {
   if (inputs.empty()) throw std::invalid_argument(describe() + ": no inputs");
   return call_with_state(inputs[0], std::vector<Tensor>(inputs.begin() + 1, inputs.end()), {}, training)[0];
+}
+
+std::vector<Tensor> RNN::call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) {
+  CallFlags rest = flags;
+  rest.mask = false;
+  refuse_call_flags(rest);
+  return internal::recurrent_node_outputs(*this, inputs, flags.mask, options_.return_state, training, describe());
 }
 
 Tensor RNN::call(const Tensor& sequences, const Tensor& mask, bool training) {

@@ -220,6 +220,9 @@ class RNN : public Layer {
   // always, whether or not return_state is set). initial_state: empty for zeros.
   std::vector<Tensor> call_with_state(const Tensor& sequences, const std::vector<Tensor>& initial_state = {},
                                       const std::optional<Tensor>& mask = std::nullopt, bool training = false);
+  // With return_state: {output, final states...} (a Functional node's outputs); else {output}.
+  // inputs: sequences, initial states..., then the mask with flags.mask.
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) override;
   // The output with a mask (until the Functional API passes masks): call_with_state(...)[0].
   Tensor call(const Tensor& sequences, const Tensor& mask, bool training = false);
   Shape compute_output_shape(const Shape& input_shape) const override;

@@ -424,6 +424,11 @@ std::vector<Value> Exporter::emit_model(const Model& model, const std::vector<Va
       std::vector<Value> xs;
       bool ready = true;
       for (const json& t : *p.inbound) {
+        // Keras 2 node kwargs (initial_state, value, ...) and later outputs of multi-output layers
+        // are not exported: refused rather than dropped.
+        if (t.size() > 3 && t[3].is_object() && !t[3].empty())
+          fail(*p.layer, "call arguments " + t[3].dump().substr(0, 120) + " are not exported");
+        if (t[2] != 0) fail(*p.layer, "an input from output " + t[2].dump() + " of layer '" + t[0].get<std::string>() + "'");
         auto it = values.find({t[0].get<std::string>(), t[1].get<int>()});
         if (it == values.end()) {
           ready = false;

@@ -12,6 +12,8 @@
 //           (Keras's Merge.compute_mask). Every other layer drops it (GlobalMaxPooling1D,
 //           Conv1D, Flatten, Concatenate, ... as in Keras 3 but Concatenate, which tapeflow does
 //           not merge masks for). The model's output mask is not applied to losses (Keras applies it).
+//           Layers with several outputs: the mask goes with the first output only (Keras's
+//           RNN.compute_mask; MultiHeadAttention's single mask zipped with its first output).
 //           The table lives here, not as Layer::compute_mask, to keep layers/layer.h unchanged
 //           this session; a layer family that gains masks adds a case.
 // Errors:   the layers' own (a mask that does not fit names the layer and both shapes).
@@ -25,8 +27,10 @@
 
 namespace tapeflow::models::internal {
 
+// A node's outputs and the Keras mask of the first (Keras gives later outputs, a recurrent layer's
+// states or MultiHeadAttention's scores, none).
 struct MaskedOutput {
-  Tensor output;
+  std::vector<Tensor> outputs;
   Tensor mask;  // undefined: none
 };
 
@@ -34,9 +38,15 @@ struct MaskedOutput {
 bool makes_mask(const layers::Layer& layer);
 
 // Calls `layer` on `inputs` whose Keras masks are `masks` (same length; undefined: none), as
-// Keras's Functional call does; returns the output and its mask. `key_is_value`: a
-// MultiHeadAttention node whose key is the value tensor (its key mask is then ignored, as Keras).
+// Keras's Functional call does; returns the outputs (as Layer::call_outputs) and the first's
+// mask. `key_is_value`: a MultiHeadAttention node whose key is the value tensor (its key mask is
+// then ignored, as Keras). `flags`: the node's call flags (its mask / attention_mask flags unset:
+// those tensors come as `mask_arg` / `attention_mask_arg`). `mask_arg`: an explicit mask (Keras's
+// mask=...) that a recurrent layer runs with instead of its input's; the output's mask still
+// comes from the input's (Keras's compute_mask(inputs, previous_mask)). `attention_mask_arg`:
+// MultiHeadAttention's attention_mask, ANDed with the one the masks make (_compute_attention_mask).
 MaskedOutput call_with_masks(layers::Layer& layer, const std::vector<Tensor>& inputs, const std::vector<Tensor>& masks,
-                             bool key_is_value, bool training);
+                             bool key_is_value, const layers::CallFlags& flags, bool training,
+                             const Tensor& mask_arg = Tensor(), const Tensor& attention_mask_arg = Tensor());
 
 }  // namespace tapeflow::models::internal

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "models/io/zip_archive.h"
+#include "models/keras3_config.h"
 #include "tests/serialization/test_models.h"
 
 namespace tapeflow {
@@ -161,25 +162,21 @@ using ::testing::HasSubstr;
 namespace L = layers;
 using nlohmann::json;
 
-// The node of layer `name` in a model config, rewritten as tf.keras 2 writes a call with further
-// arguments: [[first input ref, kwargs]] with kwargs[key_i] = the i-th further input's [layer, node, tensor].
-json as_keras2_kwargs(json config, const std::string& name, const std::vector<std::string>& keys, bool list = false) {
+// The node of layer `name` in a model config (tf.keras 2's form, as to_json writes it: [[first input
+// ref, kwargs]]) rewritten in the positional form tapeflow wrote before: [[first], [kwargs[key_0]], ...]
+// (a list-valued kwarg gives one ref per element).
+json as_positional(json config, const std::string& name, const std::vector<std::string>& keys) {
   for (json& l : config["config"]["layers"]) {
     if (l["name"] != name) continue;
-    json node = l["inbound_nodes"][0];
-    if (node.is_object()) {  // Keras 3's {"args": [...]} (MultiHeadAttention's): as [[layer, node, tensor], ...]
-      json refs = json::array();
-      for (const json& t : node["args"]) refs.push_back(t["config"]["keras_history"]);
-      node = refs;
+    json first = l["inbound_nodes"][0][0];
+    const json kwargs = first[3];
+    first[3] = json::object();
+    json node = json::array({first});
+    for (const std::string& k : keys) {
+      const json& v = kwargs.at(k);
+      for (const json& ref : v[0].is_array() ? v : json::array({v})) node.push_back({ref[0], ref[1], ref[2], json::object()});
     }
-    json kwargs = json::object();
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      json ref = json::array({node[i + 1][0], node[i + 1][1], node[i + 1][2]});
-      if (list) kwargs[keys[0]].push_back(ref); else kwargs[keys[i]] = ref;
-    }
-    json first = node[0];
-    first[3] = kwargs;
-    l["inbound_nodes"] = json::array({json::array({first})});
+    l["inbound_nodes"] = json::array({node});
   }
   return config;
 }
@@ -193,24 +190,38 @@ TEST(SequenceSaveModel, Keras2NodeKwargsAreRead) {
       std::vector<L::KerasTensor>{q, v, k});
   auto model = std::make_shared<models::Functional>(std::vector<L::KerasTensor>{q, v, k}, std::vector<L::KerasTensor>{a});
   const std::string mha = model->layers()[3]->name();
-  const json keras2 = as_keras2_kwargs(json::parse(models::to_json(*model)), mha, {"value", "key"});
+  // to_json writes MultiHeadAttention's node in Keras 3's form ({"args": [query, value, key]}, which
+  // Keras 3 reads); tf.keras 2's form of the same call, which we read too, is keras2_inbound_node's.
+  json keras2 = json::parse(models::to_json(*model));
+  for (json& l : keras2["config"]["layers"])
+    if (l["name"] == mha) {
+      ASSERT_TRUE(l["inbound_nodes"][0].is_object()) << l.dump();
+      l["inbound_nodes"][0] = models::keras2_inbound_node(l["inbound_nodes"][0], "MultiHeadAttention");
+    }
   ASSERT_NE(keras2.dump().find("\"key\":[\""), std::string::npos) << keras2.dump();
+  const json positional = as_positional(keras2, mha, {"value", "key"});
   json with_flags = keras2;
   for (json& l : with_flags["config"]["layers"])
     if (l["name"] == mha) l["inbound_nodes"][0][0][3].update({{"use_causal_mask", false}, {"return_attention_scores", false}, {"training", nullptr}});
   const std::vector<Tensor> xs = {random_input({2, 3, 4}, 1), random_input({2, 5, 4}, 2), random_input({2, 5, 2}, 3)};
   const Tensor before = model->predict(xs);
-  for (const json& c : {keras2, with_flags}) {
+  for (const json& c : {keras2, with_flags, positional}) {
     auto loaded = std::dynamic_pointer_cast<models::Functional>(models::model_from_json(c.dump()));
     ASSERT_TRUE(loaded);
     loaded->set_weights(model->get_weights());
     EXPECT_TRUE(same_bits(loaded->predict(xs), before)) << c.dump();
   }
+  // use_causal_mask: true is a node flag now: the same as the layer called with it.
   json causal = keras2;
   for (json& l : causal["config"]["layers"])
     if (l["name"] == mha) l["inbound_nodes"][0][0][3]["use_causal_mask"] = true;
-  EXPECT_THAT([&] { models::model_from_json(causal.dump()); },
-              ::testing::ThrowsMessage<std::invalid_argument>(HasSubstr("layer '" + mha + "': call argument 'use_causal_mask': true")));
+  auto causal_model = std::dynamic_pointer_cast<models::Functional>(models::model_from_json(causal.dump()));
+  ASSERT_TRUE(causal_model);
+  causal_model->set_weights(model->get_weights());
+  auto& layer = dynamic_cast<L::MultiHeadAttention&>(*model->layers()[3]);
+  const Tensor want = layer.attend(xs[0], xs[1], {.key = xs[2], .use_causal_mask = true}).first;
+  EXPECT_TRUE(same_bits(causal_model->predict(xs), want));
+  EXPECT_FALSE(same_bits(want, before));
 
   // LSTM(sequences, initial_state=[h, c]).
   auto s = L::Input({.shape = {4, 3}});
@@ -218,13 +229,15 @@ TEST(SequenceSaveModel, Keras2NodeKwargsAreRead) {
   auto c = L::Input({.shape = {2}});
   auto y = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = 2, .seed = 4}))(std::vector<L::KerasTensor>{s, h, c});
   auto rnn = std::make_shared<models::Functional>(std::vector<L::KerasTensor>{s, h, c}, std::vector<L::KerasTensor>{y});
-  const json k2 = as_keras2_kwargs(json::parse(models::to_json(*rnn)), rnn->layers()[3]->name(), {"initial_state", "initial_state"}, true);
+  const json k2 = json::parse(models::to_json(*rnn));
   ASSERT_NE(k2.dump().find("\"initial_state\":[[\""), std::string::npos) << k2.dump();
   const std::vector<Tensor> ss = {random_input({2, 4, 3}, 5), random_input({2, 2}, 6), random_input({2, 2}, 7)};
-  auto loaded = std::dynamic_pointer_cast<models::Functional>(models::model_from_json(k2.dump()));
-  ASSERT_TRUE(loaded);
-  loaded->set_weights(rnn->get_weights());
-  EXPECT_TRUE(same_bits(loaded->predict(ss), rnn->predict(ss))) << k2.dump();
+  for (const json& c : {k2, as_positional(k2, rnn->layers()[3]->name(), {"initial_state"})}) {
+    auto loaded = std::dynamic_pointer_cast<models::Functional>(models::model_from_json(c.dump()));
+    ASSERT_TRUE(loaded);
+    loaded->set_weights(rnn->get_weights());
+    EXPECT_TRUE(same_bits(loaded->predict(ss), rnn->predict(ss))) << c.dump();
+  }
 }
 
 }  // namespace

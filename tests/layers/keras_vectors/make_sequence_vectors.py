@@ -13,7 +13,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from keras_case import Cases, arr, keras, np  # noqa: E402
+from keras_case import Cases, arr, jax, jnp, keras, np  # noqa: E402
 
 CONFIG_KEYS = {"filters", "kernel_size", "strides", "padding", "dilation_rate", "activation", "use_bias",
                "pool_size", "axis", "epsilon"}
@@ -65,5 +65,70 @@ cases.append(functional_case("functional_embedding_bidirectional_gap", lambda x:
         L.Embedding(11, 4, mask_zero=True, dtype=F)(x))))))
 cases.append(functional_case("functional_embedding_lstm_last", lambda x: L.Dense(2, dtype=F)(
     L.LSTM(3, dtype=F)(L.Dropout(0.5, dtype=F)(L.Embedding(11, 4, mask_zero=True, dtype=F)(x))))))
+
+
+
+# Layers with several outputs as Functional nodes (Keras returns a list): the outputs of whole models
+# with several outputs, for fixed weights (Keras order), and d sum(output_k * w_k) / d (inputs, weights).
+def multi_output_case(name, inputs, build, xs):
+    model = keras.Model(inputs, build(*inputs))
+    weights = [C.rand(*w.shape) for w in model.weights]
+    model.set_weights(weights)
+    outs = [np.asarray(o) for o in model([jnp.asarray(x) for x in xs])]
+    w_outs = [C.rand(*o.shape) for o in outs]
+    float_inputs = [i for i, x in enumerate(xs) if np.issubdtype(x.dtype, np.floating)]
+
+    def loss(ws, fx):
+        full = [jnp.asarray(x) for x in xs]
+        for i, x in zip(float_inputs, fx):
+            full[i] = x
+        with keras.StatelessScope(state_mapping=list(zip(model.weights, ws))):
+            ys = model(full)
+        return sum(jnp.sum(y * w) for y, w in zip(ys, w_outs))
+
+    gw, gx = jax.grad(loss, argnums=(0, 1))([jnp.asarray(w) for w in weights], [jnp.asarray(xs[i]) for i in float_inputs])
+    return {"name": name, "class_name": "Functional", "weights": [arr(w) for w in weights],
+            "weight_names": [w.path for w in model.weights], "inputs": [arr(x) for x in xs],
+            "outputs": [arr(o) for o in outs], "w_outs": [arr(w) for w in w_outs],
+            "grad_inputs": [arr(g) for g in gx], "grad_weights": [arr(g) for g in gw]}
+
+
+def lstm_states(seq):
+    # out, h, c = LSTM(return_state); h, c start a second LSTM; h also feeds a Dense; c is an output.
+    out, h, c = L.LSTM(4, return_sequences=True, return_state=True, dtype=F)(seq)
+    y = L.LSTM(4, dtype=F)(out, initial_state=[h, c])
+    return [y, L.Dense(2, dtype=F)(h), c]
+
+
+cases.append(multi_output_case("functional_lstm_return_state", [keras.Input((5, 3), dtype=F)], lstm_states,
+                               [C.rand(2, 5, 3)]))
+
+
+def masked_gru_bidirectional_states(ids):
+    # Embedding(mask_zero) -> GRU(return_state): the mask goes with the output, not the state.
+    e = L.Embedding(11, 4, mask_zero=True, dtype=F)(ids)
+    seq, h = L.GRU(3, return_sequences=True, return_state=True, dtype=F)(e)
+    b = L.Bidirectional(L.SimpleRNN(2, return_state=True, dtype=F), dtype=F)(seq)
+    return [b[0], L.Dense(2, dtype=F)(h), b[1], b[2]]
+
+
+cases.append(multi_output_case("functional_masked_gru_bidirectional_states", [keras.Input((6,), dtype="int32")],
+                               masked_gru_bidirectional_states,
+                               [np.array([[1, 4, 0, 10, 3, 0], [7, 7, 2, 0, 0, 0], [5, 9, 8, 6, 1, 2]], dtype=np.int32)]))
+
+
+def attention_scores(q, v):
+    a, s = L.MultiHeadAttention(2, 3, dtype=F)(q, v, return_attention_scores=True)
+    c, cs = L.MultiHeadAttention(1, 2, dtype=F)(a, a, use_causal_mask=True, return_attention_scores=True)
+    return [L.Dense(2, dtype=F)(c), s, cs]
+
+
+cases.append(multi_output_case("functional_attention_scores", [keras.Input((4, 3), dtype=F), keras.Input((5, 2), dtype=F)],
+                               attention_scores, [C.rand(2, 4, 3), C.rand(2, 5, 2)]))
+
+# RMSNormalization with an axis list not in order: Keras 3.15 sorts it (build: self.axis =
+# sorted(self.axis)) and the scale's shape follows the sorted list.
+cases.append(case("rms_norm_axes_2_1", keras.layers.RMSNormalization(axis=[2, 1], dtype=F), [rand(2, 3, 4)], [0]))
+cases.append(case("rms_norm_axes_minus1_1", keras.layers.RMSNormalization(axis=[-1, 1], dtype=F), [rand(2, 3, 3)], [0]))
 
 Cases.write(cases, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sequence_vectors.json"))
