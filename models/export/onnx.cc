@@ -423,7 +423,18 @@ std::vector<Value> Exporter::emit_model(const Model& model, const std::vector<Va
     for (const Pending& p : pending) {
       std::vector<Value> xs;
       bool ready = true;
-      for (const json& t : *p.inbound) {
+      // A node is tf.keras 2's list of [layer, node, tensor, kwargs], or Keras 3's {"args": [...]}
+      // (plain MultiHeadAttention(query, value[, key]) calls, Functional::get_config): both become
+      // the same list of references here.
+      json refs = json::array();
+      if (p.inbound->is_object()) {
+        if (!p.inbound->value("kwargs", json::object()).empty())
+          fail(*p.layer, "call arguments " + p.inbound->at("kwargs").dump().substr(0, 120) + " are not exported");
+        for (const json& a : p.inbound->at("args")) refs.push_back(a.at("config").at("keras_history"));
+      } else {
+        refs = *p.inbound;
+      }
+      for (const json& t : refs) {
         // Keras 2 node kwargs (initial_state, value, ...) and later outputs of multi-output layers
         // are not exported: refused rather than dropped.
         if (t.size() > 3 && t[3].is_object() && !t[3].empty())
