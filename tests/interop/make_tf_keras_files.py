@@ -8,9 +8,10 @@ the loaded optimizer state). Run this script by hand, only to remake them, in a 
     /work/tfkeras-venv/bin/python tests/interop/make_tf_keras_files.py tests/interop/fixtures/tf_keras
 
 For each KIND (mlp: Dense + BatchNormalization + Dropout, Adam; cnn: Conv2D + MaxPooling2D + Flatten +
-Dense, SGD with momentum; functional: Dense branches joined by Add and Concatenate, RMSprop) it builds
+Dense, SGD with momentum; functional: Dense branches joined by Add and Concatenate, RMSprop; the
+sequence layers (issue 36): lstm_text, rnn_states, transformer, described in build()) it builds
 and trains the model 2 epochs with tf_keras (TF_USE_LEGACY_KERAS=1), saves model.save("KIND.h5") (with
-the optimizer) and writes KIND.x (float32 inputs), KIND.y (int32 labels), KIND.pred (tf_keras's float32
+the optimizer) and writes KIND.x (the inputs, float32 or int32 token ids: x_dtype), KIND.y (int32 labels), KIND.pred (tf_keras's float32
 predictions of KIND.x) and KIND.json (shapes, optimizer iterations, the tf_keras / TensorFlow versions).
 """
 import json
@@ -39,6 +40,39 @@ def build(kind):
                               L.Flatten(), L.Dense(10)])
         m.compile(optimizer=keras.optimizers.SGD(0.02, momentum=0.9), loss=sce)
         return m, (64, 12, 12, 1), 10
+    if kind == "lstm_text":
+        # Embedding(mask_zero) -> Bidirectional(LSTM, sequences) -> GRU (reset_after): the mask flows.
+        i = keras.Input((12,), dtype="int32")
+        e = L.Embedding(50, 8, mask_zero=True)(i)
+        s = L.Bidirectional(L.LSTM(8, return_sequences=True), merge_mode="sum")(e)
+        out = L.Dense(3)(L.GRU(6)(s))
+        m = keras.Model(i, out)
+        m.compile(optimizer=keras.optimizers.Adam(0.01), loss=sce)
+        return m, (64, 12), 3
+    if kind == "rnn_states":
+        # Conv1D(causal) -> MaxPooling1D -> LSTM(return_state) whose h, c start a second LSTM through
+        # initial_state (a Keras 2 node kwarg), plus a SimpleRNN on the pooled sequence.
+        i = keras.Input((10, 5))
+        c = L.MaxPooling1D()(L.Conv1D(8, 3, padding="causal", activation="relu")(i))
+        seq, h, cs = L.LSTM(8, return_sequences=True, return_state=True)(c)
+        y = L.LSTM(8)(seq, initial_state=[h, cs])
+        out = L.Dense(3)(L.Concatenate()([y, L.SimpleRNN(4)(c)]))
+        m = keras.Model(i, out)
+        m.compile(optimizer=keras.optimizers.RMSprop(0.003), loss=sce)
+        return m, (64, 10, 5), 3
+    if kind == "transformer":
+        # A pre-norm Transformer block: MultiHeadAttention(x, x) (value as a Keras 2 node kwarg),
+        # residual Adds, LayerNormalization, a gelu MLP, GlobalAveragePooling1D.
+        i = keras.Input((10, 6))
+        x = L.Dense(16)(i)
+        n = L.LayerNormalization(epsilon=1e-6)(x)
+        x = L.Add()([x, L.MultiHeadAttention(2, 8)(n, n)])
+        n = L.LayerNormalization(epsilon=1e-6)(x)
+        x = L.Add()([x, L.Dense(16)(L.Dense(32, activation="gelu")(n))])
+        out = L.Dense(3)(L.GlobalAveragePooling1D()(x))
+        m = keras.Model(i, out)
+        m.compile(optimizer=keras.optimizers.Adam(0.003), loss=sce)
+        return m, (64, 10, 6), 3
     i = keras.Input((16,))
     a = L.Dense(8, activation="tanh")(i)
     b = L.Dense(8)(i)
@@ -50,12 +84,19 @@ def build(kind):
 
 def main(out_dir):
     os.makedirs(out_dir, exist_ok=True)
-    for kind in ("mlp", "cnn", "functional"):
+    for kind in ("mlp", "cnn", "functional", "lstm_text", "rnn_states", "transformer"):
         model, shape, classes = build(kind)
         rng = np.random.default_rng(5)
-        x = rng.standard_normal(shape).astype(np.float32)
-        w = rng.standard_normal((int(np.prod(shape[1:])), classes))
-        y = np.argmax(x.reshape(len(x), -1) @ w, axis=1).astype(np.int32)
+        if kind == "lstm_text":
+            # Token ids with trailing padding (0) of varying length; the label from the ids' sum.
+            x = rng.integers(1, 50, size=shape).astype(np.int32)
+            for r, n in enumerate(rng.integers(4, 13, size=shape[0])):
+                x[r, n:] = 0
+            y = (x.sum(axis=1) % classes).astype(np.int32)
+        else:
+            x = rng.standard_normal(shape).astype(np.float32)
+            w = rng.standard_normal((int(np.prod(shape[1:])), classes))
+            y = np.argmax(x.reshape(len(x), -1) @ w, axis=1).astype(np.int32)
         model.fit(x, y, batch_size=16, epochs=2, verbose=0, shuffle=False)
         base = os.path.join(out_dir, kind)
         model.save(base + ".h5")
@@ -64,7 +105,7 @@ def main(out_dir):
         y.tofile(base + ".y")
         pred.tofile(base + ".pred")
         with open(base + ".json", "w") as f:
-            json.dump({"x_shape": list(shape), "pred_shape": list(pred.shape),
+            json.dump({"x_shape": list(shape), "x_dtype": str(x.dtype), "pred_shape": list(pred.shape),
                        "iterations": int(model.optimizer.iterations.numpy()),
                        "tf_keras": keras.__version__, "tensorflow": tf.__version__}, f)
             f.write("\n")

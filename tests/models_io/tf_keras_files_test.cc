@@ -42,7 +42,10 @@ TEST_P(TfKerasFiles, LoadPredictTheSameAndTrainOnFromTheSavedOptimizerState) {
   ASSERT_TRUE(meta_in) << fixture(kind + ".json");
   const nlohmann::json meta = nlohmann::json::parse(meta_in);
   const std::vector<std::int64_t> x_shape = meta["x_shape"].get<std::vector<std::int64_t>>();
-  const Tensor x = constant(read_raw<float>(fixture(kind + ".x")), Shape(x_shape));
+  // Float inputs, or int32 token ids (x_dtype, written for the sequence kinds).
+  const bool ids = meta.value("x_dtype", std::string("float32")) == "int32";
+  const Tensor x = ids ? constant(read_raw<std::int32_t>(fixture(kind + ".x")), Shape(x_shape))
+                       : constant(read_raw<float>(fixture(kind + ".x")), Shape(x_shape));
   std::vector<std::int64_t> labels;
   for (std::int32_t v : read_raw<std::int32_t>(fixture(kind + ".y"))) labels.push_back(v);
   ASSERT_EQ(static_cast<std::int64_t>(labels.size()), x_shape[0]);
@@ -80,7 +83,7 @@ TEST_P(TfKerasFiles, LoadPredictTheSameAndTrainOnFromTheSavedOptimizerState) {
   EXPECT_EQ(model->optimizer()->iterations(), meta["iterations"].get<std::int64_t>() + 4 * (x_shape[0] / 16));
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, TfKerasFiles, ::testing::Values("mlp", "cnn", "functional"),
+INSTANTIATE_TEST_SUITE_P(Kinds, TfKerasFiles, ::testing::Values("mlp", "cnn", "functional", "lstm_text", "rnn_states", "transformer"),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 }  // namespace
