@@ -20,6 +20,11 @@ void softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y);
 // y[r] = x[r] - logsumexp(x[r]) over each row (stable).
 template <class T>
 void log_softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y);
+// dx[r] = y[r] ⊙ (g[r] - Σ_j g[r, j] y[r, j]) over each row: softmax's gradient from its output y and
+// the incoming gradient g in one pass (the composed form reads the rows four times). The row sum is
+// taken with 8 partial sums (fixed order, so results do not depend on the thread count).
+template <class T>
+void softmax_grad(const T* y, const T* g, std::int64_t rows, std::int64_t cols, T* dx);
 // loss[r] = logsumexp(logits[r]) - logits[r, labels[r]]; backprop (if not null) = softmax - onehot.
 // Errors: std::invalid_argument for a label outside [0, cols).
 template <class T, class I>

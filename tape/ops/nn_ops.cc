@@ -76,11 +76,47 @@ Tensor softmax_op(const OpDef& op, const Tensor& logits, int axis) {
   return execute1(op, {logits}, Attrs().set("axis", std::int64_t{axis}));
 }
 
-// softmax: dx = y (g - Σ g y); log_softmax: dx = g - exp(y) Σ g (sums along the op's axis).
+// softmax: dx = y (g - Σ g y); log_softmax: dx = g - exp(y) Σ g (sums along the op's axis). The
+// last axis (every attention and classifier softmax) takes the one-pass SoftmaxGrad op.
 TensorList softmax_gradient(const GradContext& c, std::span<const Tensor> g) {
   const int axis = static_cast<int>(c.attrs().get_int("axis"));
   const Tensor& y = c.output(0);
+  if (y.rank() >= 1 && normalize_axis(axis, y.rank(), "softmax") == y.rank() - 1) return {softmax_grad(y, g[0], axis)};
   return {y * (g[0] - reduce_sum(g[0] * y, axis, true))};
+}
+
+// Inputs {y, g}, output y (g - Σ g y) along the last axis.
+TensorList softmax_grad_forward(std::span<const Tensor> in, const Attrs& at) {
+  const char* name = "softmax_grad";
+  check_arity(name, in, 2);
+  const Tensor &y = in[0], &g = in[1];
+  if (y.shape() != g.shape() || y.dtype() != g.dtype())
+    throw std::invalid_argument(std::string(name) + ": y and g must have the same shape and dtype, got y " +
+                                describe(y) + " and g " + describe(g));
+  if (y.rank() < 1) throw std::invalid_argument(std::string(name) + ": y must have rank >= 1, got []");
+  const int axis = normalize_axis(ops_internal::axis_attr(name, at), y.rank(), name);
+  if (axis != y.rank() - 1)
+    throw std::invalid_argument(std::string(name) + ": only the last axis is supported, got axis " +
+                                std::to_string(axis) + " of " + y.shape().to_string());
+  Tensor dx = Tensor::empty(y.shape(), y.dtype());
+  dispatch_floating(y.dtype(), name, [&](auto tag) {
+    using T = decltype(tag);
+    const std::int64_t cols = y.shape()[axis];
+    const std::int64_t rows = cols == 0 ? 0 : y.num_elements() / cols;
+    kernels::softmax_grad(y.data<T>(), g.data<T>(), rows, cols, dx.mutable_data<T>());
+  });
+  return {dx};
+}
+
+// dx = y (g - s), s = Σ g y: d/dg = softmax_grad(y, u); d/dy = u (g - s) - g Σ u y.
+TensorList softmax_grad_gradient(const GradContext& c, std::span<const Tensor> u) {
+  const int axis = static_cast<int>(c.attrs().get_int("axis"));
+  const Tensor &y = c.input(0), &g = c.input(1);
+  Tensor dy, dg;
+  if (c.needs_gradient(0))
+    dy = u[0] * (g - reduce_sum(g * y, axis, true)) - g * reduce_sum(u[0] * y, axis, true);
+  if (c.needs_gradient(1)) dg = softmax_grad(y, u[0], axis);
+  return {dy, dg};
 }
 TensorList log_softmax_gradient(const GradContext& c, std::span<const Tensor> g) {
   const int axis = static_cast<int>(c.attrs().get_int("axis"));
@@ -217,6 +253,10 @@ Tensor softmax(const Tensor& logits, int axis) {
   static const OpDef& op = op_def("Softmax");
   return softmax_op(op, logits, axis);
 }
+Tensor softmax_grad(const Tensor& y, const Tensor& g, int axis) {
+  static const OpDef& op = op_def("SoftmaxGrad");
+  return execute1(op, {y, g}, Attrs().set("axis", std::int64_t{axis}));
+}
 Tensor log_softmax(const Tensor& logits, int axis) {
   static const OpDef& op = op_def("LogSoftmax");
   return softmax_op(op, logits, axis);
@@ -288,6 +328,8 @@ Tensor clip_by_norm(const Tensor& t, double clip_norm, const std::vector<int>& a
 void register_nn_ops(OpRegistry& r) {
   r.add({"Softmax", softmax_forward<false>, softmax_gradient, kSaveOutputs, batching::axis_attr("axis"), false,
          ops_internal::check_axis_attr_of("Softmax")});
+  r.add({"SoftmaxGrad", softmax_grad_forward, softmax_grad_gradient, kSaveInputs, batching::axis_attr("axis"), false,
+         ops_internal::check_axis_attr_of("SoftmaxGrad")});
   r.add({"LogSoftmax", softmax_forward<true>, log_softmax_gradient, kSaveOutputs, batching::axis_attr("axis"), false,
          ops_internal::check_axis_attr_of("LogSoftmax")});
   r.add({"SparseSoftmaxCrossEntropyWithLogits", xent_forward, xent_gradient, kSaveInputs, xent_batch});

@@ -18,6 +18,16 @@ namespace tapeflow {
 // Ref:      tf.nn.softmax
 Tensor softmax(const Tensor& logits, int axis = -1);
 
+// Softmax's gradient from its output: y * (g - sum(g * y, axis, keepdims)) in one pass over the rows
+// (softmax's own gradient uses it for the last axis; composed ops otherwise).
+// Shapes:   y, g the same shape, rank >= 1 -> that shape; axis must be the last one (-1 or rank - 1).
+// Errors:   std::invalid_argument naming softmax_grad and both shapes for different shapes or dtypes,
+//           rank 0, another axis, or a non-float dtype.
+// Gradient: d/dg = softmax_grad(y, u); d/dy = u * (g - sum(g y)) - g * sum(u y) (u: the incoming
+//           gradient; sums along the axis, kept), written with ops.
+// Ref:      tensorflow/python/ops/nn_grad.py (_SoftmaxGrad)
+Tensor softmax_grad(const Tensor& y, const Tensor& g, int axis = -1);
+
 // Keras 3's masked softmax: softmax of where(mask, logits, -1e9) along `axis`, then 0 where the mask
 // is false (a row masked entirely gives zeros, not a uniform distribution). Composed from ops.
 // Shapes:   logits any rank >= 1; mask bool (or numbers, true where > 0.5) broadcastable to logits.

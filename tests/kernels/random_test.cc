@@ -117,6 +117,31 @@ TEST(Generator, LongFillsAreTheNextU64StreamOnAnyThreadCount) {
   }
 }
 
+// The keep mask compares the draw's top bits with ceil(rate 2^b): the same mask as u >= rate for
+// rates that are not multiples of 2^-b, tiny ones, 0 and just below 1.
+template <class T>
+void expect_keep_mask_is_u_at_least_rate() {
+  const std::int64_t n = 5000;
+  // Rates on and just above the stream's own draws 3 and 4 (k 2^-b, and a hair more: keep, drop).
+  std::vector<T> first(5);
+  Generator(11).fill_uniform(first.data(), 5, T(0), T(1));
+  for (T rate : {T(0), T(1e-30), T(0.1), T(0.3), std::nextafter(T(0.5), T(0)), T(0.5), T(0.7), T(0.999999), first[3],
+                 std::nextafter(first[3], T(1)), first[4], std::nextafter(first[4], T(1))}) {
+    Generator b(11), c(11);
+    std::vector<T> mask(static_cast<std::size_t>(n));
+    c.fill_keep_mask(mask.data(), n, rate, T(3));
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint64_t bits = b.next_u64();
+      const T u = sizeof(T) == 4 ? static_cast<T>(bits >> 40) * T(0x1.0p-24) : static_cast<T>(bits >> 11) * T(0x1.0p-53);
+      ASSERT_EQ(mask[static_cast<std::size_t>(i)], u >= rate ? T(3) : T(0)) << "rate=" << rate << " i=" << i;
+    }
+  }
+}
+TEST(Generator, KeepMaskIsUniformAtLeastRate) {
+  expect_keep_mask_is_u_at_least_rate<float>();
+  expect_keep_mask_is_u_at_least_rate<double>();
+}
+
 TEST(Generator, FillNormalIsTheNextNormalStreamBitForBit) {
   for (int n : {1, 2, 7, 5000, 50001}) {
     for (bool pending : {false, true}) {

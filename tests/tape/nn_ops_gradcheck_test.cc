@@ -29,6 +29,12 @@ tf::testing::RegisterGradChecks rows({
     {"Softmax", "axis -1 [2,3]", [](const In& in) { return tf::softmax(in[0]); }, inputs({k23}, -2.0, 2.0)},
     {"Softmax", "axis 0 [3,2]", [](const In& in) { return tf::softmax(in[0], 0); }, inputs({{3, 2}}, -2.0, 2.0)},
     {"Softmax", "axis 1 of [2,3,2]", [](const In& in) { return tf::softmax(in[0], 1); }, inputs({{2, 3, 2}})},
+    {"SoftmaxGrad", "y, g [2,3]", [](const In& in) { return tf::softmax_grad(in[0], in[1]); }, inputs({k23, k23})},
+    {"SoftmaxGrad", "y, g [2,2,5], axis 2",
+     [](const In& in) {
+       return tf::softmax_grad(in[0], in[1], 2);
+     },
+     inputs({{2, 2, 5}, {2, 2, 5}})},
     {"LogSoftmax", "axis -1 [2,3]", [](const In& in) { return tf::log_softmax(in[0]); }, inputs({k23}, -2.0, 2.0)},
     {"LogSoftmax", "axis 0 [3,2]", [](const In& in) { return tf::log_softmax(in[0], 0); }, inputs({{3, 2}})},
     {"SparseSoftmaxCrossEntropyWithLogits", "int32 labels", xent(tf::DType::kInt32, {1, 1, 1}),
@@ -56,8 +62,32 @@ tf::testing::RegisterGradChecks rows({
 });
 
 TEST(NnOpsGradCheck, FirstAndSecondOrder) {
-  tf::testing::run_gradcheck_cases({"Softmax", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
+  tf::testing::run_gradcheck_cases({"Softmax", "SoftmaxGrad", "LogSoftmax", "SparseSoftmaxCrossEntropyWithLogits",
                                     "sigmoid_cross_entropy_with_logits", "EuclideanNorm", "clip_by_norm"});
+}
+
+// The one-pass kernel against the composed formula (rows longer than the 8 partial sums, a tail),
+// and its errors.
+TEST(SoftmaxGrad, MatchesTheComposedFormulaAndNamesBadInput) {
+  const tf::Tensor y = tf::softmax(random_f64({3, 4, 13}, 5, -2.0, 2.0));
+  const tf::Tensor g = random_f64({3, 4, 13}, 6);
+  const tf::Tensor want = y * (g - tf::reduce_sum(g * y, -1, true));
+  const tf::Tensor got = tf::softmax_grad(y, g);
+  EXPECT_LT(tf::reduce_max(tf::abs(got - want)).item<double>(), 1e-15);
+  const tf::Tensor got32 = tf::softmax_grad(tf::cast(y, tf::DType::kFloat32), tf::cast(g, tf::DType::kFloat32));
+  EXPECT_LT(tf::reduce_max(tf::abs(tf::cast(got32, tf::DType::kFloat64) - want)).item<double>(), 1e-6);
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message([&] { tf::softmax_grad(y, random_f64({3, 4, 12}, 7)); }),
+            "softmax_grad: y and g must have the same shape and dtype, got y [3, 4, 13] float64 and g [3, 4, 12] float64");
+  EXPECT_EQ(message([&] { tf::softmax_grad(y, g, 1); }),
+            "softmax_grad: only the last axis is supported, got axis 1 of [3, 4, 13]");
 }
 
 }  // namespace
