@@ -90,7 +90,8 @@ TEST(FunctionalTest, SharedLayersAndSeveralOutputs) {
   EXPECT_EQ(back->get_config(), model.get_config());
   // get_config is Keras 3's: {"args": [tensors], "kwargs": {}} per node, as Keras 3's own.
   json keras3_avg;
-  for (const json& l : model.get_config()["layers"])
+  const json keras3 = model.get_config();
+  for (const json& l : keras3["layers"])
     if (l["class_name"] == "Average") keras3_avg = l["inbound_nodes"][0];
   EXPECT_EQ(keras3_avg["kwargs"], json::object());
   ASSERT_EQ(keras3_avg["args"].size(), 1u);
