@@ -21,6 +21,7 @@
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/ops/not_equal.h"
 #include "layers/initializers.h"
 #include "layers/input_layer.h"
 #include "layers/keras_tensor.h"

@@ -14,6 +14,7 @@
 #include "layers/dense.h"
 #include "layers/dropout.h"
 #include "layers/flatten.h"
+#include "layers/ops/not_equal.h"
 #include "layers/pooling2d.h"
 #include "layers/reshaping2d.h"
 #include "layers/input_layer.h"
@@ -53,6 +54,7 @@ Registry& registry() {
     add("BatchNormalization", [](const json& c) { return BatchNormalization::from_config(c); });
     add("Dropout", [](const json& c) { return Dropout::from_config(c); });
     add("Flatten", [](const json& c) { return Flatten::from_config(c); });
+    add("NotEqual", [](const json& c) { return NotEqual::from_config(c); });
     add("Reshape", [](const json& c) { return Reshape::from_config(c); });
     add("Activation", [](const json& c) { return Activation::from_config(c); });
     add("LeakyReLU", [](const json& c) { return LeakyReLU::from_config(c); });

@@ -10,6 +10,7 @@
 #include "layers/input_layer.h"
 #include "layers/serialization.h"
 #include "models/functional.h"
+#include "models/keras3_config.h"
 #include "models/sequential.h"
 
 namespace tapeflow::models {
@@ -174,7 +175,7 @@ void register_model_classes() {
   });
 }
 
-json model_to_config(const Model& model) { return layers::serialize(model); }
+json model_to_config(const Model& model) { return tf_keras_nodes(layers::serialize(model)); }
 
 std::string to_json(const Model& model, int indent) {
   json j = model_to_config(model);

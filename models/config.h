@@ -33,7 +33,10 @@ inline constexpr const char* kKerasVersion = "2.15.0";
 // functions below before they deserialize).
 void register_model_classes();
 
-nlohmann::json model_to_config(const Model& model);  // {"class_name", "config"}
+// Keras 2's model_to_config: {"class_name", "config"} with Functional inbound nodes in tf.keras 2's
+// list form wherever Keras 3 reads that form as well (models/keras3_config.h, tf_keras_nodes): what
+// .h5 files, to_json and export_tfjs write. Errors: std::logic_error for a model without a config.
+nlohmann::json model_to_config(const Model& model);
 // Keras 2's model.to_json(): model_to_config plus "keras_version" (kKerasVersion) and "backend"
 // ("tensorflow"); indent as nlohmann's dump (-1: one line).
 // Errors: std::logic_error for a subclassed model (or layer) without a config.

@@ -1,6 +1,7 @@
 #include "models/functional.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "layers/input_layer.h"
+#include "layers/ops/not_equal.h"
 #include "layers/attention/multi_head_attention.h"
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
@@ -297,38 +299,44 @@ json Functional::ref_of(const KerasTensor& t) const {
   return json::array({t.node()->layer->name(), node_index_.at(t.node().get()), t.index()});
 }
 
-json Functional::keras2_node(const Node& n) const {
-  // tf.keras 2's Node.serialize: the first argument's tensors, each [layer, node, tensor, kwargs];
-  // every further argument is a keyword in kwargs, tensors as [layer, node, tensor].
+json Functional::keras_tensor(const KerasTensor& t) const {
+  json shape = json::array();
+  for (std::int64_t d : t.shape()) shape.push_back(d < 0 ? json(nullptr) : json(d));
+  return {{"class_name", "__keras_tensor__"},
+          {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())}, {"keras_history", ref_of(t)}}}};
+}
+
+json Functional::node_config(const Node& n) const {
+  // Keras 3's Node serialization: the call's positional arguments in "args", its keyword arguments
+  // in "kwargs", every tensor as a __keras_tensor__ with its keras_history, flags as plain values.
   const bool mha = dynamic_cast<const layers::MultiHeadAttention*>(n.layer.get()) != nullptr;
   const bool rnn = dynamic_cast<const layers::RNN*>(n.layer.get()) || dynamic_cast<const layers::Bidirectional*>(n.layer.get());
-  json kwargs = json::object();
+  json args = json::array(), kwargs = json::object();
   const bool trailing = n.flags.mask || n.flags.attention_mask;  // an explicit mask is the last input
   const std::size_t main = n.inputs.size() - (trailing ? 1 : 0);
-  if (trailing) {
-    kwargs[n.flags.mask ? "mask" : "attention_mask"] = ref_of(n.inputs.back());
-  }
-  std::size_t first = main;  // how many inputs form the first argument
-  if (mha && main > 1) {
-    first = 1;
-    kwargs["value"] = ref_of(n.inputs[1]);
-    if (main > 2) kwargs["key"] = ref_of(n.inputs[2]);
-  } else if (rnn && main > 1) {
-    first = 1;
+  if (mha) {  // MultiHeadAttention(query, value[, key])
+    for (std::size_t i = 0; i < main; ++i) args.push_back(keras_tensor(n.inputs[i]));
+  } else if (rnn && main > 1) {  // RNN(sequences, initial_state=[...])
+    args.push_back(keras_tensor(n.inputs[0]));
     json states = json::array();
-    for (std::size_t i = 1; i < main; ++i) states.push_back(ref_of(n.inputs[i]));
+    for (std::size_t i = 1; i < main; ++i) states.push_back(keras_tensor(n.inputs[i]));
     kwargs["initial_state"] = states;
+  } else if (const auto* op = dynamic_cast<const layers::NotEqual*>(n.layer.get()); op && main == 1) {
+    args.push_back(keras_tensor(n.inputs[0]));  // not_equal(x1, x2): the constant x2 positional
+    const double c = op->x2().value_or(0.0);
+    args.push_back(c == std::floor(c) && std::abs(c) < 1e15 ? json(static_cast<std::int64_t>(c)) : json(c));
+  } else if (main == 1) {
+    args.push_back(keras_tensor(n.inputs[0]));
+  } else {  // a layer called on a list (Add, Concatenate, a model of several inputs)
+    json list = json::array();
+    for (std::size_t i = 0; i < main; ++i) list.push_back(keras_tensor(n.inputs[i]));
+    args.push_back(list);
   }
+  if (trailing) kwargs[n.flags.mask ? "mask" : "attention_mask"] = keras_tensor(n.inputs.back());
   if (n.flags.use_causal_mask) kwargs["use_causal_mask"] = true;
   if (n.flags.return_attention_scores) kwargs["return_attention_scores"] = true;
   if (n.flags.training) kwargs["training"] = *n.flags.training;
-  json node = json::array();
-  for (std::size_t i = 0; i < first; ++i) {
-    json r = ref_of(n.inputs[i]);
-    r.push_back(kwargs);
-    node.push_back(r);
-  }
-  return node;
+  return {{"args", args}, {"kwargs", kwargs}};
 }
 
 json Functional::get_config() const {
@@ -337,30 +345,8 @@ json Functional::get_config() const {
     json entry = layers::serialize(*l);
     entry["name"] = l->name();
     json inbound = json::array();
-    // A Keras 3 __keras_tensor__ argument for `t` (shape with null batch, dtype, keras_history).
-    auto keras3_tensor = [&](const KerasTensor& t) {
-      json shape = json::array();
-      for (std::int64_t d : t.shape()) shape.push_back(d < 0 ? json(nullptr) : json(d));
-      return json{{"class_name", "__keras_tensor__"},
-                  {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())},
-                              {"keras_history", {t.node()->layer->name(), node_index_.at(t.node().get()), t.index()}}}}};
-    };
-    for (const auto& n : nodes_) {
-      if (n->layer != l || n->inputs.empty()) continue;
-      const layers::CallFlags& f = n->flags;
-      const bool plain = !f.mask && !f.attention_mask && !f.use_causal_mask && !f.return_attention_scores && !f.training;
-      if (dynamic_cast<const layers::MultiHeadAttention*>(l.get()) != nullptr && n->inputs.size() > 1 && plain) {
-        // Keras 3's form, MultiHeadAttention(query, value[, key]): its legacy list form would call
-        // the layer on one list, and tf.keras 2's keyword form names references Keras 3 cannot read.
-        // A call with flags or an attention_mask keeps tf.keras 2's form (keras2_node), which Keras 3
-        // does not read: those nodes load in tapeflow and tf.keras 2 only.
-        json args = json::array();
-        for (const KerasTensor& t : n->inputs) args.push_back(keras3_tensor(t));
-        inbound.push_back({{"args", args}, {"kwargs", json::object()}});
-        continue;
-      }
-      inbound.push_back(keras2_node(*n));
-    }
+    for (const auto& n : nodes_)
+      if (n->layer == l && !n->inputs.empty()) inbound.push_back(node_config(*n));
     entry["inbound_nodes"] = inbound;
     layer_configs.push_back(entry);
   }
@@ -379,20 +365,25 @@ namespace {
 // (MultiHeadAttention: value, key; SimpleRNN / LSTM / GRU / Bidirectional: initial_state...), then
 // an explicit mask (recurrent layers) or attention_mask (MultiHeadAttention) tensor last, marked in
 // `flags`. `training` (true / false) and MultiHeadAttention's use_causal_mask and
-// return_attention_scores go to `flags` too. Errors: std::invalid_argument naming the model, the
+// return_attention_scores go to `flags` too; NotEqual's constant x2 to `x2`. Errors: std::invalid_argument naming the model, the
 // layer and the argument for anything else (a mask on another layer, a flag that is not a boolean).
 std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs, const std::string& me,
-                                    layers::CallFlags& flags) {
+                                    layers::CallFlags& flags, std::optional<double>& x2) {
   const json none = json::object();
   const json& kwargs = refs[0].is_array() && refs[0].size() > 3 && refs[0][3].is_object() ? refs[0][3] : none;
   const bool mha = dynamic_cast<const layers::MultiHeadAttention*>(&layer) != nullptr;
   const bool rnn = dynamic_cast<const layers::RNN*>(&layer) || dynamic_cast<const layers::Bidirectional*>(&layer);
+  const bool op = dynamic_cast<const layers::NotEqual*>(&layer) != nullptr;
   json value, key, trailing;
   std::vector<json> out;
   auto is_ref = [](const json& v) { return v.is_array() && v.size() >= 3 && v[0].is_string(); };
   for (const auto& [k, v] : kwargs.items()) {
     if (k == "training" && (v.is_null() || v.is_boolean())) {
       if (v.is_boolean()) flags.training = v.get<bool>();
+      continue;
+    }
+    if (op && k == "x2" && v.is_number()) {
+      x2 = v.get<double>();
       continue;
     }
     if (mha && (k == "value" || k == "key")) {
@@ -438,6 +429,21 @@ std::vector<json> node_call_tensors(const layers::Layer& layer, const json& refs
 }
 
 }  // namespace
+
+InboundCall read_inbound_node(const layers::Layer& layer, const json& node, const std::string& me) {
+  json refs;
+  try {
+    refs = keras2_inbound_node(node, layer.class_name());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(me + ": layer '" + layer.name() + "': " + e.what());
+  }
+  if (!refs.is_array() || refs.empty())
+    throw std::invalid_argument(me + ": layer '" + layer.name() + "': bad inbound node " + node.dump().substr(0, 200));
+  InboundCall call;
+  call.refs.assign(refs.begin(), refs.end());
+  for (const json& ref : node_call_tensors(layer, refs, me, call.flags, call.x2)) call.refs.push_back(ref);
+  return call;
+}
 
 std::shared_ptr<Functional> Functional::from_config(const json& config) {
   if (!config.is_object()) throw std::invalid_argument("Functional: config must be a JSON object");
@@ -494,27 +500,17 @@ std::shared_ptr<Functional> Functional::from_config(const json& config) {
     progress = false;
     for (Pending& p : pending) {
       while (p.done < p.nodes.size()) {
-        json node;
-        try {
-          node = keras2_inbound_node(p.nodes[p.done], p.layer->class_name());
-        } catch (const std::invalid_argument& e) {
-          throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': " + e.what());
-        }
-        const json& refs = node;
-        if (!refs.is_array() || refs.empty())
-          throw std::invalid_argument(me + ": layer '" + p.layer->name() + "': bad inbound node " + node.dump());
-        std::vector<json> all_refs(refs.begin(), refs.end());
-        layers::CallFlags flags;
-        for (const json& ref : node_call_tensors(*p.layer, refs, me, flags)) all_refs.push_back(ref);
+        const InboundCall call = read_inbound_node(*p.layer, p.nodes[p.done], me);
         std::vector<KerasTensor> in;
-        for (const json& ref : all_refs) {
+        for (const json& ref : call.refs) {
           const KerasTensor* t = nullptr;
           resolve(ref, p.layer->name(), &t);
           if (!t) break;
           in.push_back(*t);
         }
-        if (in.size() != all_refs.size()) break;
-        made[{p.layer->name(), static_cast<std::int64_t>(p.done)}] = p.layer->call_all(in, flags);
+        if (in.size() != call.refs.size()) break;
+        if (call.x2) std::dynamic_pointer_cast<layers::NotEqual>(p.layer)->set_x2(*call.x2);  // NotEqual's only
+        made[{p.layer->name(), static_cast<std::int64_t>(p.done)}] = p.layer->call_all(in, call.flags);
         ++p.done;
         progress = true;
       }

@@ -16,15 +16,25 @@
 //             auto outs = lstm->call_all({x});  // LSTM(return_state): {output, h, c}
 //             auto y = (*gru)(std::vector<KerasTensor>{x2, outs[1]});  // h as GRU's initial_state
 //           any of the outputs may feed other layers or be a model output.
-//           get_config() is Keras 2's: {"name", "trainable", "layers": [{"class_name", "config",
-//           "name", "inbound_nodes": [[[layer, node_index, tensor_index, kwargs], ...], ...]}],
-//           "input_layers": [[name, 0, 0], ...], "output_layers": [[name, node_index, tensor_index], ...]};
-//           node indices count the layer's calls inside this model, in order; tensor_index picks
-//           an output of a layer with several. As tf.keras 2's Node.serialize, only a call's first
-//           argument is listed, every further one is a keyword in kwargs (tensors as [layer, node,
-//           tensor]): MultiHeadAttention's {"value", "key"}, the recurrent layers' and
-//           Bidirectional's {"initial_state": [...]}, {"use_causal_mask": true} /
-//           {"return_attention_scores": true}; from_config reads that form and the positional one.
+//           get_config() is Keras 3's: {"name", "trainable", "layers": [{"class_name", "config",
+//           "name", "inbound_nodes": [{"args": [...], "kwargs": {...}}, ...]}], "input_layers":
+//           [[name, 0, 0], ...], "output_layers": [[name, node_index, tensor_index], ...]}; node
+//           indices count the layer's calls inside this model, in order; tensor_index picks an
+//           output of a layer with several. One writer for every node, as Keras 3's Node
+//           serialization: each tensor a {"class_name": "__keras_tensor__", "config": {"shape",
+//           "dtype", "keras_history": [layer, node_index, tensor_index]}}, the call's positional
+//           arguments in "args" (one tensor, or a list for a multi-input layer;
+//           MultiHeadAttention's query, value[, key]; NotEqual's x1 and constant x2), keywords in
+//           "kwargs": the recurrent layers' and Bidirectional's "initial_state": [tensors], "mask"
+//           and MultiHeadAttention's "attention_mask" tensors, "use_causal_mask": true,
+//           "return_attention_scores": true, "training": true / false. A mask that
+//           Embedding(mask_zero) makes flows implicitly and is not written (Keras 3 recomputes it
+//           on load; its own files write it as a NotEqual node, which tapeflow reads).
+//           model_to_config (.h5, JSON, TF.js) rewrites the nodes that tf.keras 2's list form
+//           [[layer, node, tensor, kwargs], ...] expresses for Keras 3 too in that form
+//           (models/keras3_config.h, tf_keras_nodes); the `.keras` file keeps every node as here.
+//           from_config (through read_inbound_node) reads both forms, and tf.keras 2's initial_state
+//           given as further tensors of the node's list.
 //           summary() adds Keras's "Connected to" column ("dense[0][0]").
 //           Keras masks flow through a call as Keras 3's Functional passes them: Embedding(mask_zero)
 //           makes one; the recurrent layers, Bidirectional, MultiHeadAttention and
@@ -47,6 +57,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +69,26 @@ struct FusedCall;
 }  // namespace tapeflow::models::internal
 
 namespace tapeflow::models {
+
+// One call of a layer as a Functional config's inbound node describes it: the [layer, node_index,
+// tensor_index] references of the call's tensors, in the order layers::Layer::call_all takes them
+// (the first argument's tensors; MultiHeadAttention's value and key; the recurrent layers'
+// initial_state; an explicit mask / attention_mask last), and the call's flags.
+struct InboundCall {
+  std::vector<nlohmann::json> refs;
+  layers::CallFlags flags;
+  // NotEqual's constant second operand (Keras 3's not_equal(x1, x2) node {"args": [x1, x2]}).
+  std::optional<double> x2;
+};
+
+// The one reader of inbound nodes (Functional::from_config and the ONNX export use it): `node` in
+// Keras 3's form {"args": [...], "kwargs": {...}} (tensors as __keras_tensor__ with keras_history,
+// flags as plain values) or tf.keras 2's [[layer, node, tensor, kwargs], ...] (further arguments
+// as keywords, tensors as [layer, node, tensor]; tf.keras 2's initial_state given as further
+// tensors of the list is read too), for `layer`. Errors: std::invalid_argument naming `me` (the
+// model), the layer and the argument for a malformed node or a call argument tapeflow does not
+// support.
+InboundCall read_inbound_node(const layers::Layer& layer, const nlohmann::json& node, const std::string& me);
 
 // keras.Model(inputs, outputs): a model made of the layer calls between Inputs and outputs (see the
 // file comment for the graph rules, config format and errors). Ref: keras.Model (Functional API)
@@ -129,8 +160,10 @@ class Functional : public Model {
   std::size_t slot_of(const layers::KerasTensor& t) const;
   // [layer, node index, tensor index] of a tensor of the graph.
   nlohmann::json ref_of(const layers::KerasTensor& t) const;
-  // A node in Keras 2's inbound_nodes form (tensors beside the first argument as keywords).
-  nlohmann::json keras2_node(const layers::Node& n) const;
+  // {"class_name": "__keras_tensor__", "config": {"shape", "dtype", "keras_history"}} of a tensor of the graph.
+  nlohmann::json keras_tensor(const layers::KerasTensor& t) const;
+  // A node in Keras 3's inbound_nodes form {"args": [...], "kwargs": {...}} (see get_config).
+  nlohmann::json node_config(const layers::Node& n) const;
 
   std::vector<layers::KerasTensor> inputs_, outputs_;
   std::vector<Step> steps_;

@@ -39,13 +39,28 @@ json history_ref(const json& t, const json& kwargs) {
 }
 
 // A Keras 3 call argument: a __keras_tensor__ becomes Keras 2's [layer, node, tensor]; others stay.
-json keras2_argument(const json& v) {
+json keras2_argument(const json& v, int depth = 0) {
+  check_depth(depth);
   if (v.is_object() && v.value("class_name", "") == "__keras_tensor__") {
     json ref = history_ref(v, json::object());
     ref.erase(3);
     return ref;
   }
+  if (v.is_array()) {  // a list of tensors (initial_state)
+    json out = json::array();
+    for (const json& e : v) out.push_back(keras2_argument(e, depth + 1));
+    return out;
+  }
   return v;
+}
+
+bool holds_keras_tensor(const json& v, int depth = 0) {
+  check_depth(depth);
+  if (v.is_object() && v.value("class_name", "") == "__keras_tensor__") return true;
+  if (v.is_array() || v.is_object())
+    for (const json& e : v)
+      if (holds_keras_tensor(e, depth + 1)) return true;
+  return false;
 }
 
 }  // namespace
@@ -57,18 +72,21 @@ json keras2_inbound_node(const json& node, const std::string& class_name) {
   if (node.contains("kwargs") && node["kwargs"].is_object())
     for (const auto& [k, v] : node["kwargs"].items()) kwargs[k] = keras2_argument(v);
   const bool mha = class_name == "MultiHeadAttention";
-  const std::size_t most = mha ? 3 : 1;  // MultiHeadAttention(query, value, key)
+  const bool op = class_name == "NotEqual";  // Keras 3's not_equal(x1, x2) with a constant x2
+  const std::size_t most = mha ? 3 : op ? 2 : 1;  // MultiHeadAttention(query, value, key)
   if (!args.is_array() || args.empty() || args.size() > most)
     throw std::invalid_argument(class_name + ": inbound node with " + std::to_string(args.is_array() ? args.size() : 0) +
                                 " positional arguments (" +
-                                (mha ? "MultiHeadAttention takes query, value and key"
-                                     : "tapeflow layers take one tensor or one list") +
+                                (mha  ? "MultiHeadAttention takes query, value and key"
+                                 : op ? "NotEqual takes x1 and a constant x2"
+                                      : "tapeflow layers take one tensor or one list") +
                                 ")");
   if (mha && args.size() == 1)
     throw std::invalid_argument(class_name + ": inbound node without the value argument");
-  // tf.keras 2's form: arguments beside the first as keywords (value, key), tensors as references.
+  // tf.keras 2's form: arguments beside the first as keywords (value, key; NotEqual's x2), tensors
+  // as references.
   for (std::size_t i = 1; i < args.size(); ++i) {
-    const char* k = i == 1 ? "value" : "key";
+    const char* k = op ? "x2" : i == 1 ? "value" : "key";
     if (kwargs.contains(k)) throw std::invalid_argument(class_name + ": inbound node gives '" + k + "' twice");
     kwargs[k] = keras2_argument(args[i]);
   }
@@ -103,7 +121,20 @@ json from(const json& j, int depth) {
     if (key == "inbound_nodes" && value.is_array()) {
       json nodes = json::array();
       const std::string cls = j.value("class_name", std::string());
-      for (const json& n : value) nodes.push_back(keras2_inbound_node(n, cls));
+      for (json n : value) {
+        // Keras 3 runs a node in the training mode of the model's call whenever that call has one
+        // (fit, evaluate and predict always do; keras/src/models/functional.py, operation_fn), so
+        // the "training" a Keras 3 node records (written false on many calls made without it) fixes
+        // nothing, unlike tf.keras 2's (and tapeflow's CallFlags::training): dropped.
+        if (n.is_object() && n.contains("kwargs") && n["kwargs"].is_object() && n["kwargs"].contains("training")) {
+          const json& t = n["kwargs"]["training"];
+          if (!t.is_boolean() && !t.is_null())
+            throw std::invalid_argument(cls + ": inbound node call argument 'training': " + t.dump().substr(0, 120) +
+                                        " is not true, false or null");
+          n["kwargs"].erase("training");
+        }
+        nodes.push_back(keras2_inbound_node(n, cls));
+      }
       out[key] = nodes;
       continue;
     }
@@ -183,6 +214,7 @@ json layer_to(const json& j, int depth) {
     copy["config"].erase("batch_input_shape");
   }
   if (cls == "Sequential") return with_module(copy, "keras");
+  if (cls == "NotEqual") return with_module(copy, "keras.src.ops.numpy", "NotEqual");  // an op, not a layer
   if (cls == "Functional" || cls == "Model") {
     copy["class_name"] = "Functional";
     return with_module(copy, "keras.src.models.functional", "Functional");
@@ -252,24 +284,55 @@ json from_keras3(const json& config) { return from(config, 0); }
 
 json to_keras3(const json& model_config) { return layer_to(model_config, 0); }
 
-json without_keras2_only_keys(const json& config, int depth) {
+namespace {
+
+// A copy of `config`, arrays and objects walked; `entry(object, key, value, depth, out)` may write
+// out[key] itself (returning true) or leave the entry to the plain walk (false).
+using EntryRewrite = std::function<bool(const json&, const std::string&, const json&, int, json&)>;
+json rewrite_entries(const json& config, int depth, const EntryRewrite& entry) {
   check_depth(depth);
   if (config.is_array()) {
     json out = json::array();
-    for (const json& e : config) out.push_back(without_keras2_only_keys(e, depth + 1));
+    for (const json& e : config) out.push_back(rewrite_entries(e, depth + 1, entry));
     return out;
   }
   if (!config.is_object()) return config;
   json out = json::object();
-  for (const auto& [key, value] : config.items()) {
-    if (key == "time_major" && value == false) continue;
-    out[key] = without_keras2_only_keys(value, depth + 1);
+  for (const auto& [key, value] : config.items())
+    if (!entry(config, key, value, depth, out)) out[key] = rewrite_entries(value, depth + 1, entry);
+  return out;
+}
+
+}  // namespace
+
+json without_keras2_only_keys(const json& config, int depth) {
+  return rewrite_entries(config, depth, [](const json&, const std::string& key, const json& value, int d, json& out) {
+    if (key == "time_major" && value == false) return true;
     // A wrapper's inner layer (Bidirectional's layer / backward_layer) with its module: Keras 3's
     // legacy .h5 loader deserializes it through serialization_lib, which cannot find "GRU" without one.
-    if ((key == "layer" || key == "backward_layer") && is_serialized_object(value) && !value.contains("module"))
-      out[key] = with_module(out[key], "keras.layers");
-  }
-  return out;
+    if ((key == "layer" || key == "backward_layer") && is_serialized_object(value) && !value.contains("module")) {
+      out[key] = with_module(without_keras2_only_keys(value, d + 1), "keras.layers");
+      return true;
+    }
+    return false;
+  });
+}
+
+json tf_keras_nodes(const json& config, int depth) {
+  return rewrite_entries(config, depth, [](const json& object, const std::string& key, const json& value, int, json& out) {
+    if (key != "inbound_nodes" || !value.is_array()) return false;
+    const std::string cls = object.value("class_name", std::string());
+    json nodes = json::array();
+    for (const json& n : value) {
+      // Only the first argument's tensors, plain keywords: tf.keras 2's list form says the same to
+      // Keras 3 (its "legacy case" calls the layer on that argument with those keywords).
+      const bool listable = n.is_object() && n.contains("args") && n["args"].is_array() && n["args"].size() == 1 &&
+                            !holds_keras_tensor(n.value("kwargs", json::object()));
+      nodes.push_back(listable ? keras2_inbound_node(n, cls) : n);
+    }
+    out[key] = nodes;
+    return true;
+  });
 }
 
 json optimizer_to_keras3(const json& optimizer_config) {

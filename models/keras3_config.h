@@ -7,7 +7,9 @@
 //           dtype name; InputLayer's "batch_shape" becomes "batch_input_shape"; a Functional
 //           layer's inbound node {"args": [...], "kwargs": {...}} whose args hold
 //           {"class_name": "__keras_tensor__", "config": {"keras_history": [layer, node, tensor]}}
-//           (one tensor or a list) becomes Keras 2's [[layer, node, tensor, kwargs], ...];
+//           (one tensor or a list) becomes Keras 2's [[layer, node, tensor, kwargs], ...], without
+//           the node's "training" (Keras 3 runs every node in the mode of the model's call when
+//           that call has one, as fit / evaluate / predict do; a node's training fixes nothing);
 //           Bidirectional's backward_layer goes when it only mirrors `layer` (go_backwards flipped,
 //           another name), as Keras 3 always writes it. A Keras
 //           2 config passes through unchanged.
@@ -17,8 +19,8 @@
 //           losses, schedules by their Keras modules), InputLayer's "batch_shape", drops the
 //           recurrent layers' "time_major": false (Keras 3 refuses it), and drops
 //           tf.keras 2's optimizer fields "jit_compile" and "is_legacy_optimizer" that Keras 3's
-//           optimizers refuse. Functional inbound nodes stay in Keras 2's list form, which Keras 3's
-//           functional.deserialize_node reads (its "legacy case").
+//           optimizers refuse. Functional inbound nodes are Keras 3's {"args", "kwargs"} as
+//           Functional::get_config writes them.
 //           check_config_keys: every key of every layer config in a (from_keras3) model config
 //           must be one the built layer's own get_config() writes, or a Keras 3 key tapeflow has
 //           no feature for holding its default (quantization_config null, synchronized false,
@@ -49,6 +51,14 @@ nlohmann::json to_keras3(const nlohmann::json& model_config);
 // layer (Bidirectional's layer / backward_layer; tf.keras 2.13+ writes it so too): what our .h5
 // files write, so Keras 3 loads them.
 nlohmann::json without_keras2_only_keys(const nlohmann::json& config, int depth = 0);
+// The config with every Functional inbound node that tf.keras 2's list form expresses for Keras 3
+// as well (a call whose tensors are all in its first argument, with plain keyword arguments such as
+// training) rewritten in that form, [[layer, node, tensor, kwargs], ...], which tf.keras 2 and
+// Keras 3 both read; the other nodes (tensors in further arguments or keywords: MultiHeadAttention's
+// value, key and attention_mask, initial_state, mask) stay in Keras 3's {"args", "kwargs"} form,
+// the only one Keras 3 reads for them (tf.keras 2 reads neither our list form for them nor Keras 3's).
+// What model_to_config (.h5, JSON, TF.js) writes. Errors: std::invalid_argument beyond kMaxConfigDepth.
+nlohmann::json tf_keras_nodes(const nlohmann::json& config, int depth = 0);
 // The Keras 3 form of an optimizer config ({"class_name", "config"}), and of a loss config.
 nlohmann::json optimizer_to_keras3(const nlohmann::json& optimizer_config);
 // loss_to_keras3: module "keras.losses" added, reduction "auto" renamed "sum_over_batch_size";

@@ -15,6 +15,7 @@
 #include "layers/attention/multi_head_attention.h"
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
+#include "layers/serialization.h"
 #include "models/config.h"
 #include "models/config_limits.h"
 #include "models/internal/saving_common.h"
@@ -139,7 +140,9 @@ json parse_member(const io::ZipReader& zip, const char* member) {
 }  // namespace
 
 void save_keras(const Model& model, const std::string& path, const SaveModelOptions& options) {
-  json config = to_keras3(model_to_config(model));  // first: a model without a config writes nothing
+  // First: a model without a config writes nothing. Functional nodes all in Keras 3's form
+  // (Functional::get_config), not model_to_config's tf.keras 2 lists.
+  json config = to_keras3(layers::serialize(model));
   const json state = internal::compile_state(model);
   if (!state.is_null())
     config["compile_config"] = {{"optimizer", optimizer_to_keras3(state["optimizer"])},

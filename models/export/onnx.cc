@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <onnx/checker.h>
 
+#include "layers/rnn/bidirectional.h"
+#include "layers/rnn/rnn.h"
 #include "layers/serialization.h"
 #include "models/config.h"
 #include "models/export/internal/onnx_graph.h"
@@ -423,22 +425,18 @@ std::vector<Value> Exporter::emit_model(const Model& model, const std::vector<Va
     for (const Pending& p : pending) {
       std::vector<Value> xs;
       bool ready = true;
-      // A node is tf.keras 2's list of [layer, node, tensor, kwargs], or Keras 3's {"args": [...]}
-      // (plain MultiHeadAttention(query, value[, key]) calls, Functional::get_config): both become
-      // the same list of references here.
-      json refs = json::array();
-      if (p.inbound->is_object()) {
-        if (!p.inbound->value("kwargs", json::object()).empty())
-          fail(*p.layer, "call arguments " + p.inbound->at("kwargs").dump().substr(0, 120) + " are not exported");
-        for (const json& a : p.inbound->at("args")) refs.push_back(a.at("config").at("keras_history"));
-      } else {
-        refs = *p.inbound;
-      }
-      for (const json& t : refs) {
-        // Keras 2 node kwargs (initial_state, value, ...) and later outputs of multi-output layers
-        // are not exported: refused rather than dropped.
-        if (t.size() > 3 && t[3].is_object() && !t[3].empty())
-          fail(*p.layer, "call arguments " + t[3].dump().substr(0, 120) + " are not exported");
+      // Either node form, read by the Functional reader (read_inbound_node): the call's tensors in
+      // call_all's order. Call flags (masks, causal masks, attention scores, training) are not
+      // exported (training=False is inference, as exported): refused rather than dropped; so are
+      // initial states (the recurrent layers take one input).
+      const InboundCall call =
+          read_inbound_node(*p.layer, *p.inbound, "export_onnx: " + file_ + ": Functional '" + model.name() + "'");
+      if (!call.flags.none() || call.flags.training == true)
+        fail(*p.layer, "call arguments " + p.inbound->dump().substr(0, 160) + " are not exported");
+      if (dynamic_cast<const layers::RNN*>(p.layer) || dynamic_cast<const layers::Bidirectional*>(p.layer))
+        if (call.refs.size() > 1)
+          fail(*p.layer, "an initial_state of " + std::to_string(call.refs.size() - 1) + " tensor(s) is not exported");
+      for (const json& t : call.refs) {
         if (t[2] != 0) fail(*p.layer, "an input from output " + t[2].dump() + " of layer '" + t[0].get<std::string>() + "'");
         auto it = values.find({t[0].get<std::string>(), t[1].get<int>()});
         if (it == values.end()) {

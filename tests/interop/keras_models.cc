@@ -5,9 +5,12 @@
 //       and Concatenate, RMSprop), fits it 2 epochs on fixed data, saves it to PATH (.keras or .h5
 //       by extension); the sequence kinds as keras_files.py builds them in Keras 3 (lstm_text,
 //       bigru_text, transformer, conv1d, simple_rnn: Adam / AdamW / SGD), on padded token ids for the
-//       *_text kinds; and writes PATH.x (the inputs, float32) and PATH.pred (tapeflow's predictions).
+//       *_text kinds; the Functional node kinds (attention, lstm_state, masked_rnn, explicit_mask:
+//       Adam) as keras_files.py builds them; and writes PATH.x0, PATH.x1, ... (the inputs, float32)
+//       and PATH.pred (tapeflow's predictions).
 //   keras_models check PATH X SHAPE Y EPOCHS
-//       loads PATH (made by Keras), predicts the float32 inputs in file X of SHAPE ("64,20"), writes
+//       loads PATH (made by Keras), predicts the float32 inputs in files X ("a.bin;b.bin", one per
+//       model input) of SHAPE ("64,8,6;64,8,8"), writes
 //       them to PATH.tapeflow_pred, saves the loaded model again as PATH.tapeflow.keras and
 //       PATH.tapeflow.h5, then fits EPOCHS epochs on X and the int32 labels in file Y from
 //       the loaded optimizer state (no shuffle, batch 16), and prints one JSON line:
@@ -23,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "layers/layers.h"
+#include "data/dataset.h"
 #include "models/models.h"
 #include "optimizers/optimizers.h"
 
@@ -67,6 +71,12 @@ std::shared_ptr<tf::models::SparseCategoricalCrossentropy> sparse_ce() {
   return std::make_shared<tf::models::SparseCategoricalCrossentropy>(tf::models::CrossentropyOptions{.from_logits = true});
 }
 
+// Adam(0.01) on SparseCategoricalCrossentropy(from_logits=True), as keras_files.py compiles those kinds.
+void compile_adam(tf::models::Model& m) {
+  m.compile({.optimizer = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = 0.01}),
+             .loss = sparse_ce()});
+}
+
 // Token ids 1..19 as float32 (Embedding casts integral floats), each row padded with trailing zeros
 // (the mask) to a length of 2 or more.
 tf::Tensor token_ids(const tf::Shape& shape, tf::Generator& g) {
@@ -81,9 +91,56 @@ tf::Tensor token_ids(const tf::Shape& shape, tf::Generator& g) {
   return tf::constant(ids, shape);
 }
 
+// The inputs of KIND: token ids for the *_text kinds and masked_rnn, else normal floats; a second
+// input is a 0/1 mask (attention: [B, T, S] with the diagonal kept, so no causal row is empty;
+// explicit_mask: [B, T] with step 0 kept).
+std::vector<tf::Tensor> model_inputs(const std::string& kind, const std::vector<tf::Shape>& shapes, tf::Generator& g) {
+  std::vector<tf::Tensor> xs;
+  const bool ids = kind.ends_with("_text") || kind == "masked_rnn";
+  xs.push_back(ids ? token_ids(shapes[0], g) : tf::random_normal(shapes[0], g, 0.0, 1.0, tf::DType::kFloat32));
+  for (std::size_t i = 1; i < shapes.size(); ++i) {
+    const tf::Tensor u = tf::random_uniform(shapes[i], g, 0.0, 1.0, tf::DType::kFloat32);
+    std::vector<float> m(static_cast<std::size_t>(u.num_elements()));
+    const std::int64_t last = shapes[i][shapes[i].rank() - 1];
+    const std::int64_t rows = shapes[i].rank() == 3 ? shapes[i][1] : 1;
+    for (std::int64_t k = 0; k < u.num_elements(); ++k) {
+      const std::int64_t col = k % last, row = (k / last) % rows;
+      const bool keep = shapes[i].rank() == 3 ? col == row : col == 0;
+      m[static_cast<std::size_t>(k)] = keep || u.data<float>()[k] > 0.35f ? 1.0f : 0.0f;
+    }
+    xs.push_back(tf::constant(m, shapes[i]));
+  }
+  return xs;
+}
+
+tf::Tensor predict(tf::models::Model& model, const std::vector<tf::Tensor>& xs) {
+  if (xs.size() == 1) return model.predict(xs[0]);
+  auto* f = dynamic_cast<tf::models::Functional*>(&model);
+  if (!f) throw std::runtime_error("a model of several inputs that is not Functional");
+  return f->predict(xs);
+}
+
+// Fits `epochs` epochs in batches of 16 (one input: fit(x, y); several: a Dataset of {x..., y}).
+tf::models::History fit(tf::models::Model& model, const std::vector<tf::Tensor>& xs, const tf::Tensor& y, int epochs,
+                        bool shuffle) {
+  if (xs.size() == 1) return model.fit(xs[0], y, {.batch_size = 16, .epochs = epochs, .verbose = 0, .shuffle = shuffle});
+  std::vector<tf::Tensor> parts = xs;
+  parts.push_back(y);
+  auto ds = tf::data::Dataset::from_tensor_slices(parts);
+  if (shuffle) ds = ds.shuffle(64, 7);
+  return model.fit(ds.batch(16), {.epochs = epochs, .verbose = 0});
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string part; std::getline(ss, part, sep);) out.push_back(part);
+  return out;
+}
+
 int save(const std::string& kind, const std::string& path) {
   std::shared_ptr<tf::models::Model> model;
-  tf::Shape x_shape;
+  std::vector<tf::Shape> x_shapes;  // one per model input
   int classes = 10;
   if (kind == "mlp") {
     auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
@@ -96,7 +153,7 @@ int save(const std::string& kind, const std::string& path) {
                     tf::models::CrossentropyOptions{.from_logits = true}),
                 .metrics = {"accuracy"}});
     model = m;
-    x_shape = tf::Shape{64, 20};
+    x_shapes = {tf::Shape{64, 20}};
   } else if (kind == "cnn") {
     auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
         std::make_shared<L::Conv2D>(L::Conv2DOptions{.filters = 8, .kernel_size = {3, 3}, .activation = "relu"}),
@@ -107,7 +164,7 @@ int save(const std::string& kind, const std::string& path) {
                 .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
                     tf::models::CrossentropyOptions{.from_logits = true})});
     model = m;
-    x_shape = tf::Shape{64, 12, 12, 1};
+    x_shapes = {tf::Shape{64, 12, 12, 1}};
   } else if (kind == "functional") {
     auto in = L::Input({.shape = {16}});
     auto a = (*std::make_shared<L::Dense>(L::DenseOptions{.units = 8, .activation = "tanh"}))(in);
@@ -120,7 +177,7 @@ int save(const std::string& kind, const std::string& path) {
                 .loss = std::make_shared<tf::models::SparseCategoricalCrossentropy>(
                     tf::models::CrossentropyOptions{.from_logits = true})});
     model = m;
-    x_shape = tf::Shape{64, 16};
+    x_shapes = {tf::Shape{64, 16}};
     classes = 3;
   } else if (kind == "lstm_text" || kind == "bigru_text") {
     std::shared_ptr<L::Layer> rnn;
@@ -132,10 +189,9 @@ int save(const std::string& kind, const std::string& path) {
         std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 20, .output_dim = 6, .mask_zero = true}), rnn,
         std::make_shared<L::Dense>(3)});
     m->build(tf::Shape{1, 9});
-    m->compile({.optimizer = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = 0.01}),
-                .loss = sparse_ce()});
+    compile_adam(*m);
     model = m;
-    x_shape = tf::Shape{64, 9};
+    x_shapes = {tf::Shape{64, 9}};
     classes = 3;
   } else if (kind == "transformer") {
     auto in = L::Input({.shape = {8, 6}});
@@ -154,7 +210,7 @@ int save(const std::string& kind, const std::string& path) {
                     tf::optimizers::AdamWOptions{.learning_rate = 0.003, .weight_decay = 1e-4}),
                 .loss = sparse_ce()});
     model = m;
-    x_shape = tf::Shape{64, 8, 6};
+    x_shapes = {tf::Shape{64, 8, 6}};
     classes = 3;
   } else if (kind == "conv1d") {
     auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
@@ -168,34 +224,98 @@ int save(const std::string& kind, const std::string& path) {
                     tf::optimizers::SGDOptions{.learning_rate = 0.05, .momentum = 0.9}),
                 .loss = sparse_ce()});
     model = m;
-    x_shape = tf::Shape{64, 16, 3};
+    x_shapes = {tf::Shape{64, 16, 3}};
     classes = 3;
   } else if (kind == "simple_rnn") {
     auto m = std::make_shared<tf::models::Sequential>(std::vector<std::shared_ptr<L::Layer>>{
         std::make_shared<L::SimpleRNN>(L::SimpleRNNOptions{.units = 5, .return_sequences = true}),
         std::make_shared<L::SimpleRNN>(4), std::make_shared<L::Dense>(3)});
     m->build(tf::Shape{1, 6, 3});
-    m->compile({.optimizer = std::make_shared<tf::optimizers::Adam>(tf::optimizers::AdamOptions{.learning_rate = 0.01}),
-                .loss = sparse_ce()});
+    compile_adam(*m);
     model = m;
-    x_shape = tf::Shape{64, 6, 3};
+    x_shapes = {tf::Shape{64, 6, 3}};
+    classes = 3;
+  } else if (kind == "attention") {
+    // q = LayerNorm(x), v = Dense(x), k = Dense(x); o, s = MultiHeadAttention(q, v, k,
+    // attention_mask=m, use_causal_mask=True, return_attention_scores=True);
+    // Dense(3)(Concatenate([GlobalAveragePooling1D(o), Flatten(s)])): every MultiHeadAttention call
+    // argument of Keras 3 in one node.
+    auto x = L::Input({.shape = {8, 6}});
+    auto m = L::Input({.shape = {8, 8}});
+    auto q = (*std::make_shared<L::LayerNormalization>(L::LayerNormalizationOptions{.epsilon = 1e-6}))(x);
+    auto v = (*std::make_shared<L::Dense>(6))(x);
+    auto k = (*std::make_shared<L::Dense>(5))(x);
+    auto mha = std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 4});
+    const auto os = mha->call_all({q, v, k, m}, {.use_causal_mask = true, .return_attention_scores = true,
+                                                 .attention_mask = true});
+    auto pooled = (*std::make_shared<L::GlobalAveragePooling1D>())(os[0]);
+    auto flat = (*std::make_shared<L::Flatten>())(os[1]);
+    auto out = (*std::make_shared<L::Dense>(3))((*std::make_shared<L::Concatenate>())({pooled, flat}));
+    auto f = std::make_shared<tf::models::Functional>(std::vector<L::KerasTensor>{x, m}, std::vector<L::KerasTensor>{out});
+    compile_adam(*f);
+    model = f;
+    x_shapes = {tf::Shape{64, 8, 6}, tf::Shape{64, 8, 8}};
+    classes = 3;
+  } else if (kind == "lstm_state") {
+    // o, h, c = LSTM(5, return_sequences, return_state)(x); y = LSTM(5)(o, initial_state=[h, c]);
+    // Dense(3)(Concatenate([y, h])).
+    auto x = L::Input({.shape = {6, 3}});
+    const auto s = std::make_shared<L::LSTM>(L::LSTMOptions{.units = 5, .return_sequences = true, .return_state = true})
+                       ->call_all({x});
+    auto y = (*std::make_shared<L::LSTM>(5))(std::vector<L::KerasTensor>{s[0], s[1], s[2]});
+    auto out = (*std::make_shared<L::Dense>(3))((*std::make_shared<L::Concatenate>())({y, s[1]}));
+    auto f = std::make_shared<tf::models::Functional>(x, out);
+    compile_adam(*f);
+    model = f;
+    x_shapes = {tf::Shape{64, 6, 3}};
+    classes = 3;
+  } else if (kind == "masked_rnn") {
+    // e = Embedding(20, 6, mask_zero)(ids); the mask flows into Bidirectional(GRU(4,
+    // return_sequences)) -> LSTM(5) and into GRU(3); Dense(3)(Concatenate([lstm, gru])).
+    auto ids = L::Input({.shape = {9}});
+    auto e = (*std::make_shared<L::Embedding>(L::EmbeddingOptions{.input_dim = 20, .output_dim = 6, .mask_zero = true}))(ids);
+    auto b = (*std::make_shared<L::Bidirectional>(
+        std::make_shared<L::GRU>(L::GRUOptions{.units = 4, .return_sequences = true})))(e);
+    auto l = (*std::make_shared<L::LSTM>(5))(b);
+    auto g = (*std::make_shared<L::GRU>(3))(e);
+    auto out = (*std::make_shared<L::Dense>(3))((*std::make_shared<L::Concatenate>())({l, g}));
+    auto f = std::make_shared<tf::models::Functional>(ids, out);
+    compile_adam(*f);
+    model = f;
+    x_shapes = {tf::Shape{64, 9}};
+    classes = 3;
+  } else if (kind == "explicit_mask") {
+    // y = LSTM(4)(x, mask=m); Dropout(0.1)(y, training=False); Dense(3).
+    auto x = L::Input({.shape = {5, 3}});
+    auto m = L::Input({.shape = {5}});
+    auto y = std::make_shared<L::LSTM>(4)->call_all({x, m}, {.mask = true})[0];
+    auto d = std::make_shared<L::Dropout>(0.1)->call_all({y}, {.training = false})[0];
+    auto out = (*std::make_shared<L::Dense>(3))(d);
+    auto f = std::make_shared<tf::models::Functional>(std::vector<L::KerasTensor>{x, m}, std::vector<L::KerasTensor>{out});
+    compile_adam(*f);
+    model = f;
+    x_shapes = {tf::Shape{64, 5, 3}, tf::Shape{64, 5}};
     classes = 3;
   } else {
     std::fprintf(stderr,
                  "keras_models: unknown model kind '%s' (mlp, cnn, functional, lstm_text, bigru_text, transformer, "
-                 "conv1d, simple_rnn)\n",
+                 "conv1d, simple_rnn, attention, lstm_state, masked_rnn, explicit_mask)\n",
                  kind.c_str());
     return 2;
   }
   tf::Generator g(7);
-  const tf::Tensor x = kind.ends_with("_text") ? token_ids(x_shape, g)
-                                               : tf::random_normal(x_shape, g, 0.0, 1.0, tf::DType::kFloat32);
-  model->fit(x, labels_for(x, classes), {.batch_size = 16, .epochs = 2, .verbose = 0});
+  const std::vector<tf::Tensor> xs = model_inputs(kind, x_shapes, g);
+  const tf::Tensor y = labels_for(xs[0], classes);
+  fit(*model, xs, y, 2, true);
   tf::models::save_model(*model, path);
-  write_floats(path + ".x", x);
-  const tf::Tensor pred = model->predict(x);
+  json shapes = json::array();
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    write_floats(path + ".x" + std::to_string(i), xs[i]);
+    shapes.push_back(std::vector<std::int64_t>(xs[i].shape().begin(), xs[i].shape().end()));
+  }
+  const tf::Tensor pred = predict(*model, xs);
   write_floats(path + ".pred", pred);
-  std::cout << json{{"x_shape", std::vector<std::int64_t>(x.shape().begin(), x.shape().end())},
+  std::cout << json{{"x_shapes", shapes},
                     {"pred_shape", std::vector<std::int64_t>(pred.shape().begin(), pred.shape().end())},
                     {"iterations", model->optimizer()->iterations()}}
                    .dump()
@@ -205,21 +325,27 @@ int save(const std::string& kind, const std::string& path) {
 
 int check(const std::string& path, const std::string& x_file, const std::string& shape_text,
           const std::string& y_file, int epochs) {
-  std::vector<std::int64_t> dims;
-  std::stringstream ss(shape_text);
-  for (std::string d; std::getline(ss, d, ',');) dims.push_back(std::stoll(d));
-  const tf::Tensor x = tf::constant(read_file<float>(x_file), tf::Shape(dims));
+  // X: one file per model input, ';'-separated; SHAPE likewise ("64,8,6;64,8,8").
+  const std::vector<std::string> files = split(x_file, ';'), shapes = split(shape_text, ';');
+  if (files.size() != shapes.size()) throw std::runtime_error("check: " + std::to_string(files.size()) +
+                                                              " input files but " + std::to_string(shapes.size()) + " shapes");
+  std::vector<tf::Tensor> xs;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    std::vector<std::int64_t> dims;
+    for (const std::string& d : split(shapes[i], ',')) dims.push_back(std::stoll(d));
+    xs.push_back(tf::constant(read_file<float>(files[i]), tf::Shape(dims)));
+  }
   std::vector<std::int64_t> labels;
   for (std::int32_t v : read_file<std::int32_t>(y_file)) labels.push_back(v);
   const tf::Tensor y = tf::constant(labels, tf::Shape{static_cast<std::int64_t>(labels.size())});
   auto model = tf::models::load_model(path);
-  write_floats(path + ".tapeflow_pred", model->predict(x));
+  write_floats(path + ".tapeflow_pred", predict(*model, xs));
   // Saved again by tapeflow, for Keras to load (the layers tapeflow's own `save` does not build).
   tf::models::save_model(*model, path + ".tapeflow.keras");
   tf::models::save_model(*model, path + ".tapeflow.h5");
   if (!model->optimizer()) throw std::runtime_error(path + ": loaded without an optimizer");
   const std::int64_t loaded = model->optimizer()->iterations();
-  const tf::models::History h = model->fit(x, y, {.batch_size = 16, .epochs = epochs, .verbose = 0, .shuffle = false});
+  const tf::models::History h = fit(*model, xs, y, epochs, false);
   std::cout << json{{"iterations_loaded", loaded},
                     {"iterations_after", model->optimizer()->iterations()},
                     {"losses", h["loss"]}}

@@ -277,6 +277,38 @@ int count_ops(const onnx::ModelProto& m, const std::string& op) {
   return n;
 }
 
+// Functional nodes are read by the Functional reader (read_inbound_node), in Keras 3's form as
+// get_config writes them: call arguments the export cannot express are refused by name.
+TEST(OnnxExportTest, NodeCallArgumentsAreReadAsTheFunctionalReaderReadsThem) {
+  const fs::path dir = scratch("node_arguments");
+  auto x = L::Input({.shape = {5, 3}});
+  auto h0 = L::Input({.shape = {4}});
+  auto c0 = L::Input({.shape = {4}});
+  auto y = (*std::make_shared<L::LSTM>(L::LSTMOptions{.units = 4, .name = "dec"}))(std::vector<L::KerasTensor>{x, h0, c0});
+  Functional states({x, h0, c0}, {y});
+  try {
+    export_onnx(states, (dir / "m.onnx").string());
+    ADD_FAILURE() << "exported an initial_state";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("layer 'dec' (LSTM) cannot be exported to ONNX"));
+    EXPECT_THAT(e.what(), HasSubstr("an initial_state of 2 tensor(s) is not exported"));
+  }
+  auto v = L::Input({.shape = {4}});
+  auto h = (*std::make_shared<L::Dense>(3))(v);
+  Functional inference(v, std::make_shared<L::Dropout>(0.5)->call_all({h}, {.training = false})[0]);
+  EXPECT_NO_THROW(export_onnx(inference, (dir / "inference.onnx").string()));  // training=False: as exported
+  EXPECT_NO_THROW(onnx::checker::check_model((dir / "inference.onnx").string()));
+  auto drop = std::make_shared<L::Dropout>(L::DropoutOptions{.rate = 0.5, .name = "always"});
+  Functional training(v, drop->call_all({h}, {.training = true})[0]);
+  try {
+    export_onnx(training, (dir / "training.onnx").string());
+    ADD_FAILURE() << "exported a Dropout fixed in training mode";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("layer 'always' (Dropout) cannot be exported to ONNX"));
+    EXPECT_THAT(e.what(), HasSubstr("\"training\":true"));
+  }
+}
+
 TEST(OnnxExportTest, AKerasMaskThatReachesALayerUsingItIsRefusedNamingBothLayers) {
   const fs::path dir = scratch("mask");
   for (const std::string consumer : {"LSTM", "GlobalAveragePooling1D", "MultiHeadAttention"}) {

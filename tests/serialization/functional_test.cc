@@ -72,8 +72,9 @@ TEST(FunctionalTest, SharedLayersAndSeveralOutputs) {
   EXPECT_TRUE(same_bits(outs[0], ((*shared)(xa) + (*shared)(xb)) * 0.5));
   EXPECT_TRUE(same_bits(outs[1], (*shared)(xa) * (*shared)(xb)));
   EXPECT_THROW(model.predict(std::vector<Tensor>{xa, xb}), std::invalid_argument);  // two outputs
-  // Keras 2 config: the shared layer has two inbound nodes; the second output is from node 0 of multiply.
-  const json c = model.get_config();
+  // Keras 2 config (model_to_config: these plain nodes in tf.keras 2's lists): the shared layer has
+  // two inbound nodes; the second output is from node 0 of multiply.
+  const json c = models::model_to_config(model)["config"];
   json shared_entry;
   for (const json& l : c["layers"])
     if (l["name"] == "shared") shared_entry = l;
@@ -85,7 +86,17 @@ TEST(FunctionalTest, SharedLayersAndSeveralOutputs) {
   EXPECT_EQ(avg_entry["inbound_nodes"], json::parse(R"([[["shared", 0, 0, {}], ["shared", 1, 0, {}]]])"));
   // Rebuilt from its config: same config, same outputs once the weights are copied.
   auto back = models::model_from_json(models::to_json(model));
-  EXPECT_EQ(back->get_config(), c);
+  EXPECT_EQ(models::model_to_config(*back)["config"], c);
+  EXPECT_EQ(back->get_config(), model.get_config());
+  // get_config is Keras 3's: {"args": [tensors], "kwargs": {}} per node, as Keras 3's own.
+  json keras3_avg;
+  const json keras3 = model.get_config();
+  for (const json& l : keras3["layers"])
+    if (l["class_name"] == "Average") keras3_avg = l["inbound_nodes"][0];
+  EXPECT_EQ(keras3_avg["kwargs"], json::object());
+  ASSERT_EQ(keras3_avg["args"].size(), 1u);
+  EXPECT_EQ(keras3_avg["args"][0][1], json::parse(R"({"class_name": "__keras_tensor__", "config": {"shape": [null, 2],
+            "dtype": "float32", "keras_history": ["shared", 1, 0]}})"));
   back->set_weights(model.get_weights());
   auto* fb = dynamic_cast<models::Functional*>(back.get());
   ASSERT_NE(fb, nullptr);

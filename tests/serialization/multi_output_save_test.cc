@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/keras3_config.h"
 #include "tests/serialization/test_models.h"
 #include "tape/ops/reduction_ops.h"
 #include "tests/testing/gradient_check.h"
@@ -69,14 +70,23 @@ TEST(MultiOutputNodes, Keras2ConfigRoundTripsBitForBit) {
   auto& lstm = dynamic_cast<L::LSTM&>(*m.model->layers()[1]);
   EXPECT_TRUE(same_bits(lstm.call_with_state(x)[2], ys[2]));
 
+  // Keras 3's nodes (get_config), and the tf.keras 2 lists the reader makes of them.
   const json config = m.model->get_config();
-  EXPECT_EQ(entry(config, m.lstm2)["inbound_nodes"],
-            json::parse(R"([[[")" + m.lstm + R"(", 0, 0, {"initial_state": [[")" + m.lstm + R"(", 0, 1], [")" + m.lstm +
-                        R"(", 0, 2]]}]]])"));
-  EXPECT_EQ(entry(config, m.dense)["inbound_nodes"], json::parse(R"([[[")" + m.lstm + R"(", 0, 1, {}]]])"));
-  EXPECT_EQ(entry(config, m.mha)["inbound_nodes"],
-            json::parse(R"([[[")" + m.lstm + R"(", 0, 0, {"value": [")" + m.lstm +
-                        R"(", 0, 0], "use_causal_mask": true, "return_attention_scores": true}]]])"));
+  const json& lstm2_node = entry(config, m.lstm2)["inbound_nodes"][0];
+  EXPECT_EQ(lstm2_node["kwargs"]["initial_state"][1],
+            json::parse(R"({"class_name": "__keras_tensor__", "config": {"shape": [null, 4], "dtype": "float32",
+                        "keras_history": [")" + m.lstm + R"(", 0, 2]}})"));
+  EXPECT_EQ(models::keras2_inbound_node(lstm2_node, "LSTM"),
+            json::parse(R"([[")" + m.lstm + R"(", 0, 0, {"initial_state": [[")" + m.lstm + R"(", 0, 1], [")" + m.lstm +
+                        R"(", 0, 2]]}]])"));
+  EXPECT_EQ(entry(models::model_to_config(*m.model)["config"], m.dense)["inbound_nodes"],
+            json::parse(R"([[[")" + m.lstm + R"(", 0, 1, {}]]])"));
+  const json& mha_node = entry(config, m.mha)["inbound_nodes"][0];
+  EXPECT_EQ(mha_node["args"].size(), 2u);
+  EXPECT_EQ(mha_node["kwargs"], json::parse(R"({"use_causal_mask": true, "return_attention_scores": true})"));
+  EXPECT_EQ(models::keras2_inbound_node(mha_node, "MultiHeadAttention"),
+            json::parse(R"([[")" + m.lstm + R"(", 0, 0, {"value": [")" + m.lstm +
+                        R"(", 0, 0], "use_causal_mask": true, "return_attention_scores": true}]])"));
   EXPECT_EQ(config["output_layers"][2], json::parse(R"([")" + m.lstm + R"(", 0, 2])"));
   EXPECT_EQ(config["output_layers"][3], json::parse(R"([")" + m.mha + R"(", 0, 1])"));
   const std::string s = m.model->summary();
@@ -135,7 +145,7 @@ TEST(MultiOutputNodes, Errors) {
                                                              "' node 0, which has 3 output(s)")));
   bad = config;
   for (json& l : bad["config"]["layers"])
-    if (l["name"] == m.mha) l["inbound_nodes"][0][0][3]["return_attention_scores"] = "yes";
+    if (l["name"] == m.mha) l["inbound_nodes"][0]["kwargs"]["return_attention_scores"] = "yes";
   EXPECT_THAT([&] { models::model_from_json(bad.dump()); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("layer '" + m.mha + "': call argument 'return_attention_scores'")));
   bad = config;
@@ -191,13 +201,19 @@ TEST(MultiOutputNodes, MaskAttentionMaskAndTrainingKwargsRoundTrip) {
   const Tensor zeros_in_d = equal(ys[1], scalar_like(ys[1], 0.0));
   EXPECT_GT(reduce_sum(cast(zeros_in_d, DType::kFloat32)).item(), 0.0);
 
+  // Keras 3's nodes: tensor keywords as __keras_tensor__, flags plain; tf.keras 2's list form only
+  // where Keras 3 reads it too (model_to_config: the Dropout's training=True).
   const json config = model->get_config();
-  EXPECT_EQ(entry(config, lstm->name())["inbound_nodes"][0][0][3],
-            json::parse(R"({"mask": [")" + m.node()->layer->name() + R"(", 0, 0]})"));
-  EXPECT_EQ(entry(config, mha->name())["inbound_nodes"][0][0][3],
+  EXPECT_EQ(entry(config, lstm->name())["inbound_nodes"][0]["kwargs"]["mask"]["config"]["keras_history"],
+            json({m.node()->layer->name(), 0, 0}));
+  EXPECT_EQ(models::keras2_inbound_node(entry(config, mha->name())["inbound_nodes"][0], "MultiHeadAttention")[0][3],
             json::parse(R"({"value": [")" + lstm->name() + R"(", 0, 0], "attention_mask": [")" + am.node()->layer->name() +
                         R"(", 0, 0]})"));
-  EXPECT_EQ(entry(config, drop->name())["inbound_nodes"][0][0][3], json::parse(R"({"training": true})"));
+  EXPECT_EQ(entry(config, drop->name())["inbound_nodes"][0]["kwargs"], json::parse(R"({"training": true})"));
+  const json keras2 = models::model_to_config(*model)["config"];
+  EXPECT_TRUE(entry(keras2, lstm->name())["inbound_nodes"][0].is_object());
+  EXPECT_TRUE(entry(keras2, mha->name())["inbound_nodes"][0].is_object());
+  EXPECT_EQ(entry(keras2, drop->name())["inbound_nodes"][0][0][3], json::parse(R"({"training": true})"));
   for (const char* ext : {"json", "h5"}) {
     std::shared_ptr<models::Functional> loaded;
     if (std::string(ext) == "json") {
@@ -231,7 +247,7 @@ TEST(MultiOutputNodes, MaskAttentionMaskAndTrainingKwargsRoundTrip) {
               ThrowsMessage<std::invalid_argument>(HasSubstr("Dense 'dm': does not take the call argument mask")));
   json bad = json::parse(models::to_json(*model));
   for (json& l : bad["config"]["layers"])
-    if (l["name"] == lstm->name()) l["inbound_nodes"][0][0][3]["mask"] = 3;
+    if (l["name"] == lstm->name()) l["inbound_nodes"][0]["kwargs"]["mask"] = 3;
   EXPECT_THAT([&] { models::model_from_json(bad.dump()); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("layer '" + lstm->name() + "': call argument 'mask': 3 is not a [layer, node, tensor] reference")));
 }
