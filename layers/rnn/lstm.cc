@@ -47,10 +47,11 @@ bool LSTMCell::fused_math() const {
   return fused_ && options_.activation == "tanh" && options_.recurrent_activation == "sigmoid";
 }
 
-std::vector<Tensor> LSTMCell::run_sequence(const Tensor& xp, const std::vector<Tensor>& states) {
+std::vector<Tensor> LSTMCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states) {
   if (!fused_math()) return {};
-  const LstmSequenceOutputs out = block_lstm(xp, recurrent_, states[0], states[1]);
-  const std::int64_t steps = xp.shape().dim(0);
+  const Tensor b = options_.use_bias ? bias_.read() : zeros(Shape{4 * units()}, x.dtype());
+  const LstmSequenceOutputs out = block_lstm(x, kernel_.read(), recurrent_, b, states[0], states[1]);
+  const std::int64_t steps = x.shape().dim(0);
   auto last = [&](const Tensor& v) {
     return reshape(slice(v, {steps - 1, 0, 0}, {1, -1, -1}), std::vector<std::int64_t>{v.shape().dim(1), units()});
   };

@@ -216,19 +216,18 @@ std::vector<Tensor> RNN::call_with_state(const Tensor& sequences_in, const std::
   for (const Tensor& m : cell_->dropout_masks(Shape{batch, in}, seq.dtype(), cell_->dropout(), cell_->mask_count(),
                                               training))
     x.push_back(time_major(seq * reshape(m, std::vector<std::int64_t>{batch, 1, in})));
+  const bool input_dropout = !x.empty();
   if (x.empty()) x.push_back(time_major(seq));
   const std::vector<Tensor> rec_masks =
       cell_->dropout_masks(state_shape, seq.dtype(), cell_->recurrent_dropout(), cell_->gates(), training);
   cell_->begin_sequence();
-  const Tensor xp = cell_->project_inputs(x);
-  const Tensor xp3 = reshape(xp, std::vector<std::int64_t>{steps, batch, xp.shape().dim(1)});
-  if (step_masks.empty() && rec_masks.empty()) {
+  if (step_masks.empty() && rec_masks.empty() && !input_dropout) {
     // The whole sequence in one op if the cell has one, in processing order.
-    Tensor ordered = xp3;
+    Tensor ordered = reshape(x[0], std::vector<std::int64_t>{steps, batch, in});
     if (options_.go_backwards) {
       std::vector<std::int64_t> rev(static_cast<std::size_t>(steps));
       for (std::int64_t k = 0; k < steps; ++k) rev[static_cast<std::size_t>(k)] = steps - 1 - k;
-      ordered = gather(xp3, constant<std::int64_t>(rev, Shape{steps}), 0);
+      ordered = gather(ordered, constant<std::int64_t>(rev, Shape{steps}), 0);
     }
     std::vector<Tensor> whole = cell_->run_sequence(ordered, states);
     if (!whole.empty()) {
@@ -238,6 +237,8 @@ std::vector<Tensor> RNN::call_with_state(const Tensor& sequences_in, const std::
       return result;
     }
   }
+  const Tensor xp = cell_->project_inputs(x);
+  const Tensor xp3 = reshape(xp, std::vector<std::int64_t>{steps, batch, xp.shape().dim(1)});
   const std::vector<Tensor> xs = unstack(xp3, 0);
 
   std::vector<Tensor> outputs;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -88,74 +89,95 @@ void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T
 }
 
 template <class T>
-void lstm_sequence(const T* xp, const T* w, const T* h0, const T* c0, std::int64_t steps, std::int64_t rows,
-                   std::int64_t u, T* h, T* c, T* gates, T* tc) {
+void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0, const T* c0, std::int64_t steps,
+                   std::int64_t rows, std::int64_t in, std::int64_t u, T* h, T* c, T* gates, T* tc) {
   if (steps <= 0 || rows <= 0 || u <= 0) return;
-  const MatmulRhs<T> rhs(w, u, 4 * u, false);
   const std::int64_t su = rows * u, sz = rows * 4 * u;
+  const auto xp = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(steps * sz));  // x wx, all steps
+  matmul(x, wx, xp.get(), 1, steps * rows, in, 4 * u, false, false, 0, 0);
+  const MatmulRhs<T> rhs(wh, u, 4 * u, false);
   over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
     std::vector<T> z(static_cast<std::size_t>((r1 - r0) * 4 * u));
     for (std::int64_t t = 0; t < steps; ++t) {
       const T* hp = t == 0 ? h0 : h + (t - 1) * su;
       const T* cp = t == 0 ? c0 : c + (t - 1) * su;
       rhs.multiply(hp + r0 * u, r1 - r0, z.data());
-      const T* x = xp + t * sz + r0 * 4 * u;
-      for (std::size_t j = 0; j < z.size(); ++j) z[j] = x[j] + z[j];
-      for (std::int64_t b = r0; b < r1; ++b)
-        cell_row(z.data() + (b - r0) * 4 * u, cp + b * u, u, h + t * su + b * u, c + t * su + b * u,
-                 gates + t * sz + b * 4 * u, tc + t * su + b * u);
+      const T* p = xp.get() + t * sz + r0 * 4 * u;
+      for (std::int64_t r = 0; r < r1 - r0; ++r)
+        for (std::int64_t j = 0; j < 4 * u; ++j) z[r * 4 * u + j] = (p[r * 4 * u + j] + b[j]) + z[r * 4 * u + j];
+      for (std::int64_t r = r0; r < r1; ++r)
+        cell_row(z.data() + (r - r0) * 4 * u, cp + r * u, u, h + t * su + r * u, c + t * su + r * u,
+                 gates + t * sz + r * 4 * u, tc + t * su + r * u);
     }
   });
 }
 
 template <class T>
-void lstm_sequence_grad(const T* w, const T* h0, const T* c0, const T* h, const T* c, const T* gates, const T* tc,
-                        const T* gh, const T* gc, const T* ggates, const T* gtc, std::int64_t steps, std::int64_t rows,
-                        std::int64_t u, T* dz, T* dw, T* dh0, T* dc0) {
-  if (rows <= 0 || u <= 0) return;
-  if (steps <= 0) {
-    std::fill(dw, dw + u * 4 * u, T(0));
-    std::fill(dh0, dh0 + rows * u, T(0));
-    std::fill(dc0, dc0 + rows * u, T(0));
+void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const T* c0, const T* h, const T* c,
+                        const T* gates, const T* tc, const T* gh, const T* gc, const T* ggates, const T* gtc,
+                        std::int64_t steps, std::int64_t rows, std::int64_t in, std::int64_t u, T* dx, T* dwx, T* dwh,
+                        T* db, T* dh0, T* dc0) {
+  const std::int64_t su = rows * u, sz = rows * 4 * u, n = steps * rows;
+  if (steps <= 0 || rows <= 0 || u <= 0) {
+    std::fill(dwx, dwx + in * 4 * u, T(0));
+    std::fill(dwh, dwh + u * 4 * u, T(0));
+    std::fill(db, db + 4 * u, T(0));
+    std::fill(dh0, dh0 + su, T(0));
+    std::fill(dc0, dc0 + su, T(0));
+    if (dx) std::fill(dx, dx + n * in, T(0));
     return;
   }
-  const MatmulRhs<T> rhs_t(w, 4 * u, u, true);  // wᵀ [4u, u]
-  const std::int64_t su = rows * u, sz = rows * 4 * u;
+  const auto dz_buf = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(steps * sz));
+  T* dz = dz_buf.get();
+  const MatmulRhs<T> rhs_t(wh, 4 * u, u, true);  // whᵀ [4u, u]
   over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
-    const std::int64_t n = (r1 - r0) * u;
-    std::vector<T> dh(static_cast<std::size_t>(n)), dc(static_cast<std::size_t>(n));
-    std::vector<T> dh_rec(static_cast<std::size_t>(n), T(0)), dc_rec(static_cast<std::size_t>(n), T(0));
+    const std::int64_t m = (r1 - r0) * u;
+    std::vector<T> dh(static_cast<std::size_t>(m)), dc(static_cast<std::size_t>(m));
+    std::vector<T> dh_rec(static_cast<std::size_t>(m), T(0)), dc_rec(static_cast<std::size_t>(m), T(0));
     for (std::int64_t t = steps - 1; t >= 0; --t) {
       const std::int64_t o = t * su + r0 * u;
-      for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t j = 0; j < m; ++j) {
         dh[j] = (gh ? gh[o + j] : T(0)) + dh_rec[j];
         dc[j] = (gc ? gc[o + j] : T(0)) + dc_rec[j];
       }
       const T* cp = t == 0 ? c0 : c + (t - 1) * su;
-      for (std::int64_t b = r0; b < r1; ++b) {
-        const std::int64_t ob = t * su + b * u, oz = t * sz + b * 4 * u, l = (b - r0) * u;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t ob = t * su + r * u, oz = t * sz + r * 4 * u, l = (r - r0) * u;
         cell_grad_row(dh.data() + l, dc.data() + l, ggates ? ggates + oz : nullptr, gtc ? gtc + ob : nullptr,
-                      cp + b * u, gates + oz, tc + ob, u, dz + oz, dc_rec.data() + l);
+                      cp + r * u, gates + oz, tc + ob, u, dz + oz, dc_rec.data() + l);
       }
       rhs_t.multiply(dz + t * sz + r0 * 4 * u, r1 - r0, dh_rec.data());
     }
     std::copy(dh_rec.begin(), dh_rec.end(), dh0 + r0 * u);
     std::copy(dc_rec.begin(), dc_rec.end(), dc0 + r0 * u);
   });
-  // dw = [h0; h_0 .. h_{steps-2}]ᵀ [dz_0; ...; dz_{steps-1}]: one GEMM over every step's rows.
-  std::vector<T> hprev(static_cast<std::size_t>(steps * su));
-  std::copy(h0, h0 + su, hprev.begin());
-  std::copy(h, h + (steps - 1) * su, hprev.begin() + su);
-  matmul(hprev.data(), dz, dw, 1, u, steps * rows, 4 * u, true, false, 0, 0);
+  // [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz: one GEMM over every step's rows (dz read once).
+  const std::int64_t k = in + u + 1;
+  const auto a = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n * k));
+  parallel_for(n, std::max<std::int64_t>(1, kElementwiseGrain / k), [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t i = s; i < e; ++i) {
+      T* ai = a.get() + i * k;
+      std::copy(x + i * in, x + (i + 1) * in, ai);
+      const T* hp = i < rows ? h0 + i * u : h + (i - rows) * u;
+      std::copy(hp, hp + u, ai + in);
+      ai[in + u] = T(1);
+    }
+  });
+  std::vector<T> dw(static_cast<std::size_t>(k * 4 * u));
+  matmul(a.get(), dz, dw.data(), 1, k, n, 4 * u, true, false, 0, 0);
+  std::copy(dw.begin(), dw.begin() + in * 4 * u, dwx);
+  std::copy(dw.begin() + in * 4 * u, dw.begin() + (in + u) * 4 * u, dwh);
+  std::copy(dw.begin() + (in + u) * 4 * u, dw.end(), db);
+  if (dx) matmul(dz, wx, dx, 1, n, 4 * u, in, false, true, 0, 0);
 }
 
 #define TAPEFLOW_INSTANTIATE(T)                                                                                   \
   template void lstm_cell<T>(const T*, const T*, std::int64_t, std::int64_t, T*, T*, T*, T*);                     \
-  template void lstm_sequence<T>(const T*, const T*, const T*, const T*, std::int64_t, std::int64_t, std::int64_t, \
-                                 T*, T*, T*, T*);                                                                 \
+  template void lstm_sequence<T>(const T*, const T*, const T*, const T*, const T*, const T*, std::int64_t,       \
+                                 std::int64_t, std::int64_t, std::int64_t, T*, T*, T*, T*);                       \
   template void lstm_sequence_grad<T>(const T*, const T*, const T*, const T*, const T*, const T*, const T*,        \
-                                      const T*, const T*, const T*, const T*, std::int64_t, std::int64_t,          \
-                                      std::int64_t, T*, T*, T*, T*);
+                                      const T*, const T*, const T*, const T*, const T*, const T*, std::int64_t,    \
+                                      std::int64_t, std::int64_t, std::int64_t, T*, T*, T*, T*, T*, T*);
 TAPEFLOW_INSTANTIATE(float)
 TAPEFLOW_INSTANTIATE(double)
 #undef TAPEFLOW_INSTANTIATE

@@ -10,6 +10,7 @@
 #include "tape/ops/internal/op_helpers.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
+#include "tape/ops/reduction_ops.h"
 #include "tape/runtime/batching.h"
 #include "tape/runtime/execute.h"
 #include "tape/runtime/recorder.h"
@@ -69,37 +70,50 @@ TensorList lstm_block_cell_gradient(const GradContext& c, std::span<const Tensor
 }
 
 TensorList block_lstm_forward(std::span<const Tensor> in, const Attrs&) {
-  check_arity("block_lstm", in, 4);
-  const Tensor &xp = in[0], &w = in[1], &h0 = in[2], &c0 = in[3];
-  const bool ok = xp.rank() == 3 && xp.shape()[0] >= 1 && xp.shape()[2] % 4 == 0 && w.rank() == 2 &&
-                  w.shape()[0] * 4 == xp.shape()[2] && w.shape()[1] == xp.shape()[2] &&
-                  h0.shape() == Shape{xp.shape()[1], w.shape()[0]} && c0.shape() == h0.shape();
+  check_arity("block_lstm", in, 6);
+  const Tensor &x = in[0], &wx = in[1], &wh = in[2], &b = in[3], &h0 = in[4], &c0 = in[5];
+  const bool ok = x.rank() == 3 && x.shape()[0] >= 1 && wh.rank() == 2 && wh.shape()[1] == 4 * wh.shape()[0] &&
+                  wx.shape() == Shape{x.shape()[2], wh.shape()[1]} && b.shape() == Shape{wh.shape()[1]} &&
+                  h0.shape() == Shape{x.shape()[1], wh.shape()[0]} && c0.shape() == h0.shape();
+  auto all = [&] {
+    return "x " + describe(x) + ", wx " + describe(wx) + ", wh " + describe(wh) + ", b " + describe(b) + ", h0 " +
+           describe(h0) + ", c0 " + describe(c0);
+  };
   if (!ok)
-    throw std::invalid_argument("block_lstm: expected xp [steps >= 1, batch, 4u], w [u, 4u], h0 and c0 [batch, u], got xp " +
-                                describe(xp) + ", w " + describe(w) + ", h0 " + describe(h0) + ", c0 " + describe(c0));
-  for (const Tensor* t : {&w, &h0, &c0})
-    if (t->dtype() != xp.dtype())
-      throw std::invalid_argument("block_lstm: inputs must have one dtype, got xp " + describe(xp) + ", w " +
-                                  describe(w) + ", h0 " + describe(h0) + ", c0 " + describe(c0));
-  const std::int64_t steps = xp.shape()[0], rows = xp.shape()[1], u = w.shape()[0];
+    throw std::invalid_argument(
+        "block_lstm: expected x [steps >= 1, batch, in], wx [in, 4u], wh [u, 4u], b [4u], h0 and c0 [batch, u], got " +
+        all());
+  for (const Tensor* t : {&wx, &wh, &b, &h0, &c0})
+    if (t->dtype() != x.dtype()) throw std::invalid_argument("block_lstm: inputs must have one dtype, got " + all());
+  const std::int64_t steps = x.shape()[0], rows = x.shape()[1], u = wh.shape()[0];
   const Shape su{steps, rows, u};
-  Tensor h = Tensor::empty(su, xp.dtype()), cs = Tensor::empty(su, xp.dtype());
-  Tensor gates = Tensor::empty(xp.shape(), xp.dtype()), tc = Tensor::empty(su, xp.dtype());
-  dispatch_floating(xp.dtype(), "block_lstm", [&](auto tag) {
+  Tensor h = Tensor::empty(su, x.dtype()), cs = Tensor::empty(su, x.dtype());
+  Tensor gates = Tensor::empty({steps, rows, 4 * u}, x.dtype()), tc = Tensor::empty(su, x.dtype());
+  dispatch_floating(x.dtype(), "block_lstm", [&](auto tag) {
     using T = decltype(tag);
-    kernels::lstm_sequence<T>(xp.data<T>(), w.data<T>(), h0.data<T>(), c0.data<T>(), steps, rows, u,
-                              h.mutable_data<T>(), cs.mutable_data<T>(), gates.mutable_data<T>(), tc.mutable_data<T>());
+    kernels::lstm_sequence<T>(x.data<T>(), wx.data<T>(), wh.data<T>(), b.data<T>(), h0.data<T>(), c0.data<T>(),
+                              steps, rows, x.shape()[2], u, h.mutable_data<T>(), cs.mutable_data<T>(),
+                              gates.mutable_data<T>(), tc.mutable_data<T>());
   });
   return TensorList{h, cs, gates, tc};
 }
 
 // The backward through time with ops (second order, vectorized jacobians): per step the cell's ops
-// and a MatMul for the recurrence, then dw as one MatMul over all steps.
+// and a MatMul for the recurrence, then dx, dwx, dwh and db as one op each over all steps.
 TensorList block_lstm_gradient_ops(const GradContext& c, std::span<const Tensor> g) {
-  const Tensor &w = c.input(1), &h0 = c.input(2), &c0 = c.input(3);
+  const Tensor &x = c.input(0), &wx = c.input(1), &wh = c.input(2), &h0 = c.input(4), &c0 = c.input(5);
   const Tensor &h = c.output(0), &cs = c.output(1);
-  const std::int64_t steps = c.input_shape(0).dim(0), rows = c.input_shape(0).dim(1), u = c.input_shape(1).dim(0);
-  const std::vector<Tensor> gh = unstack(g[0], 0), gc = unstack(g[1], 0), gg = unstack(g[2], 0), gt = unstack(g[3], 0);
+  const std::int64_t steps = c.input_shape(0).dim(0), rows = c.input_shape(0).dim(1), in = c.input_shape(0).dim(2),
+                     u = c.input_shape(2).dim(0);
+  // Undefined output gradients (none received, OpDef::takes_missing_grads): zeros for h and c, none
+  // for gates and tc (cell_backward skips them).
+  auto steps_of = [&](const Tensor& v, int k) {
+    if (v.defined()) return unstack(v, 0);
+    if (k >= 2) return std::vector<Tensor>(static_cast<std::size_t>(steps));
+    return unstack(zeros(c.output(k).shape(), c.output(k).dtype()), 0);
+  };
+  const std::vector<Tensor> gh = steps_of(g[0], 0), gc = steps_of(g[1], 1), gg = steps_of(g[2], 2),
+                            gt = steps_of(g[3], 3);
   const std::vector<Tensor> cst = unstack(cs, 0), gates = unstack(c.output(2), 0), tc = unstack(c.output(3), 0);
   std::vector<Tensor> dz(static_cast<std::size_t>(steps));
   Tensor dh_rec, dc_rec;
@@ -108,19 +122,26 @@ TensorList block_lstm_gradient_ops(const GradContext& c, std::span<const Tensor>
     const Tensor dh = dh_rec.defined() ? gh[k] + dh_rec : gh[k];
     const Tensor dc = dc_rec.defined() ? gc[k] + dc_rec : gc[k];
     auto [z, dcp] = cell_backward(dh, dc, gg[k], gt[k], t == 0 ? c0 : cst[k - 1], gates[k], tc[k], true);
-    dh_rec = matmul(z, w, false, true);
+    dh_rec = matmul(z, wh, false, true);
     dc_rec = std::move(dcp);
     dz[k] = std::move(z);
   }
-  Tensor dxp = stack(dz, 0);
-  Tensor dw;
-  if (c.needs_gradient(1)) {
+  const Tensor dzs = reshape(stack(dz, 0), std::vector<std::int64_t>{steps * rows, 4 * u});
+  TensorList out;
+  out.push_back(c.needs_gradient(0) ? reshape(matmul(dzs, wx, false, true), c.input_shape(0)) : Tensor());
+  out.push_back(c.needs_gradient(1) ? matmul(reshape(x, std::vector<std::int64_t>{steps * rows, in}), dzs, true, false)
+                                    : Tensor());
+  Tensor dwh;
+  if (c.needs_gradient(2)) {
     Tensor hprev = expand_dims(h0, 0);
     if (steps > 1) hprev = concat({hprev, slice(h, {0, 0, 0}, {steps - 1, -1, -1})}, 0);
-    dw = matmul(reshape(hprev, std::vector<std::int64_t>{steps * rows, u}),
-                reshape(dxp, std::vector<std::int64_t>{steps * rows, 4 * u}), true, false);
+    dwh = matmul(reshape(hprev, std::vector<std::int64_t>{steps * rows, u}), dzs, true, false);
   }
-  return TensorList{dxp, dw, c.needs_gradient(2) ? dh_rec : Tensor(), c.needs_gradient(3) ? dc_rec : Tensor()};
+  out.push_back(dwh);
+  out.push_back(c.needs_gradient(3) ? reduce_sum(dzs, 0) : Tensor());
+  out.push_back(c.needs_gradient(4) ? dh_rec : Tensor());
+  out.push_back(c.needs_gradient(5) ? dc_rec : Tensor());
+  return out;
 }
 
 // g = (g_h, g_c, g_gates, g_tc): one kernel when nothing records the backward pass or batches it.
@@ -128,21 +149,25 @@ TensorList block_lstm_gradient(const GradContext& c, std::span<const Tensor> g) 
   bool fused = !is_recording();
   if (const BatchScope* scope = BatchScope::current())
     for (const Tensor& t : g) fused = fused && !(t.defined() && scope->carries_batch(t));
-  for (const Tensor& t : g) fused = fused && t.defined();
   if (!fused) return block_lstm_gradient_ops(c, g);
-  const Tensor &w = c.input(1), &h0 = c.input(2), &c0 = c.input(3);
+  const Tensor &x = c.input(0), &wx = c.input(1), &wh = c.input(2), &b = c.input(3), &h0 = c.input(4),
+               &c0 = c.input(5);
   const Tensor &h = c.output(0), &cs = c.output(1), &gates = c.output(2), &tc = c.output(3);
-  const std::int64_t steps = h.shape()[0], rows = h.shape()[1], u = h.shape()[2];
-  Tensor dz = Tensor::empty(gates.shape(), gates.dtype()), dw = Tensor::empty(w.shape(), w.dtype());
-  Tensor dh0 = Tensor::empty(h0.shape(), h0.dtype()), dc0 = Tensor::empty(c0.shape(), c0.dtype());
-  dispatch_floating(h.dtype(), "block_lstm", [&](auto tag) {
+  const std::int64_t steps = x.shape()[0], rows = x.shape()[1], in = x.shape()[2], u = wh.shape()[0];
+  const DType dt = x.dtype();
+  Tensor dx = c.needs_gradient(0) ? Tensor::empty(x.shape(), dt) : Tensor();
+  Tensor dwx = Tensor::empty(wx.shape(), dt), dwh = Tensor::empty(wh.shape(), dt), db = Tensor::empty(b.shape(), dt);
+  Tensor dh0 = Tensor::empty(h0.shape(), dt), dc0 = Tensor::empty(c0.shape(), dt);
+  dispatch_floating(dt, "block_lstm", [&](auto tag) {
     using T = decltype(tag);
-    kernels::lstm_sequence_grad<T>(w.data<T>(), h0.data<T>(), c0.data<T>(), h.data<T>(), cs.data<T>(),
-                                   gates.data<T>(), tc.data<T>(), g[0].data<T>(), g[1].data<T>(), g[2].data<T>(),
-                                   g[3].data<T>(), steps, rows, u, dz.mutable_data<T>(), dw.mutable_data<T>(),
+    auto data = [](const Tensor& v) { return v.defined() ? v.data<T>() : nullptr; };  // null: zeros
+    kernels::lstm_sequence_grad<T>(x.data<T>(), wx.data<T>(), wh.data<T>(), h0.data<T>(), c0.data<T>(), h.data<T>(),
+                                   cs.data<T>(), gates.data<T>(), tc.data<T>(), data(g[0]), data(g[1]), data(g[2]),
+                                   data(g[3]), steps, rows, in, u, dx.defined() ? dx.mutable_data<T>() : nullptr,
+                                   dwx.mutable_data<T>(), dwh.mutable_data<T>(), db.mutable_data<T>(),
                                    dh0.mutable_data<T>(), dc0.mutable_data<T>());
   });
-  return TensorList{dz, dw, dh0, dc0};
+  return TensorList{dx, dwx, dwh, db, dh0, dc0};
 }
 
 }  // namespace
@@ -154,9 +179,10 @@ LstmCellOutputs lstm_block_cell(const Tensor& z, const Tensor& c_prev) {
   return {out[0], out[1], out[2], out[3]};
 }
 
-LstmSequenceOutputs block_lstm(const Tensor& xp, const Tensor& w, const Tensor& h0, const Tensor& c0) {
+LstmSequenceOutputs block_lstm(const Tensor& x, const Tensor& wx, const Tensor& wh, const Tensor& b, const Tensor& h0,
+                               const Tensor& c0) {
   static const OpDef& op = op_def("BlockLSTM");
-  const Tensor in[] = {xp, w, h0, c0};
+  const Tensor in[] = {x, wx, wh, b, h0, c0};
   const TensorList out = execute(op, in);
   return {out[0], out[1], out[2], out[3]};
 }
@@ -164,7 +190,12 @@ LstmSequenceOutputs block_lstm(const Tensor& xp, const Tensor& w, const Tensor& 
 void register_rnn_ops(OpRegistry& r) {
   r.add({"LSTMBlockCell", lstm_block_cell_forward, lstm_block_cell_gradient, kSaveAll,
          batching::fold_into_axis0({0, 1})});
-  r.add({"BlockLSTM", block_lstm_forward, block_lstm_gradient, kSaveAll, &batching::sequential});
+  r.add({.name = "BlockLSTM",
+         .forward = block_lstm_forward,
+         .gradient = block_lstm_gradient,
+         .saves = kSaveAll,
+         .batch = &batching::sequential,
+         .takes_missing_grads = true});
 }
 
 }  // namespace tapeflow

@@ -38,20 +38,24 @@ struct LstmSequenceOutputs {
   Tensor tc;     // [steps, batch, u]
 };
 
-// A whole LSTM sequence: for t = 0 .. steps-1, lstm_block_cell(xp[t] + h_{t-1} w, c_{t-1}) from
-// h_{-1} = h0, c_{-1} = c0 (Keras's LSTM with tanh / sigmoid, no mask, no recurrent dropout).
-// Op "BlockLSTM" (kernels::lstm_sequence: batch rows in parallel through every step, w packed once).
-// Shapes:   xp [steps, batch, 4u] (the input projections x Wx + b, time-major), w [u, 4u], h0 and c0
-//           [batch, u] -> each output as above. Values: those of the step by step ops, bit for bit
-//           on the packed GEMM (AVX2 and up).
-// Errors:   std::invalid_argument unless xp is rank 3 with steps >= 1 and a last dim 4u, w [u, 4u],
+// A whole LSTM sequence: for t = 0 .. steps-1, lstm_block_cell((x[t] wx + b) + h_{t-1} wh, c_{t-1})
+// from h_{-1} = h0, c_{-1} = c0 (Keras's LSTM with tanh / sigmoid, no mask, no dropout).
+// Op "BlockLSTM" (kernels::lstm_sequence: the input projection of all steps in one GEMM, then blocks
+// of batch rows through every step, wh packed once).
+// Shapes:   x [steps, batch, in] (time-major), wx [in, 4u], wh [u, 4u], b [4u], h0 and c0 [batch, u]
+//           -> each output as above. Values: those of the step by step ops, bit for bit on the
+//           packed GEMM (AVX2 and up).
+// Errors:   std::invalid_argument unless x is rank 3 with steps >= 1, wx [in, 4u], wh [u, 4u], b [4u],
 //           h0 and c0 [batch, u]; dtypes other than float32/float64 or differing.
-// Gradient: the step formulas of lstm_block_cell back through time, plus dh_{t-1} += dz_t wᵀ,
-//           dw = Σ_t h_{t-1}ᵀ dz_t (one GEMM over all steps), dxp = dz. With no recorder and no
-//           batched cotangent it is one kernel (kernels::lstm_sequence_grad); when a tape records
-//           the backward pass (second order) or under a vectorized jacobian, the same math with ops
-//           (MatMul per step, the cell's ops), so every order works. Backward saves every input
-//           and output (kSaveAll). Batching: sequential (one call per k).
-LstmSequenceOutputs block_lstm(const Tensor& xp, const Tensor& w, const Tensor& h0, const Tensor& c0);
+// Gradient: the step formulas of lstm_block_cell back through time (dz_t, the gradient of the gate
+//           pre-activations), plus dh_{t-1} += dz_t whᵀ; then dwx = Σ_t x_tᵀ dz_t, dwh = Σ_t h_{t-1}ᵀ
+//           dz_t, db = Σ_t Σ_rows dz_t, dx_t = dz_t wxᵀ. With no recorder and no batched cotangent it is
+//           one kernel (kernels::lstm_sequence_grad: dwx, dwh and db in one GEMM over all steps);
+//           when a tape records the backward pass (second order) or under a vectorized jacobian, the
+//           same math with ops (MatMul per step, the cell's ops), so every order works. Backward saves
+//           every input and output (kSaveAll); outputs that receive no gradient get none, not zeros
+//           (OpDef::takes_missing_grads). Batching: sequential (one call per k).
+LstmSequenceOutputs block_lstm(const Tensor& x, const Tensor& wx, const Tensor& wh, const Tensor& b, const Tensor& h0,
+                               const Tensor& c0);
 
 }  // namespace tapeflow
