@@ -43,9 +43,24 @@ std::optional<Tensor> LSTMCell::input_bias() const {
   return bias_.read();
 }
 
+bool LSTMCell::fused_math() const {
+  return fused_ && options_.activation == "tanh" && options_.recurrent_activation == "sigmoid";
+}
+
+std::vector<Tensor> LSTMCell::run_sequence(const Tensor& x, const std::vector<Tensor>& states) {
+  if (!fused_math()) return {};
+  const Tensor b = options_.use_bias ? bias_.read() : zeros(Shape{4 * units()}, x.dtype());
+  const LstmSequenceOutputs out = block_lstm(x, kernel_.read(), recurrent_, b, states[0], states[1]);
+  const std::int64_t steps = x.shape().dim(0);
+  auto last = [&](const Tensor& v) {
+    return reshape(slice(v, {steps - 1, 0, 0}, {1, -1, -1}), std::vector<std::int64_t>{v.shape().dim(1), units()});
+  };
+  return {out.h, last(out.h), last(out.c)};
+}
+
 std::vector<Tensor> LSTMCell::step(const Tensor& xp, const std::vector<Tensor>& states, const std::vector<Tensor>& h) {
   const Tensor zs = xp + recurrent_matmul(h, recurrent_, recurrent_gates_);
-  if (fused_ && options_.activation == "tanh" && options_.recurrent_activation == "sigmoid") {
+  if (fused_math()) {
     const LstmCellOutputs out = lstm_block_cell(zs, states[1]);
     return {out.h, out.c};
   }

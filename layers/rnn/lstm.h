@@ -74,13 +74,17 @@ class LSTMCell : public RNNCell {
   int gates() const override { return 4; }
   std::vector<Tensor> step(const Tensor& xp, const std::vector<Tensor>& states, const std::vector<Tensor>& h) override;
   void begin_sequence() override;
+  // With set_fused(true) and tanh / sigmoid: the BlockLSTM op (tape/ops/rnn_ops.h) -> {h of every
+  // step, final h, final c}; otherwise nothing (step by step).
+  std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states) override;
   // The weight "<cell>/kernel:0" [input_dim, 4·units]; undefined before build.
   const Variable& kernel() const { return kernel_; }
   // The weight "<cell>/recurrent_kernel:0" [units, 4·units]; undefined before build.
   const Variable& recurrent_kernel() const { return recurrent_kernel_; }
   // The weight "<cell>/bias:0" [4·units]; undefined before build or without use_bias.
   const Variable& bias() const { return bias_; }
-  // true (default): with tanh / sigmoid a step's element-wise math is the fused LSTMBlockCell op
+  // true (default): with tanh / sigmoid a whole unmasked sequence without dropout is one
+  // BlockLSTM op, and otherwise a step's element-wise math is the fused LSTMBlockCell op
   // (tape/ops/rnn_ops.h); false: the composed ops (same values to rounding). The default is the fused
   // op since its activations use Eigen's packet logistic / tanh (W11Step/threads:2 A/B, same runs,
   // load ~9 on 2 cores: fused 44-46 vs composed 52-59 ms per step).
@@ -92,6 +96,7 @@ class LSTMCell : public RNNCell {
   std::optional<Tensor> input_bias() const override;
 
  private:
+  bool fused_math() const;  // fused_ with tanh / sigmoid
   bool fused_ = true;
   LSTMOptions options_;
   activations::ActivationFn activation_, recurrent_activation_;

@@ -6,6 +6,7 @@
 
 #include "layers/serialization.h"
 #include "tape/ops/array_ops.h"
+#include "tape/ops/index_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
 
@@ -80,6 +81,8 @@ std::vector<Tensor> RNNCell::dropout_masks(const Shape& shape, DType dtype, doub
   for (int g = 0; g < count; ++g) out.push_back(dropout_mask(shape, dtype, rate));
   return out;
 }
+
+std::vector<Tensor> RNNCell::run_sequence(const Tensor&, const std::vector<Tensor>&) { return {}; }
 
 int RNNCell::mask_count() const { return recurrent_dropout_ > 0 ? gates() : 1; }
 
@@ -213,12 +216,30 @@ std::vector<Tensor> RNN::call_with_state(const Tensor& sequences_in, const std::
   for (const Tensor& m : cell_->dropout_masks(Shape{batch, in}, seq.dtype(), cell_->dropout(), cell_->mask_count(),
                                               training))
     x.push_back(time_major(seq * reshape(m, std::vector<std::int64_t>{batch, 1, in})));
+  const bool input_dropout = !x.empty();
   if (x.empty()) x.push_back(time_major(seq));
   const std::vector<Tensor> rec_masks =
       cell_->dropout_masks(state_shape, seq.dtype(), cell_->recurrent_dropout(), cell_->gates(), training);
   cell_->begin_sequence();
+  if (step_masks.empty() && rec_masks.empty() && !input_dropout) {
+    // The whole sequence in one op if the cell has one, in processing order.
+    Tensor ordered = reshape(x[0], std::vector<std::int64_t>{steps, batch, in});
+    if (options_.go_backwards) {
+      std::vector<std::int64_t> rev(static_cast<std::size_t>(steps));
+      for (std::int64_t k = 0; k < steps; ++k) rev[static_cast<std::size_t>(k)] = steps - 1 - k;
+      ordered = gather(ordered, constant<std::int64_t>(rev, Shape{steps}), 0);
+    }
+    std::vector<Tensor> whole = cell_->run_sequence(ordered, states);
+    if (!whole.empty()) {
+      std::vector<Tensor> result;  // whole[0] [steps, batch, units]; whole[1] is the last step's h
+      result.push_back(options_.return_sequences ? transpose(whole[0], {1, 0, 2}) : whole[1]);
+      for (std::size_t i = 1; i < whole.size(); ++i) result.push_back(std::move(whole[i]));
+      return result;
+    }
+  }
   const Tensor xp = cell_->project_inputs(x);
-  const std::vector<Tensor> xs = unstack(reshape(xp, std::vector<std::int64_t>{steps, batch, xp.shape().dim(1)}), 0);
+  const Tensor xp3 = reshape(xp, std::vector<std::int64_t>{steps, batch, xp.shape().dim(1)});
+  const std::vector<Tensor> xs = unstack(xp3, 0);
 
   std::vector<Tensor> outputs;
   outputs.reserve(options_.return_sequences ? steps : 1);

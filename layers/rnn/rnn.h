@@ -66,6 +66,11 @@ class RNNCell : public Layer {
   virtual std::vector<Tensor> step(const Tensor& xp, const std::vector<Tensor>& states, const std::vector<Tensor>& h) = 0;
   // Reads the weights for one sequence (so the slices a step needs are made once per call).
   virtual void begin_sequence() = 0;
+  // The whole sequence in one op, when the cell has one (LSTMCell: BlockLSTM); the RNN driver asks
+  // when no mask and no dropout apply, after begin_sequence(). x [steps, batch, input_dim]: the
+  // inputs, time-major, in processing order. Returns {outputs [steps, batch, units] time-major,
+  // final states...}, or nothing: the driver projects the inputs and runs step().
+  virtual std::vector<Tensor> run_sequence(const Tensor& x, const std::vector<Tensor>& states);
   // Keras's cell call: inputs [batch, input_dim], states -> new states (output = new h, element 0).
   // Errors: std::invalid_argument naming the cell and the shapes for a wrong input or state shape.
   std::vector<Tensor> call_cell(const Tensor& inputs, const std::vector<Tensor>& states, bool training = false);

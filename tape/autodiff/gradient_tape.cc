@@ -275,10 +275,12 @@ std::vector<Tensor> TapeState::backward(std::span<const Tensor> targets, std::sp
       out_grads.push_back(slot);
     }
     if (!any) return;
-    // Missing output gradients are zeros (unbatched under a BatchScope: the same for all K); an
-    // integer output (an argmax) has none, as in TF, and its gradient stays undefined.
+    // Missing output gradients are zeros (unbatched under a BatchScope: the same for all K), unless
+    // the op's gradient takes them undefined; an integer output (an argmax) has none, as in TF, and
+    // its gradient stays undefined.
+    const bool make_zeros = r.custom_gradient || !r.op->takes_missing_grads;
     for (std::size_t k = 0; k < out_grads.size(); ++k)
-      if (!out_grads[k].defined() && is_floating(r.output_dtypes[k]))
+      if (make_zeros && !out_grads[k].defined() && is_floating(r.output_dtypes[k]))
         out_grads[k] = zeros(r.output_shapes[k], r.output_dtypes[k]);
     const GradientFn& fn = r.custom_gradient ? *r.custom_gradient : r.op->gradient;
     if (!fn) return;  // gradient removed from the registry after recording

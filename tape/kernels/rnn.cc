@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <type_traits>
+#include <vector>
 
+#include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 
 namespace tapeflow::kernels {
@@ -30,30 +34,152 @@ void gate_activations(const T* zr, T* gr, std::int64_t u) {
   }
 }
 
+// One row of lstm_cell: zr [4u], cp [u] -> hr, cr, tr [u], gr [4u].
+template <class T>
+void cell_row(const T* zr, const T* cp, std::int64_t u, T* hr, T* cr, T* gr, T* tr) {
+  gate_activations(zr, gr, u);
+  for (std::int64_t j = 0; j < u; ++j) cr[j] = gr[u + j] * cp[j] + gr[j] * gr[2 * u + j];
+  if constexpr (std::is_same_v<T, float>) {
+    Eigen::Map<Eigen::ArrayXf>(tr, u) = Eigen::Map<const Eigen::ArrayXf>(cr, u).tanh();
+  } else {
+    for (std::int64_t j = 0; j < u; ++j) tr[j] = std::tanh(cr[j]);
+  }
+  for (std::int64_t j = 0; j < u; ++j) hr[j] = gr[3 * u + j] * tr[j];
+}
+
+// One row of the cell's backward (lstm_sequence_grad's formulas): dh, dc [u] (the gradients of h and
+// c, with the recurrence's parts), gg [4u] / gt [u] (of gates / tc, null: zeros), the saved cp, gr, tr
+// -> dzr [4u] and dcp [u] (the gradient of c_prev).
+template <class T>
+void cell_grad_row(const T* dh, const T* dc, const T* gg, const T* gt, const T* cp, const T* gr, const T* tr,
+                   std::int64_t u, T* dzr, T* dcp) {
+  for (std::int64_t j = 0; j < u; ++j) {
+    const T i = gr[j], f = gr[u + j], g = gr[2 * u + j], o = gr[3 * u + j], t = tr[j];
+    const T gc = dc[j] + ((gt ? gt[j] : T(0)) + dh[j] * o) * (T(1) - t * t);
+    dzr[j] = (gc * g + (gg ? gg[j] : T(0))) * i * (T(1) - i);
+    dzr[u + j] = (gc * cp[j] + (gg ? gg[u + j] : T(0))) * f * (T(1) - f);
+    dzr[2 * u + j] = (gc * i + (gg ? gg[2 * u + j] : T(0))) * (T(1) - g * g);
+    dzr[3 * u + j] = (dh[j] * t + (gg ? gg[3 * u + j] : T(0))) * o * (T(1) - o);
+    dcp[j] = gc * f;
+  }
+}
+
+// Runs f(r0, r1) over blocks of the `rows` independent rows, one block per thread, each of >= 8 rows
+// and >= kMatmulSerialWork multiply-adds per step (`work` per step in all), so that each block's GEMM
+// takes the path the whole product would (the packed GEMM, whose bits do not depend on the rows).
+template <class F>
+void over_row_blocks(std::int64_t rows, std::int64_t work, F&& f) {
+  const std::int64_t blocks =
+      std::clamp<std::int64_t>(std::min<std::int64_t>(num_threads(), work / kMatmulSerialWork), 1,
+                               std::max<std::int64_t>(1, rows / 8));
+  parallel_for(blocks, 1, [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t q = s; q < e; ++q) f(rows * q / blocks, rows * (q + 1) / blocks);
+  });
+}
+
 }  // namespace
 
 template <class T>
 void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T* h, T* c, T* gates, T* tc) {
   const std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(4 * u, 1));
   parallel_for(rows, grain, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t b = b0; b < b1; ++b) {
-      T* gr = gates + b * 4 * u;
-      gate_activations(z + b * 4 * u, gr, u);
-      const T* cp = c_prev + b * u;
-      T *cr = c + b * u, *tr = tc + b * u, *hr = h + b * u;
-      for (std::int64_t j = 0; j < u; ++j) cr[j] = gr[u + j] * cp[j] + gr[j] * gr[2 * u + j];
-      if constexpr (std::is_same_v<T, float>) {
-        Eigen::Map<Eigen::ArrayXf>(tr, u) = Eigen::Map<const Eigen::ArrayXf>(cr, u).tanh();
-      } else {
-        for (std::int64_t j = 0; j < u; ++j) tr[j] = std::tanh(cr[j]);
-      }
-      for (std::int64_t j = 0; j < u; ++j) hr[j] = gr[3 * u + j] * tr[j];
+    for (std::int64_t b = b0; b < b1; ++b)
+      cell_row(z + b * 4 * u, c_prev + b * u, u, h + b * u, c + b * u, gates + b * 4 * u, tc + b * u);
+  });
+}
+
+template <class T>
+void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0, const T* c0, std::int64_t steps,
+                   std::int64_t rows, std::int64_t in, std::int64_t u, T* h, T* c, T* gates, T* tc) {
+  if (steps <= 0 || rows <= 0 || u <= 0) return;
+  const std::int64_t su = rows * u, sz = rows * 4 * u;
+  const auto xp = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(steps * sz));  // x wx, all steps
+  matmul(x, wx, xp.get(), 1, steps * rows, in, 4 * u, false, false, 0, 0);
+  const MatmulRhs<T> rhs(wh, u, 4 * u, false);
+  over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
+    std::vector<T> z(static_cast<std::size_t>((r1 - r0) * 4 * u));
+    for (std::int64_t t = 0; t < steps; ++t) {
+      const T* hp = t == 0 ? h0 : h + (t - 1) * su;
+      const T* cp = t == 0 ? c0 : c + (t - 1) * su;
+      rhs.multiply(hp + r0 * u, r1 - r0, z.data());
+      const T* p = xp.get() + t * sz + r0 * 4 * u;
+      for (std::int64_t r = 0; r < r1 - r0; ++r)
+        for (std::int64_t j = 0; j < 4 * u; ++j) z[r * 4 * u + j] = (p[r * 4 * u + j] + b[j]) + z[r * 4 * u + j];
+      for (std::int64_t r = r0; r < r1; ++r)
+        cell_row(z.data() + (r - r0) * 4 * u, cp + r * u, u, h + t * su + r * u, c + t * su + r * u,
+                 gates + t * sz + r * 4 * u, tc + t * su + r * u);
     }
   });
 }
 
-template void lstm_cell<float>(const float*, const float*, std::int64_t, std::int64_t, float*, float*, float*, float*);
-template void lstm_cell<double>(const double*, const double*, std::int64_t, std::int64_t, double*, double*, double*,
-                                double*);
+template <class T>
+void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const T* c0, const T* h, const T* c,
+                        const T* gates, const T* tc, const T* gh, const T* gc, const T* ggates, const T* gtc,
+                        std::int64_t steps, std::int64_t rows, std::int64_t in, std::int64_t u, T* dx, T* dwx, T* dwh,
+                        T* db, T* dh0, T* dc0) {
+  const std::int64_t su = rows * u, sz = rows * 4 * u, n = steps * rows;
+  if (steps <= 0 || rows <= 0 || u <= 0) {
+    std::fill(dwx, dwx + in * 4 * u, T(0));
+    std::fill(dwh, dwh + u * 4 * u, T(0));
+    std::fill(db, db + 4 * u, T(0));
+    std::fill(dh0, dh0 + su, T(0));
+    std::fill(dc0, dc0 + su, T(0));
+    if (dx) std::fill(dx, dx + n * in, T(0));
+    return;
+  }
+  const auto dz_buf = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(steps * sz));
+  T* dz = dz_buf.get();
+  const MatmulRhs<T> rhs_t(wh, 4 * u, u, true);  // whᵀ [4u, u]
+  over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
+    const std::int64_t m = (r1 - r0) * u;
+    std::vector<T> dh(static_cast<std::size_t>(m)), dc(static_cast<std::size_t>(m));
+    std::vector<T> dh_rec(static_cast<std::size_t>(m), T(0)), dc_rec(static_cast<std::size_t>(m), T(0));
+    for (std::int64_t t = steps - 1; t >= 0; --t) {
+      const std::int64_t o = t * su + r0 * u;
+      for (std::int64_t j = 0; j < m; ++j) {
+        dh[j] = (gh ? gh[o + j] : T(0)) + dh_rec[j];
+        dc[j] = (gc ? gc[o + j] : T(0)) + dc_rec[j];
+      }
+      const T* cp = t == 0 ? c0 : c + (t - 1) * su;
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t ob = t * su + r * u, oz = t * sz + r * 4 * u, l = (r - r0) * u;
+        cell_grad_row(dh.data() + l, dc.data() + l, ggates ? ggates + oz : nullptr, gtc ? gtc + ob : nullptr,
+                      cp + r * u, gates + oz, tc + ob, u, dz + oz, dc_rec.data() + l);
+      }
+      rhs_t.multiply(dz + t * sz + r0 * 4 * u, r1 - r0, dh_rec.data());
+    }
+    std::copy(dh_rec.begin(), dh_rec.end(), dh0 + r0 * u);
+    std::copy(dc_rec.begin(), dc_rec.end(), dc0 + r0 * u);
+  });
+  // [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz: one GEMM over every step's rows (dz read once).
+  const std::int64_t k = in + u + 1;
+  const auto a = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n * k));
+  parallel_for(n, std::max<std::int64_t>(1, kElementwiseGrain / k), [&](std::int64_t s, std::int64_t e) {
+    for (std::int64_t i = s; i < e; ++i) {
+      T* ai = a.get() + i * k;
+      std::copy(x + i * in, x + (i + 1) * in, ai);
+      const T* hp = i < rows ? h0 + i * u : h + (i - rows) * u;
+      std::copy(hp, hp + u, ai + in);
+      ai[in + u] = T(1);
+    }
+  });
+  std::vector<T> dw(static_cast<std::size_t>(k * 4 * u));
+  matmul(a.get(), dz, dw.data(), 1, k, n, 4 * u, true, false, 0, 0);
+  std::copy(dw.begin(), dw.begin() + in * 4 * u, dwx);
+  std::copy(dw.begin() + in * 4 * u, dw.begin() + (in + u) * 4 * u, dwh);
+  std::copy(dw.begin() + (in + u) * 4 * u, dw.end(), db);
+  if (dx) matmul(dz, wx, dx, 1, n, 4 * u, in, false, true, 0, 0);
+}
+
+#define TAPEFLOW_INSTANTIATE(T)                                                                                   \
+  template void lstm_cell<T>(const T*, const T*, std::int64_t, std::int64_t, T*, T*, T*, T*);                     \
+  template void lstm_sequence<T>(const T*, const T*, const T*, const T*, const T*, const T*, std::int64_t,       \
+                                 std::int64_t, std::int64_t, std::int64_t, T*, T*, T*, T*);                       \
+  template void lstm_sequence_grad<T>(const T*, const T*, const T*, const T*, const T*, const T*, const T*,        \
+                                      const T*, const T*, const T*, const T*, const T*, const T*, std::int64_t,    \
+                                      std::int64_t, std::int64_t, std::int64_t, T*, T*, T*, T*, T*, T*);
+TAPEFLOW_INSTANTIATE(float)
+TAPEFLOW_INSTANTIATE(double)
+#undef TAPEFLOW_INSTANTIATE
 
 }  // namespace tapeflow::kernels

@@ -62,7 +62,8 @@ class GradContext {
 // std::invalid_argument naming the op and what it received.
 using ForwardFn = std::function<TensorList(std::span<const Tensor> inputs, const Attrs& attrs)>;
 // Returns one gradient per input (undefined = none) from one gradient per output (an output that
-// received no gradient gets zeros; an integer output gets an undefined Tensor). Written with
+// received no gradient gets zeros, or an undefined Tensor for ops with OpDef::takes_missing_grads;
+// an integer output gets an undefined Tensor). Written with
 // tapeflow ops so it is itself recorded.
 using GradientFn = std::function<TensorList(const GradContext& ctx, std::span<const Tensor> output_grads)>;
 
@@ -159,6 +160,10 @@ struct OpDef {
   // depends on the inputs (execute() does not call this: the public functions build valid attrs).
   // Empty: the op has no attributes whose value can be wrong.
   std::function<void(const Attrs& attrs)> check_attrs;
+  // The gradient takes an undefined gradient for a floating output that received none and reads it
+  // as zeros itself, so the tape passes it undefined instead of making zeros of the output's shape:
+  // for ops whose large outputs are there for their own backward (BlockLSTM's gates of every step).
+  bool takes_missing_grads = false;
 };
 
 }  // namespace tapeflow

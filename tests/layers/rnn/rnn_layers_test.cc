@@ -295,37 +295,57 @@ TEST(Rnn, SequentialAndFunctionalSaveAndLoad) {
 
 namespace {
 
-// The fused LSTMBlockCell path and the composed ops agree: outputs, gradients, and a second
-// derivative (the input-gradient penalty's gradient w.r.t. the recurrent kernel).
+// The fused paths (BlockLSTM for a whole unmasked sequence, LSTMBlockCell per step with a mask) and
+// the composed ops agree: outputs, gradients, and a second derivative (the input-gradient penalty's
+// gradient w.r.t. the recurrent kernel), forwards and backwards, with and without a mask.
 TEST(Lstm, FusedAndComposedStepsAgree) {
-  L::LSTM fused(L::LSTMOptions{.units = 4, .return_sequences = true, .seed = 21, .dtype = tf::DType::kFloat64});
-  L::LSTM composed(L::LSTMOptions{.units = 4, .return_sequences = true, .seed = 21, .dtype = tf::DType::kFloat64});
-  std::dynamic_pointer_cast<L::LSTMCell>(fused.cell())->set_fused(true);
-  std::dynamic_pointer_cast<L::LSTMCell>(composed.cell())->set_fused(false);
   const tf::Tensor x = random_f64({3, 5, 2}, 22);
   const tf::Tensor m = tf::constant<bool>({true, true, false, true, true, true, true, true, true, false, true, false,
                                            true, true, true},
                                           tf::Shape{3, 5});
-  fused(x);
-  composed(x);
-  composed.set_weights(fused.get_weights());
-  std::vector<double> penalty_grads[2];
-  tf::Tensor outs[2], dx[2];
-  L::LSTM* layers[2] = {&fused, &composed};
-  for (int k = 0; k < 2; ++k) {
-    tf::GradientTape outer;
-    tf::GradientTape inner;
-    inner.watch(x);
-    outs[k] = layers[k]->call(x, m);
-    dx[k] = *inner.gradient(tf::reduce_sum(tf::square(outs[k])), x);
-    const tf::Tensor p = tf::reduce_sum(tf::square(dx[k]));
-    penalty_grads[k] = outer.gradient(p, layers[k]->variables()[1])->to_vector<double>();
+  for (bool masked : {true, false}) {
+    for (bool backwards : {false, true}) {
+      for (bool sequences : {true, false}) {
+        SCOPED_TRACE(std::string(masked ? "masked" : "unmasked") + (backwards ? " go_backwards" : "") +
+                     (sequences ? " return_sequences" : ""));
+        const L::LSTMOptions o{
+            .units = 4, .return_sequences = sequences, .go_backwards = backwards, .seed = 21, .dtype = tf::DType::kFloat64};
+        L::LSTM fused(o), composed(o);
+        std::dynamic_pointer_cast<L::LSTMCell>(fused.cell())->set_fused(true);
+        std::dynamic_pointer_cast<L::LSTMCell>(composed.cell())->set_fused(false);
+        fused(x);
+        composed(x);
+        composed.set_weights(fused.get_weights());
+        std::vector<double> penalty_grads[2];
+        tf::Tensor outs[2], dx[2];
+        L::LSTM* layers[2] = {&fused, &composed};
+        for (int k = 0; k < 2; ++k) {
+          tf::GradientTape outer;
+          tf::GradientTape inner;
+          inner.watch(x);
+          outs[k] = masked ? layers[k]->call(x, m) : layers[k]->call(x, false);
+          dx[k] = *inner.gradient(tf::reduce_sum(tf::square(outs[k])), x);
+          const tf::Tensor p = tf::reduce_sum(tf::square(dx[k]));
+          penalty_grads[k] = outer.gradient(p, layers[k]->variables()[1])->to_vector<double>();
+        }
+        EXPECT_TRUE(all_close(outs[0], outs[1], 1e-14, 1e-14));
+        EXPECT_TRUE(all_close(dx[0], dx[1], 1e-13, 1e-13));
+        ASSERT_EQ(penalty_grads[0].size(), penalty_grads[1].size());
+        for (std::size_t i = 0; i < penalty_grads[0].size(); ++i)
+          EXPECT_NEAR(penalty_grads[0][i], penalty_grads[1][i], 1e-12 + 1e-11 * std::abs(penalty_grads[1][i])) << i;
+        // The first-order gradients with nothing recording the backward pass (BlockLSTM's kernel).
+        tf::GradientTape plain[2];
+        std::vector<double> g[2];
+        for (int k = 0; k < 2; ++k) {
+          const tf::Tensor y = masked ? layers[k]->call(x, m) : layers[k]->call(x, false);
+          for (const auto& v : plain[k].gradient(tf::reduce_sum(tf::square(y)), layers[k]->trainable_variables()))
+            for (double e : v->to_vector<double>()) g[k].push_back(e);
+        }
+        ASSERT_EQ(g[0].size(), g[1].size());
+        for (std::size_t i = 0; i < g[0].size(); ++i) EXPECT_NEAR(g[0][i], g[1][i], 1e-13 + 1e-12 * std::abs(g[1][i])) << i;
+      }
+    }
   }
-  EXPECT_TRUE(all_close(outs[0], outs[1], 1e-14, 1e-14));
-  EXPECT_TRUE(all_close(dx[0], dx[1], 1e-13, 1e-13));
-  ASSERT_EQ(penalty_grads[0].size(), penalty_grads[1].size());
-  for (std::size_t i = 0; i < penalty_grads[0].size(); ++i)
-    EXPECT_NEAR(penalty_grads[0][i], penalty_grads[1][i], 1e-12 + 1e-11 * std::abs(penalty_grads[1][i])) << i;
 }
 
 }  // namespace
