@@ -29,6 +29,7 @@ struct GlobalPooling1DOptions {
 // Shared by GlobalAveragePooling1D and GlobalMaxPooling1D.
 class GlobalPooling1D : public Layer {
  public:
+  using Layer::call;  // the list form stays visible next to the masked overload below
   Tensor call(const Tensor& inputs, bool training) override;
   // With a mask [batch, steps]; an undefined mask is no mask.
   Tensor call(const Tensor& inputs, const Tensor& mask, bool training);
