@@ -87,7 +87,9 @@ class LSTMCell : public RNNCell {
   // BlockLSTM op, and otherwise a step's element-wise math is the fused LSTMBlockCell op
   // (tape/ops/rnn_ops.h); false: the composed ops (same values to rounding). The default is the fused
   // op since its activations use Eigen's packet logistic / tanh (W11Step/threads:2 A/B, same runs,
-  // load ~9 on 2 cores: fused 44-46 vs composed 52-59 ms per step).
+  // load ~9 on 2 cores: fused 44-46 vs composed 52-59 ms per step), and BlockLSTM since one op for
+  // the sequence drops the per-step ops (W11Step, same runs, load 4-5 on 2 cores: per-step
+  // LSTMBlockCell 91-96 / 95-101 ms at 1 / 2 threads, BlockLSTM 63-65 / 70-82).
   void set_fused(bool fused) { fused_ = fused; }
 
  protected:
