@@ -10,6 +10,7 @@ PACKAGES=(
   openmpi-bin libopenmpi-dev
   libzip-dev libonnx-dev libprotobuf-dev protobuf-compiler libboost-dev
   doxygen iproute2
+  clang-16
   dataset-fashion-mnist python3 python3-venv
 )
 missing=()
