@@ -75,7 +75,9 @@ namespace tapeflow::models {
 // (the first argument's tensors; MultiHeadAttention's value and key; the recurrent layers'
 // initial_state; an explicit mask / attention_mask last), and the call's flags.
 struct InboundCall {
+  // The call's tensors as [layer, node_index, tensor_index] JSON arrays, in call_all's order.
   std::vector<nlohmann::json> refs;
+  // The call's flags (training, use_causal_mask, return_attention_scores, ...) as the node gives them.
   layers::CallFlags flags;
   // NotEqual's constant second operand (Keras 3's not_equal(x1, x2) node {"args": [x1, x2]}).
   std::optional<double> x2;
