@@ -238,8 +238,7 @@ std::vector<Tensor> RNN::call_with_state(const Tensor& sequences_in, const std::
     }
   }
   const Tensor xp = cell_->project_inputs(x);
-  const Tensor xp3 = reshape(xp, std::vector<std::int64_t>{steps, batch, xp.shape().dim(1)});
-  const std::vector<Tensor> xs = unstack(xp3, 0);
+  const std::vector<Tensor> xs = unstack(reshape(xp, std::vector<std::int64_t>{steps, batch, xp.shape().dim(1)}), 0);
 
   std::vector<Tensor> outputs;
   outputs.reserve(options_.return_sequences ? steps : 1);
