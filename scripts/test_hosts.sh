@@ -12,6 +12,7 @@
 #   scripts/test_hosts.sh exec HOST CMD...        runs CMD on HOST (its network and hostname)
 #   scripts/test_hosts.sh mpirun ARGS...          mpirun from host 1 over TCP between the hosts: adds
 #       --mca plm_rsh_agent scripts/test_hosts_agent.sh (starts Open MPI's daemons on the other hosts),
+#       --bind-to none (unless ARGS has --bind-to: the hosts share the cores, see cmd_mpirun),
 #       --mca btl tcp,self (TCP only: no shared-memory transport, also between ranks of one host) and
 #       the interface flags, and TCP keepalives on Open MPI's control connections (2 s idle, 3 probes
 #       1 s apart) so that mpirun learns of a host that went away in ~5 s; pass --host H1:SLOTS,H2:SLOTS
@@ -149,9 +150,14 @@ cmd_exec() {
 cmd_mpirun() {
   ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "${P}1" ||
     { echo "test_hosts: the test hosts are not up (no ${P}1): run $0 up N first" >&2; exit 77; }
-  local root=()
+  local root=() bind=(--bind-to none) a
   [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
-  cmd_exec "${P}1" mpirun "${root[@]}" \
+  # The test hosts share this machine's cores, but each one's daemon thinks it owns them all: with
+  # Open MPI's default binding (--bind-to core for 2 ranks or fewer) the first rank of every host
+  # is pinned to core 0, so two hosts x 1 rank share one core and every step takes twice as long
+  # (W1 at 512/rank: 8.1 ms local vs 3.9 on one host, issue 33). Unbound unless the caller says.
+  for a in "$@"; do [[ "$a" == --bind-to || "$a" == --bind-to=* ]] && bind=(); done
+  cmd_exec "${P}1" mpirun "${root[@]}" "${bind[@]}" \
     --mca plm_rsh_agent "$HERE/test_hosts_agent.sh" \
     --mca btl "${TAPEFLOW_TEST_HOSTS_BTL:-tcp,self}" --mca btl_tcp_if_include eth0 --mca oob_tcp_if_include eth0 \
     --mca oob_tcp_keepalive_time 2 --mca oob_tcp_keepalive_intvl 1 --mca oob_tcp_keepalive_probes 3 \

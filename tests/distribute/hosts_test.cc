@@ -191,6 +191,24 @@ class HostsTest : public ::testing::Test {
   fs::path dir_;
 };
 
+// The test hosts share this machine's cores while each host's daemon believes it owns them all: with
+// Open MPI's default binding (--bind-to core at <= 2 ranks) the first rank of every host was pinned to
+// core 0, so 2 hosts x 1 rank ran on one core (W1's local step 8.1 ms vs 3.9 on one host). Every
+// rank must see the cores this test sees.
+TEST_F(HostsTest, RanksOnTheTestHostsAreNotPinnedToTheSameCores) {
+  std::string out;
+  ASSERT_EQ(hosts("mpirun --host " + host(1) + ":1," + host(2) + ":1 -np 2 grep Cpus_allowed_list: /proc/self/status",
+                  &out),
+            0)
+      << out;
+  std::smatch mine;
+  const std::string status = read_file("/proc/self/status");
+  ASSERT_TRUE(std::regex_search(status, mine, std::regex("Cpus_allowed_list:[^\\n]*"))) << status;
+  int ranks = 0;
+  for (std::size_t at = out.find(mine.str()); at != std::string::npos; at = out.find(mine.str(), at + 1)) ++ranks;
+  EXPECT_EQ(ranks, 2) << "each rank's " << mine.str() << " expected; the ranks said:\n" << out;
+}
+
 // Every process on host 2 (its daemon and both ranks) is killed with SIGKILL: mpirun loses its daemon
 // at once (the connection is reset) and ends the job; resume on host 1 with 3 ranks (4 before).
 TEST_F(HostsTest, AKilledHostEndsTheJobNamingItAndTheNewestCheckpointResumesOnTheOther) {
