@@ -130,6 +130,21 @@ int newest_checkpoint(const fs::path& dir) {
   return newest;
 }
 
+// On leaving a test that pulled host 2's link: the link back up, host 2's orphans killed, and the
+// hosts talking again. The next test's job must find them so: after the outage, Open MPI's first
+// connection from host 2 back to host 1 was seen failing ("unable to complete a TCP connection")
+// when a job started at once. Waits (up to ~20 s) until a trivial 2-host job runs.
+struct ReconnectHostTwo {
+  ~ReconnectHostTwo() {
+    hosts("link " + host(2) + " up");
+    hosts("kill " + host(2));
+    for (int i = 0; i < 20; ++i) {
+      if (hosts("mpirun --host " + host(1) + ":1," + host(2) + ":1 -np 2 true") == 0) break;
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  }
+};
+
 class HostsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -219,19 +234,7 @@ TEST_F(HostsTest, AKilledHostEndsTheJobNamingItAndTheNewestCheckpointResumesOnTh
 // ends once mpirun's keepalive to host 2's daemon fails (scripts/test_hosts.sh: ~5 s, inside the 10 s
 // collective timeout); resume on host 1 with 2 ranks. Host 2's orphans are killed afterwards.
 TEST_F(HostsTest, AHostWhoseLinkGoesDownEndsTheJobNamingItAndTheNewestCheckpointResumesOnTheOther) {
-  struct Reconnect {
-    ~Reconnect() {
-      hosts("link " + host(2) + " up");
-      hosts("kill " + host(2));
-      // The next test's job must find the hosts talking again: after the outage, Open MPI's first
-      // connection from host 2 back to host 1 was seen failing ("unable to complete a TCP
-      // connection") when a job started at once. Wait (up to ~20 s) until a trivial 2-host job runs.
-      for (int i = 0; i < 20; ++i) {
-        if (hosts("mpirun --host " + host(1) + ":1," + host(2) + ":1 -np 2 true") == 0) break;
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
-    }
-  } reconnect;
+  const ReconnectHostTwo reconnect;
   lose_host_two("link", 2);
 }
 
@@ -257,16 +260,7 @@ TEST_F(HostsTest, AHostWhoseRanksDoNotAnswerIsNamedWhenTheCollectiveTimesOut) {
 // with scripts/test_hosts.sh's keepalives on Open MPI's control connections removed; with them the
 // job ends ~1.0 s after the message.
 TEST_F(HostsTest, AnUnreachableHostIsNamedAndTheJobEndsPromptlyAfterTheTimeout) {
-  struct Reconnect {
-    ~Reconnect() {
-      hosts("link " + host(2) + " up");
-      hosts("kill " + host(2));
-      for (int i = 0; i < 20; ++i) {
-        if (hosts("mpirun --host " + host(1) + ":1," + host(2) + ":1 -np 2 true") == 0) break;
-        std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
-    }
-  } reconnect;
+  const ReconnectHostTwo reconnect;
   Job job("bash " + kHosts + " mpirun --host " + host(1) + ":1," + host(2) + ":1 -np 2 " + kBin +
               "/tests/distribute_child --mode hang --timeout 3",
           dir_ / "job.txt");
