@@ -8,11 +8,13 @@
 # template instantiation (the ODR hazard: the linker keeps one copy of each name for the whole
 # program, and could keep the AVX2 one for baseline callers). Only x86-64 has levels above baseline.
 set(TAPEFLOW_ISA_FLAGS_baseline "")
-set(TAPEFLOW_ISA_FLAGS_avx2 -mavx2 -mfma)
+# F16C (the half conversions of ukernels/convert_loops.cc) comes with every AVX2 CPU; cpu_isa()
+# checks it for kAvx2.
+set(TAPEFLOW_ISA_FLAGS_avx2 -mavx2 -mfma -mf16c)
 # Only the register tiles (tape/kernels/ukernels/) are compiled for avx512: files of intrinsics over
 # ukernels/internal/vec.h, no braced-list constants (GCC 12's AVX-512 miscompiles, issue 31), and
 # tuning stays generic.
-set(TAPEFLOW_ISA_FLAGS_avx512 -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma)
+set(TAPEFLOW_ISA_FLAGS_avx512 -mavx512f -mavx512bw -mavx512vl -mavx2 -mfma -mf16c)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$" AND "-mno-avx512f" IN_LIST TAPEFLOW_ARCH_FLAGS)
   # The opt-in native build with GCC < 13 switches AVX-512 off everywhere (CMakeLists.txt): no
   # avx512 level, and the drivers do not call its tiles (internal/simd512.h).

@@ -63,6 +63,11 @@ void Context::set_fusion(std::int64_t threshold_bytes, bool overlap_backward) {
   options_.overlap_backward = overlap_backward;
 }
 
+void Context::set_compression(Compression compression) {
+  options_.compression = compression;
+  reducer_->set_compression(compression == Compression::kFp16);
+}
+
 void Context::set_shared_memory(bool on) {
   options_.shared_memory = on;
   reducer_->set_shared_memory(on);
@@ -120,6 +125,7 @@ Context::Context(int* argc, char*** argv, ContextOptions options) : options_(opt
   // Serialized: the reducer's progress thread may call MPI while this thread computes.
   reducer_ = std::make_unique<internal::GradientReducer>(*comm_, provided >= MPI_THREAD_SERIALIZED && size_ > 1,
                                                          options_.shared_memory, options_.shared_memory_group);
+  reducer_->set_compression(options_.compression == Compression::kFp16);
 }
 
 Context::~Context() {

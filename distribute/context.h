@@ -1,6 +1,6 @@
 // Context: the MPI job this process belongs to (init/finalize, rank, size, local rank) and the
 // collectives of data-parallel training — allreduce, broadcast, gradients averaged in fusion
-// buffers with non-blocking MPI_Iallreduce. The counterpart of Horovod's hvd.* over Open MPI.
+// buffers with non-blocking MPI collectives. The counterpart of Horovod's hvd.* over Open MPI.
 //
 // Facts:    One Context per process (RAII: the constructor calls MPI_Init_thread asking for
 //           MPI_THREAD_SERIALIZED, the destructor MPI_Finalize). Use it from the thread that made
@@ -34,9 +34,13 @@
 //           (> 1) of ranks, buffers are reduced through an MPI-3 shared-memory window per machine:
 //           each of a machine's M ranks sums a 1/M slice of every buffer over the machine's copies
 //           (in rank order, each element once) between two MPI_Ibarriers; with several machines
-//           each slice's sum is then reduced with MPI_Iallreduce among the ranks holding that slice
-//           on every machine (Horovod's hierarchical allreduce). Every rank gets the same bits.
-//           Otherwise (uneven machines, one rank per machine) buffers go through MPI_Iallreduce.
+//           each slice's sum is then summed over the network among the ranks holding that slice
+//           on every machine (Horovod's hierarchical allreduce), the same way as below. Every rank
+//           gets the same bits.
+//           Otherwise (uneven machines, one rank per machine) buffers are summed over the network
+//           with an MPI_Ialltoall of 1/size of them to each rank, each rank's sum of its part, and
+//           an MPI_Iallgather (a reduce-scatter + allgather; ContextOptions::compression can send
+//           them as half).
 //           The window costs 2 × the gradients' bytes per rank.
 //           The first gradient reduction checks that every rank holds the same variables (count,
 //           names, shapes, dtypes) and broadcasts rank 0's values of them (Horovod's
@@ -71,6 +75,16 @@ class Communicator;
 class GradientReducer;
 }  // namespace internal
 
+// How float32 gradients travel over the network (Horovod's hvd.Compression): kNone as float32;
+// kFp16 as IEEE half, half the bytes: every rank's gradient and each sum of them are rounded to
+// half (round to nearest even; magnitudes >= 65520 become inf, below 2^-25 zero), summed in
+// float32, so every rank still gets the same bits, within ~2^-11 relative of the float32 sum per
+// rounding. Only where bytes cross the network: the network sum of every buffer when the ranks
+// do not share machines, and the across-machines step of the hierarchical path; the
+// shared-memory sum on a machine, float64 gradients and allreduce() stay exact.
+// Ref: horovod/tensorflow/compression.py (FP16Compressor)
+enum class Compression { kNone, kFp16 };
+
 // Options of a Context (the MPI job's collectives): deadline, gradient fusion, overlap with the
 // backward pass and the shared-memory reduction. Errors: Context's constructor throws
 // std::invalid_argument for timeout_seconds <= 0, fusion_threshold_bytes < 1 or
@@ -84,7 +98,7 @@ struct ContextOptions {
   // final (false: all buffers start after the backward pass; for measuring what overlap hides).
   bool overlap_backward = true;
   // Reduce gradients through a shared-memory window per machine when every machine runs the same
-  // number (> 1) of ranks (false: MPI_Iallreduce always). On 2 ranks of one machine a 1.08 MB
+  // number (> 1) of ranks (false: the network sum always). On 2 ranks of one machine a 1.08 MB
   // reduction costs about 40% of Open MPI's through its shared-memory transport (0.24 against
   // 0.61 ms; issue 16's notes).
   bool shared_memory = true;
@@ -92,6 +106,8 @@ struct ContextOptions {
   // machine's ranks into groups of at most this many, reduced between each other as machines are:
   // the multi-machine path on one machine (tests), or smaller windows on machines with many ranks.
   int shared_memory_group = 0;
+  // How gradients travel over the network (see Compression).
+  Compression compression = Compression::kNone;
 };
 
 // Where the time of gradient reductions went (totals since construction or reset_timings()).
@@ -144,8 +160,9 @@ class Context : public models::ReplicaContext {
   // Shapes:  [...] -> [...]. Errors: std::invalid_argument for an unsupported dtype or average of
   //          integers; shapes that differ across ranks are not detected (as MPI).
   // Path:    average or sum of float32/float64 goes the gradients' way (a fusion buffer through the
-  //          shared-memory window where the ranks share machines, its slices across machines with
-  //          MPI_Iallreduce: bit-identical on every rank); min, max and integers use MPI_Iallreduce.
+  //          shared-memory window where the ranks share machines, its slices across machines by
+  //          the network sum, never compressed: bit-identical on every rank); min, max and
+  //          integers use MPI_Iallreduce.
   // Ref:     hvd.allreduce(tensor, op=hvd.Average)
   Tensor allreduce(const Tensor& tensor, ReduceOp op = ReduceOp::kAverage, const char* name = "allreduce");
   // Root's tensor on every rank (others pass a tensor of the same shape and dtype). Ref: hvd.broadcast
@@ -185,6 +202,9 @@ class Context : public models::ReplicaContext {
   // True when gradient reductions go through the shared-memory window: the option is on and the
   // ranks form shared-memory groups (machines, or ContextOptions::shared_memory_group) of one size > 1.
   bool uses_shared_memory() const;
+
+  // Changes ContextOptions::compression (collective: call it at the same point on every rank).
+  void set_compression(Compression compression);
 
   // Changes ContextOptions::timeout_seconds. Errors: std::invalid_argument unless seconds > 0.
   void set_timeout(double seconds);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Data-parallel scaling in one run (issue 33): bench_distribute_w1 at 2 ranks x 1 thread for
 #   W1 (the MLP) at 512 and at 128 examples per rank, and W8 (the CNN) at 128 per rank,
-# on one host (the shared-memory window, and MPI_Iallreduce, interleaved by the benchmark) and on
+# on one host (the shared-memory window, and the network sum, interleaved by the benchmark) and on
 # 2 test hosts of scripts/test_hosts.sh (TCP over veth; needs root), each configuration REPEATS
 # times, alternating one host / two hosts (A/B/A/B) so that a change of machine load hits both.
 # The benchmark itself interleaves, block by block, the step with communication and the same step
@@ -33,7 +33,7 @@ for rep in $(seq 1 "$REPEATS"); do
   for cfg in "${configs[@]}"; do
     # shellcheck disable=SC2086
     {
-      echo "== repeat $rep, one host (shm + MPI_Iallreduce): $cfg --per-rank; load $(cut -d' ' -f1-3 /proc/loadavg)"
+      echo "== repeat $rep, one host (shm + network sum): $cfg --per-rank; load $(cut -d' ' -f1-3 /proc/loadavg)"
       mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$BENCH" $cfg --per-rank --threads 1 --steps "$STEPS"
       if [ "$two_hosts" = 1 ]; then
         echo "== repeat $rep, 2 test hosts (TCP over veth): $cfg --per-rank; load $(cut -d' ' -f1-3 /proc/loadavg)"

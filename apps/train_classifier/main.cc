@@ -73,7 +73,8 @@ struct Flags : tf::apps::CommonFlags {
   double validation_split = 0;  // Keras's: the last fraction of the training examples validates
   std::string csv_log;          // CSVLogger: one row per epoch
   double collective_timeout = 300;  // seconds, under mpirun
-  bool no_shared_memory = false;    // under mpirun: MPI_Iallreduce instead of the shared-memory window
+  bool no_shared_memory = false;    // under mpirun: the network sum instead of the shared-memory window
+  bool fp16_allreduce = false;      // under mpirun: gradients cross the network as half
 };
 
 #ifdef TAPEFLOW_HAVE_DISTRIBUTE
@@ -372,8 +373,12 @@ int main(int argc, char** argv) {
                  "Under mpirun: seconds after which a collective that has not completed aborts the job")
       ->capture_default_str()->check(tf::apps::positive());
   app.add_flag("--no-shared-memory", f.no_shared_memory,
-               "Under mpirun: reduce gradients with MPI_Iallreduce only, not through a shared-memory window per "
-               "machine (which needs twice the gradients' bytes of /dev/shm per rank: for small /dev/shm)");
+               "Under mpirun: reduce gradients over the network (MPI alltoall + allgather) only, not through a "
+               "shared-memory window per machine (which needs twice the gradients' bytes of /dev/shm per rank: for "
+               "small /dev/shm)");
+  app.add_flag("--fp16-allreduce", f.fp16_allreduce,
+               "Under mpirun: float32 gradients cross the network as IEEE half, half the bytes (Horovod's "
+               "Compression.fp16; the sum on each machine stays float32)");
   tf::apps::add_common_flags(app, f);
   tf::apps::add_tensorboard_flags(app, f.tensorboard);
   if (auto code = tf::apps::parse_flags(app, argc, argv)) return *code;
@@ -382,6 +387,8 @@ int main(int argc, char** argv) {
     if (replicas) {
       replicas->set_timeout(f.collective_timeout);
       replicas->set_shared_memory(!f.no_shared_memory);
+      replicas->set_compression(f.fp16_allreduce ? tf::distribute::Compression::kFp16
+                                                 : tf::distribute::Compression::kNone);
     }
     try {
       return run(f, replicas);

@@ -15,7 +15,7 @@
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
 // Where the ranks share machines (shared-memory groups), the modes with communication run twice,
-// interleaved: through the shared-memory window (the default) and through MPI_Iallreduce
+// interleaved: through the shared-memory window (the default) and through the network sum (alltoall + allgather)
 // (ContextOptions::shared_memory off), so the two transports are compared in one run.
 // "of local" = local ms/step / the mode's ms/step: the rate with communication as a share of the rate
 // the same ranks reach without any (the machine's own bound: on a shared 2-core machine two ranks
@@ -69,8 +69,12 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps per block")->check(CLI::Range(1, 1000000));
   app.add_option("--fusion-bytes", fusion, "fusion buffer threshold")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 40));
   app.add_flag("--per-rank", per_rank, "--batch is per rank (weak scaling)");
+  std::string compression = "none";
+  app.add_option("--compression", compression, "gradients over the network: none (float32) or fp16")
+      ->check(CLI::IsMember({"none", "fp16"}));
   CLI11_PARSE(app, argc, argv);
   tf::kernels::set_num_threads(threads);
+  ctx.set_compression(compression == "fp16" ? tf::distribute::Compression::kFp16 : tf::distribute::Compression::kNone);
   spdlog::set_level(spdlog::level::warn);
   const std::int64_t local = per_rank ? batch : batch / ctx.size();
   const std::int64_t global = local * ctx.size();
@@ -152,7 +156,7 @@ int main(int argc, char** argv) {
   ctx.set_shared_memory(true);
   const bool have_shared = ctx.uses_shared_memory();
   // Modes interleaved block by block, so that a change of machine load hits them alike; runs[t][m]
-  // for transport t (0 shared memory, 1 MPI_Iallreduce).
+  // for transport t (0 shared memory, 1 the network sum).
   std::vector<std::vector<std::vector<Phase>>> runs(2, std::vector<std::vector<Phase>>(4));
   for (int block = 0; block < 7; ++block)
     for (Mode m : {kOverlap, kNoOverlap, kLocal, kCommOnly})
@@ -191,7 +195,7 @@ int main(int argc, char** argv) {
                    med(t, kNoOverlap, &Phase::backward_ms), 0};
     const double comm_ms = med(t, kCommOnly, &Phase::step_ms);
     if (ctx.rank() != 0) continue;
-    std::printf(" %s:\n", t == 0 ? "shared-memory window" : "MPI_Iallreduce");
+    std::printf(" %s:\n", t == 0 ? "shared-memory window" : "network sum (alltoall + allgather)");
     std::printf("  overlap:    %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms  "
                 "buffers started in backward %.1f\n",
                 1e3 * static_cast<double>(global) / ov.step_ms, ov.step_ms, 100 * local_ms / ov.step_ms, ov.backward_ms,
@@ -199,8 +203,8 @@ int main(int argc, char** argv) {
     std::printf("  no-overlap: %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms\n",
                 1e3 * static_cast<double>(global) / no.step_ms, no.step_ms, 100 * local_ms / no.step_ms, no.backward_ms,
                 no.wait_ms);
-    std::printf("  comm-only:  %7.3f ms per reduction of all gradients (%lld bytes)\n", comm_ms,
-                static_cast<long long>(gradient_bytes));
+    std::printf("  comm-only:  %7.3f ms per reduction of all gradients (%lld bytes%s)\n", comm_ms,
+                static_cast<long long>(gradient_bytes), compression == "fp16" ? ", as half over the network" : "");
     if (ctx.size() > 1)
       std::printf("  hidden behind backward: %.0f%% of the communication ((wait no-overlap - wait overlap) / comm-only)"
                   "; wait overlap / wait no-overlap = %.2f\n",

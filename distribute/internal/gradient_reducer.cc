@@ -10,6 +10,7 @@
 
 #include "distribute/internal/mpi_types.h"
 #include "distribute/internal/scale.h"
+#include "tape/kernels/convert.h"
 
 namespace tapeflow::distribute::internal {
 namespace {
@@ -32,6 +33,22 @@ void sum_into(const std::vector<const unsigned char*>& srcs, std::int64_t n, uns
   }
 }
 
+// out[0, n) = the sum over r < p of half values parts[r * stride + i] (in float32, left to right),
+// rounded to half: the compressed network sum of one rank's part.
+void sum_half_parts(const std::uint16_t* parts, int p, std::int64_t stride, std::int64_t n, std::uint16_t* out) {
+  constexpr std::int64_t kBlock = 1024;
+  float acc[kBlock], x[kBlock];
+  for (std::int64_t at = 0; at < n; at += kBlock) {
+    const std::int64_t m = std::min(kBlock, n - at);
+    kernels::half_to_float(parts + at, acc, m);
+    for (int r = 1; r < p; ++r) {
+      kernels::half_to_float(parts + r * stride + at, x, m);
+      for (std::int64_t i = 0; i < m; ++i) acc[i] += x[i];
+    }
+    kernels::float_to_half(acc, out + at, m);
+  }
+}
+
 constexpr std::int64_t kAlign = 64;  // bytes: buffers and slices start on their own cache lines
 
 std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
@@ -41,9 +58,13 @@ std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m *
 GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_memory, int group_limit)
     : comm_(comm), threaded_(threaded), shared_memory_(shared_memory) {
   if (comm_.size() > 1) {
+    for (MPI_Comm* c : {&net_first_, &net_second_}) {
+      Communicator::check(MPI_Comm_dup(comm_.comm(), c), "MPI_Comm_dup");
+      MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
+    }
     // Groups: the ranks of one machine (MPI_COMM_TYPE_SHARED), split further into groups of at
     // most group_limit (> 0). Every group must have the same size, so that the slices of a buffer
-    // line up across groups; otherwise (or with groups of one) reductions stay with MPI_Iallreduce.
+    // line up across groups; otherwise (or with groups of one) reductions take the network sum.
     MPI_Comm node = MPI_COMM_NULL;
     Communicator::check(MPI_Comm_split_type(comm_.comm(), MPI_COMM_TYPE_SHARED, comm_.rank(), MPI_INFO_NULL, &node),
                         "MPI_Comm_split_type");
@@ -65,8 +86,9 @@ GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_
       Communicator::check(MPI_Comm_dup(node_all_, &node_second_), "MPI_Comm_dup");
       for (MPI_Comm c : {node_all_, node_first_, node_second_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
       if (node_size_ < comm_.size()) {  // several groups: slice r of every group reduced among them
-        Communicator::check(MPI_Comm_split(comm_.comm(), node_rank_, comm_.rank(), &across_), "MPI_Comm_split");
-        MPI_Comm_set_errhandler(across_, MPI_ERRORS_RETURN);
+        Communicator::check(MPI_Comm_split(comm_.comm(), node_rank_, comm_.rank(), &across_first_), "MPI_Comm_split");
+        Communicator::check(MPI_Comm_dup(across_first_, &across_second_), "MPI_Comm_dup");
+        for (MPI_Comm c : {across_first_, across_second_}) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
       }
     } else {
       MPI_Comm_free(&node);
@@ -90,7 +112,7 @@ GradientReducer::~GradientReducer() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   free_window();
-  for (MPI_Comm* c : {&node_all_, &node_first_, &node_second_, &across_})
+  for (MPI_Comm* c : {&node_all_, &node_first_, &node_second_, &across_first_, &across_second_, &net_first_, &net_second_})
     if (*c != MPI_COMM_NULL) MPI_Comm_free(c);
 }
 
@@ -120,7 +142,7 @@ void GradientReducer::reserve_window(std::int64_t bytes) {
   Communicator::check(rc, "MPI_Win_allocate_shared (" + std::to_string(2 * half) +
                               " bytes: the shared-memory gradient reduction needs twice the gradients' bytes of "
                               "shared memory per rank, /dev/shm in containers; ContextOptions::shared_memory = false, "
-                              "or the apps' --no-shared-memory, reduces with MPI_Iallreduce instead)");
+                              "or the apps' --no-shared-memory, reduces over the network instead)");
   MPI_Win_set_errhandler(window_, MPI_ERRORS_RETURN);
   // A passive-target epoch for the whole life of the window, so that MPI_Win_sync orders the
   // plain loads and stores around the barriers (MPI 3.1 §11.5.5, the separate-model recipe).
@@ -169,14 +191,15 @@ void GradientReducer::progress_shared() {
     if (b.phase == 1) {  // every rank of the group has written b (first barrier)
       MPI_Win_sync(window_);
       sum_slice(b);
-      if (across_ != MPI_COMM_NULL) {  // this slice's sum over the groups, in place
+      if (across_first_ != MPI_COMM_NULL) {  // this slice's sum over the groups, in place
         const auto [lo, hi] = slice(b, node_rank_);
-        Communicator::check(MPI_Iallreduce(MPI_IN_PLACE, segment(node_rank_, b) + static_cast<std::size_t>(lo) * dtype_size(b.dtype),
-                                           static_cast<int>(hi - lo), mpi_type(b.dtype), MPI_SUM, across_, &b.request),
-                            "MPI_Iallreduce (gradients, across groups)");
+        net_start(b, segment(node_rank_, b) + static_cast<std::size_t>(lo) * dtype_size(b.dtype), hi - lo,
+                  across_first_, across_second_);
         b.phase = 2;
         continue;
       }
+    } else if (b.phase == 2 && !net_advance(b)) {
+      continue;  // the allgather is issued: wait for it
     }
     MPI_Win_sync(window_);  // the slice's sum is written before the second barrier
     Communicator::check(MPI_Ibarrier(node_second_, &b.request), "MPI_Ibarrier (gradients, shared memory)");
@@ -185,16 +208,89 @@ void GradientReducer::progress_shared() {
   }
 }
 
+void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n, MPI_Comm a2a, MPI_Comm gather) {
+  int p = 1;
+  MPI_Comm_size(a2a, &p);
+  const std::size_t esize = dtype_size(b.dtype);
+  b.half = compress_ && b.dtype == DType::kFloat32;
+  const std::size_t wsize = b.half ? sizeof(std::uint16_t) : esize;
+  const std::int64_t per_line = kAlign / static_cast<std::int64_t>(wsize);
+  b.part = round_up(std::max<std::int64_t>((n + p - 1) / p, 1), per_line);
+  b.target = target;
+  b.n = n;
+  b.gather = gather;
+  const std::size_t wire_bytes = static_cast<std::size_t>(p * b.part) * wsize;
+  b.inbox.resize(wire_bytes);
+  if (b.half) {
+    b.wire.resize(wire_bytes);  // new bytes are zeros: the padding is summed, never read
+    kernels::float_to_half(reinterpret_cast<const float*>(target), reinterpret_cast<std::uint16_t*>(b.wire.data()), n);
+  } else if (target == b.data.data() && b.data.size() >= wire_bytes) {
+    b.wire.clear();  // the MPI path's own buffer, padded (begin): sent and gathered in place
+  } else {
+    b.wire.resize(wire_bytes);
+    std::memcpy(b.wire.data(), target, static_cast<std::size_t>(n) * esize);
+  }
+  const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+  Communicator::check(MPI_Ialltoall(wire(b), static_cast<int>(b.part), type, b.inbox.data(), static_cast<int>(b.part),
+                                    type, a2a, &b.request),
+                      "MPI_Ialltoall (gradients)");
+  b.net = 1;
+}
+
+bool GradientReducer::net_advance(Buffer& b) {
+  if (b.net == 1) {  // this rank's part, summed over the P copies in rank order
+    int p = 1, q = 0;
+    MPI_Comm_size(b.gather, &p);
+    MPI_Comm_rank(b.gather, &q);
+    const std::size_t wsize = b.half ? sizeof(std::uint16_t) : dtype_size(b.dtype);
+    unsigned char* mine = wire(b) + static_cast<std::size_t>(q * b.part) * wsize;
+    if (b.half) {
+      sum_half_parts(reinterpret_cast<const std::uint16_t*>(b.inbox.data()), p, b.part, b.part,
+                     reinterpret_cast<std::uint16_t*>(mine));
+    } else {
+      std::vector<const unsigned char*> parts;
+      for (int r = 0; r < p; ++r) parts.push_back(b.inbox.data() + static_cast<std::size_t>(r * b.part) * wsize);
+      if (p == 1) std::memcpy(mine, parts[0], static_cast<std::size_t>(b.part) * wsize);
+      else if (b.dtype == DType::kFloat32) sum_into<float>(parts, b.part, mine);
+      else sum_into<double>(parts, b.part, mine);
+    }
+    const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+    Communicator::check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wire(b), static_cast<int>(b.part), type,
+                                       b.gather, &b.request),
+                        "MPI_Iallgather (gradients)");
+    b.net = 2;
+    return false;
+  }
+  if (b.net == 2) {  // every part's sum is here
+    if (b.half)
+      kernels::half_to_float(reinterpret_cast<const std::uint16_t*>(b.wire.data()), reinterpret_cast<float*>(b.target), b.n);
+    else if (!b.wire.empty())
+      std::memcpy(b.target, b.wire.data(), static_cast<std::size_t>(b.n) * dtype_size(b.dtype));
+    b.net = 3;
+  }
+  return b.net == 3;
+}
+
+void GradientReducer::progress_net() {
+  // Allgathers in buffer order (each communicator sees its collectives in one order everywhere).
+  while (gathered_ < started_) {
+    Buffer& b = buffers_[gathered_];
+    if (b.net != 1 || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) break;
+    net_advance(b);
+    ++gathered_;
+  }
+  for (std::size_t k = 0; k < gathered_; ++k) {
+    Buffer& b = buffers_[k];
+    if (b.net == 2 && comm_.test_all(std::span<MPI_Request>(&b.request, 1))) net_advance(b);
+  }
+}
+
 void GradientReducer::progress_loop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || active_; });
     if (stop_) return;
-    for (Buffer& b : buffers_)
-      if (b.started && b.request != MPI_REQUEST_NULL) {
-        int done = 0;
-        MPI_Test(&b.request, &done, MPI_STATUS_IGNORE);
-      }
+    progress_net();
     lock.unlock();
     std::this_thread::sleep_for(std::chrono::microseconds(50));
     lock.lock();
@@ -212,6 +308,7 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
   finishing_ = false;
   started_ = 0;
   summed_ = 0;
+  gathered_ = 0;
   shared_step_ = uses_shared_memory();
   set_.assign(variables.size(), 0);
   if (!same) {  // a new layout: walk the variables from the last one (the backward pass's order)
@@ -254,12 +351,15 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
     if (shared_step_) {
       b.window_offset = window_bytes;
       window_bytes += round_up(nbytes, kAlign);
-    } else {
-      b.data.resize(static_cast<std::size_t>(nbytes));
+    } else {  // padded to P equal parts of cache lines (the network sum's layout, in place)
+      const std::int64_t p = comm_.size(), per_line = kAlign / static_cast<std::int64_t>(dtype_size(b.dtype));
+      const std::int64_t part = round_up(std::max<std::int64_t>((b.elements + p - 1) / p, 1), per_line);
+      b.data.resize(static_cast<std::size_t>(p * part) * dtype_size(b.dtype));
     }
     b.missing = b.vars.size();
     b.started = false;
     b.phase = 0;
+    b.net = 0;
     b.request = MPI_REQUEST_NULL;
   }
   if (shared_step_) {
@@ -320,9 +420,7 @@ void GradientReducer::start(Buffer& b) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     b.started = true;
-    Communicator::check(MPI_Iallreduce(MPI_IN_PLACE, b.data.data(), static_cast<int>(b.elements), mpi_type(b.dtype),
-                                       MPI_SUM, comm_.comm(), &b.request),
-                        "MPI_Iallreduce (gradients)");
+    net_start(b, b.data.data(), b.elements, net_first_, net_second_);
     active_ = threaded_ && !finishing_;
   }
   cv_.notify_one();
@@ -331,8 +429,7 @@ void GradientReducer::start(Buffer& b) {
 void GradientReducer::progress() {
   if (shared_step_) return progress_shared();
   if (threaded_) return;  // the progress thread does it
-  for (Buffer& b : buffers_)
-    if (b.started && b.request != MPI_REQUEST_NULL) comm_.test_all(std::span<MPI_Request>(&b.request, 1));
+  progress_net();
 }
 
 std::vector<std::optional<Tensor>> GradientReducer::finish() {
@@ -348,6 +445,13 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
       comm_.wait(buffers_[summed_].request);
       progress_shared();
     }
+  }
+  if (!shared_step_) {
+    for (Buffer& b : buffers_)
+      while (b.net != 3) {  // in order: alltoall, part sum and allgather, copy-out
+        comm_.wait(b.request);
+        progress_net();
+      }
   }
   std::vector<MPI_Request> requests;
   for (Buffer& b : buffers_) requests.push_back(b.request);

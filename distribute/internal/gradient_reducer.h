@@ -1,6 +1,7 @@
 // GradientReducer: Horovod's tensor fusion — gradients packed into fusion buffers in reverse
-// variable order, each buffer reduced as soon as all its gradients are in: with MPI_Iallreduce,
-// or, when every rank runs on one machine, through an MPI-3 shared-memory window (not public API).
+// variable order, each buffer reduced as soon as all its gradients are in: over the network (an
+// MPI_Ialltoall and an MPI_Iallgather, below), or, when every rank runs on one machine, through
+// an MPI-3 shared-memory window (not public API).
 #pragma once
 
 #include <mpi.h>
@@ -27,11 +28,26 @@ namespace tapeflow::distribute::internal {
 // this rank had a gradient (absent gradients are zeros), so after the sum a variable without a
 // gradient on every rank stays without one, and one missing on some ranks only counts as zeros.
 //
+// Network sum (every buffer when the ranks do not form shared-memory groups, and the
+// across-groups step below): the n elements are cut into P parts of one padded length (P ranks of
+// the communicator); an MPI_Ialltoall sends part r to rank r, each rank sums the P copies of its
+// part in rank order (rank 0's + rank 1's + ..., as the shared-memory sum), and an
+// MPI_Iallgather (in place) gives every rank every part's sum. Each element is summed once, by one
+// rank, so every rank gets the same bits, and each rank sends and receives 2 (P - 1) / P of the
+// buffer: a reduce-scatter + allgather. (MPI_Iallreduce of Open MPI 4.1's libnbc reduces an
+// in-place buffer, or any buffer on fewer than 4 ranks, with a binomial tree: all of it to rank 0
+// and all of it back, one direction at a time; 1.40 against 0.95-1.09 ms for W1's 1.08 MB between
+// 2 test hosts, issue 33's notes.) The alltoalls and the allgathers run on two duplicates of the
+// communicator, each issued in buffer order. With compression (set_compression; float32 buffers
+// only), the parts travel as IEEE half (tape/kernels/convert.h, round to nearest even): each
+// rank's copy is rounded to half, summed in float32 and the sum rounded to half again, so every
+// rank still gets the same bits, with half the bytes on the wire (Horovod's Compression.fp16).
+//
 // Progress: Open MPI advances a non-blocking collective only inside MPI calls. With
-// MPI_THREAD_SERIALIZED (threaded = true) a progress thread calls MPI_Test on the buffers in
-// flight every ~50 us while the backward pass computes (the two threads take turns through a
-// mutex; it sleeps on a condition variable when nothing is in flight); otherwise they progress
-// only when a gradient is reported final.
+// MPI_THREAD_SERIALIZED (threaded = true) a progress thread tests the buffers in flight every
+// ~50 us while the backward pass computes, and does the part sums and issues the allgathers (the
+// two threads take turns through a mutex; it sleeps on a condition variable when nothing is in
+// flight); otherwise they progress only when a gradient is reported final.
 //
 // Shared memory (set_shared_memory(true), and the ranks form groups of one size > 1: see below):
 // the buffers live in this rank's segment of an MPI_Win_allocate_shared window shared by its group.
@@ -48,9 +64,9 @@ namespace tapeflow::distribute::internal {
 // barriers in buffer order on every rank (MPI matches collectives by order of issue).
 // Several machines (Horovod's hierarchical allreduce): the ranks form groups, one per machine (or
 // ContextOptions::shared_memory_group), all of the same size. Between the slice sum and the second
-// barrier, slice r's sum is reduced in place with MPI_Iallreduce among the ranks that own slice r
-// in every group, so each rank sends 1/N of the buffer over the network instead of all of it.
-// Groups of different sizes (or of one rank) use MPI_Iallreduce for everything.
+// barrier, slice r's sum is summed over the network (above) among the ranks that own slice r in
+// every group, so each rank sends about 2/N of the buffer over the network instead of all of it.
+// Groups of different sizes (or of one rank) use the network sum for everything.
 class GradientReducer {
  public:
   // `shared_memory`: use the window when the ranks form shared-memory groups of one size > 1: the
@@ -76,9 +92,12 @@ class GradientReducer {
   std::int64_t bytes() const;
   // Buffers started so far in this reduction.
   std::size_t started() const { return started_; }
-  // Switches between the shared-memory window and MPI_Iallreduce (collective; takes effect at the
+  // Switches between the shared-memory window and the network sum (collective; takes effect at the
   // next begin()). The window is used only when the ranks form groups of one size > 1.
   void set_shared_memory(bool on) { shared_memory_ = on; }
+  // Sends float32 buffers' network sums as half (see above; collective: takes effect at the next
+  // begin()). float64 buffers and the shared-memory sum are never compressed.
+  void set_compression(bool fp16) { compress_ = fp16; }
   // Tests only: this rank sleeps `delay` between the second barrier and its copy-out, as a slow
   // rank would (checks that faster ranks' next step cannot overwrite what it still reads).
   void set_copy_out_delay_for_testing(std::chrono::microseconds delay) { copy_out_delay_ = delay; }
@@ -96,8 +115,23 @@ class GradientReducer {
     std::size_t missing = 0;             // gradients not yet set in this step
     MPI_Request request = MPI_REQUEST_NULL;
     bool started = false;
-    int phase = 0;  // shared memory: 1 first barrier issued, 2 reduction across groups issued, 3 second barrier issued
+    int phase = 0;  // shared memory: 1 first barrier issued, 2 network sum across groups, 3 second barrier issued
+    // The network sum of n elements at target (b.data, or this rank's slice in the window).
+    unsigned char* target = nullptr;
+    std::int64_t n = 0, part = 0;      // elements; elements of each rank's part (padded)
+    bool half = false;                 // the parts travel as half (compression)
+    std::vector<unsigned char> wire;   // sent, then the gathered sums (target itself when possible)
+    std::vector<unsigned char> inbox;  // the alltoall's P copies of this rank's part
+    int net = 0;                       // 0 none, 1 alltoall issued, 2 allgather issued, 3 done
+    MPI_Comm gather = MPI_COMM_NULL;   // the allgather's communicator
   };
+  // Network sum: starts the alltoall of b's n elements at target over `comm` (P ranks).
+  void net_start(Buffer& b, unsigned char* target, std::int64_t n, MPI_Comm a2a, MPI_Comm gather);
+  // Network sum, once b.request completed: sums this rank's part and issues the allgather (net 1),
+  // or copies the sums to the target (net 2). True when the sum is done.
+  bool net_advance(Buffer& b);
+  unsigned char* wire(Buffer& b) { return b.wire.empty() ? b.target : b.wire.data(); }
+  void progress_net();  // the MPI path: advances buffers' network sums, allgathers in buffer order
   void start(Buffer& b);
   void progress();
   void progress_loop();
@@ -135,7 +169,12 @@ class GradientReducer {
   bool shared_memory_ = false;
   bool shared_step_ = false;  // this step (since begin) uses the window
   MPI_Comm node_all_ = MPI_COMM_NULL, node_first_ = MPI_COMM_NULL, node_second_ = MPI_COMM_NULL;
-  MPI_Comm across_ = MPI_COMM_NULL;  // the ranks of this one's position in every group (several groups)
+  // The network sums' alltoalls and allgathers: over every rank (the MPI path), or across groups
+  // (the ranks of this one's position in every group, several groups).
+  MPI_Comm net_first_ = MPI_COMM_NULL, net_second_ = MPI_COMM_NULL;
+  MPI_Comm across_first_ = MPI_COMM_NULL, across_second_ = MPI_COMM_NULL;
+  bool compress_ = false;
+  std::size_t gathered_ = 0;  // the MPI path: buffers whose allgather is issued (in order)
   int node_rank_ = 0, node_size_ = 1;
   MPI_Win window_ = MPI_WIN_NULL;
   std::vector<unsigned char*> segments_;

@@ -1,6 +1,9 @@
 #include "tape/core/cpu_isa.h"
 
 #include <atomic>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <stdexcept>
 
@@ -12,7 +15,11 @@ CpuIsa detect() {
   // libgcc's (and compiler-rt's) checks read CPUID and, for AVX and AVX-512, XGETBV: a level
   // counts only when the OS saves the ymm (XCR0 bits 1-2) and zmm (bits 5-7) state.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  // F16C (CPUID.1:ECX bit 29; libgcc's check has no name for it) comes with every AVX2 CPU, but
+  // is checked: the kAvx2 kernels are compiled with -mf16c (cmake/tapeflow_isa.cmake).
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
   const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl");
   return avx512 ? CpuIsa::kAvx512 : avx2 ? CpuIsa::kAvx2 : CpuIsa::kBaseline;

@@ -5,7 +5,7 @@
 //           compiled for AVX2 + FMA, with AVX-512 tiles inside them, and each call takes the best
 //           level the CPU and OS support (CPUID, and XGETBV for the ymm / zmm state), capped by
 //           set_max_cpu_isa or TAPEFLOW_MAX_CPU_ISA.
-//           Levels: kBaseline (x86-64-v2: SSE4.2, no FMA), kAvx2 (AVX2 + FMA), kAvx512 (AVX2 + FMA
+//           Levels: kBaseline (x86-64-v2: SSE4.2, no FMA), kAvx2 (AVX2 + FMA + F16C), kAvx512 (AVX2 + FMA
 //           and AVX-512F/BW/VL: the float GEMM and convolution tiles twice as wide).
 //           Bits: kAvx2 and kAvx512 give the same bits (every element the same FMA chain, in the
 //           same order); kBaseline multiplies and adds separately, so its last bits differ from
@@ -26,7 +26,7 @@
 
 namespace tapeflow {
 
-// Instruction-set levels of the kernels, ordered: kBaseline (x86-64-v2, no FMA), kAvx2 (AVX2 + FMA),
+// Instruction-set levels of the kernels, ordered: kBaseline (x86-64-v2, no FMA), kAvx2 (AVX2 + FMA + F16C),
 // kAvx512 (AVX2 + FMA and AVX-512F/BW/VL); see above. Cap: set_max_cpu_isa, TAPEFLOW_MAX_CPU_ISA.
 enum class CpuIsa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 

@@ -130,7 +130,7 @@ TEST(ContextTest, AllreduceAveragesLongTensorsExactly) {
 
 // allreduce() of floating tensors by average or sum takes the gradients' path: the shared-memory
 // window where the ranks form groups (one host, or 2 ranks on each of 2 hosts: then the slices
-// cross hosts with MPI_Iallreduce), the reducer's MPI_Iallreduce otherwise; min, max and integers
+// cross hosts by the network sum), the reducer's network sum otherwise; min, max and integers
 // stay on plain MPI_Iallreduce. Both settings of the window give the same exact values.
 TEST(ContextTest, AllreduceOfFloatsTakesTheGradientsPath) {
   Context& c = context();
@@ -138,7 +138,7 @@ TEST(ContextTest, AllreduceOfFloatsTakesTheGradientsPath) {
   const int n = c.size();
   const bool had = c.options().shared_memory;
   for (bool shared : {true, false}) {
-    SCOPED_TRACE(shared ? "shared memory" : "MPI_Iallreduce");
+    SCOPED_TRACE(shared ? "shared memory" : "network sum");
     c.set_shared_memory(shared);
     c.reset_timings();
     for (std::int64_t len : {5, 1003, 5}) {  // a new shape, a larger one (the window grows), back
@@ -188,7 +188,7 @@ TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
   for (int config = 0; config < 4; ++config) {
     const bool shared = config < 2;
     const std::int64_t threshold = config % 2 == 0 ? std::int64_t{1} << 20 : std::int64_t{16};
-    SCOPED_TRACE(shared ? "shared memory" : "MPI_Iallreduce");
+    SCOPED_TRACE(shared ? "shared memory" : "network sum");
     c.set_shared_memory(shared);
     c.set_fusion(threshold, true);
     Variable w(zeros(Shape{3, 2}), {.name = "w"});
@@ -221,7 +221,7 @@ TEST(GradientTest, AveragedZerosForAbsentAndIdenticalEverywhere) {
 // The window is what the other tests use whenever a host runs more than one rank: for each host's
 // ranks, or (--shared-memory-group G, see mpi_main.cc) for groups of G, reduced across each other
 // as machines are — when the groups come out of one size > 1; otherwise (one rank per host, uneven
-// groups) MPI_Iallreduce. With several hosts of 2 ranks (--hosts 2) that is the hierarchical path
+// groups) the network sum. With several hosts of 2 ranks (--hosts 2) that is the hierarchical path
 // over a network link.
 TEST(GradientTest, ReducesThroughSharedMemoryWhenHostsRunEvenGroups) {
   Context& c = context();
@@ -249,7 +249,7 @@ TEST(GradientTest, SlicesAcrossRanksAndAlternatingVariableListsAreExact) {
   Variable big(zeros(Shape{3001}), {.name = "big"});
   Variable big64(zeros(Shape{777}, DType::kFloat64), {.name = "big64"});
   for (bool shared : {true, false}) {
-    SCOPED_TRACE(shared ? "shared memory" : "MPI_Iallreduce");
+    SCOPED_TRACE(shared ? "shared memory" : "network sum");
     c.set_shared_memory(shared);
     for (int step = 0; step < 5; ++step) {
       const bool both = step % 2 == 1;

@@ -91,6 +91,32 @@ TEST(FitTest, SameWeightsAsOneProcessWithTheGlobalBatch) {
   EXPECT_EQ(hash_bytes(values(*again)), hash_bytes(got));
 }
 
+// fp16 compression (ContextOptions::compression) over the network sum: the weights stay within
+// half's rounding of one process's (each gradient and each sum rounded to ~3 decimal digits,
+// through Adam's normalisation) and the same bits on every rank.
+TEST(FitTest, Fp16CompressionStaysCloseToOneProcessAndTheSameOnEveryRank) {
+  if (context().size() == 1) GTEST_SKIP() << "one rank: nothing crosses the network";
+  const Data d = make_data(kExamples);
+  auto reference = make_model();
+  reference->fit(d.x, d.y, {.batch_size = 12, .epochs = 3, .verbose = 0, .seed = 5});
+  context().set_shared_memory(false);
+  context().set_compression(Compression::kFp16);
+  auto model = make_model();
+  model->fit(d.x, d.y, {.batch_size = 12, .epochs = 3, .verbose = 0, .seed = 5, .replica_context = shared_context()});
+  context().set_compression(Compression::kNone);
+  context().set_shared_memory(true);
+  const auto want = values(*reference), got = values(*model);
+  ASSERT_EQ(want.size(), got.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const auto a = want[i].to_vector<float>(), b = got[i].to_vector<float>();
+    for (std::size_t k = 0; k < a.size(); ++k) worst = std::max(worst, static_cast<double>(std::abs(a[k] - b[k])));
+  }
+  EXPECT_LT(worst, 2e-3) << "fp16 gradients moved the weights too far";
+  EXPECT_GT(worst, 0.0) << "the compression must show (the half roundings)";
+  EXPECT_TRUE(same_on_every_rank(hash_bytes(got))) << "weights differ across ranks";
+}
+
 TEST(FitTest, UnevenTailIsDroppedAndEvaluateAveragesShards) {
   const Data d = make_data(29);  // 29 = 2 global batches of 12 + 5 left over
   auto model = make_model();

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <Eigen/Core>
+
 #include <chrono>
+#include <cmath>
+#include <vector>
 
 #include "distribute/internal/communicator.h"
 #include "tape/ops/array_ops.h"
@@ -34,6 +38,69 @@ TEST(GradientReducerTest, ASlowCopyOutStillReadsItsOwnStep) {
     const float want = static_cast<float>((step + 1) * n * (n + 1) / 2);
     const auto got = out[0]->to_vector<float>();
     for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want) << "element " << i << " step " << step;
+  }
+}
+
+// Float32 rounded to half and back (Eigen's IEEE conversion, round to nearest even).
+float to_half(float x) { return static_cast<float>(Eigen::half(x)); }
+
+// fp16 compression over the network sum (shared memory off): every rank's float32 gradient is
+// rounded to half, the copies summed in float32 in rank order, the sum rounded to half again; the
+// same bits on every rank; float64 gradients stay exact; a sum beyond the half range is inf. Rank
+// r's element i is 1 + i/1024 + r * 0.1234567 (not a half: the roundings show), over lengths that
+// leave a padded last part at 2 and 3 ranks.
+TEST(GradientReducerTest, Fp16CompressionRoundsEachCopyAndTheSumTheSameOnEveryRank) {
+  Context& c = context();
+  if (c.size() == 1) GTEST_SKIP() << "needs two ranks";
+  internal::Communicator comm(60, c.rank(), c.size());
+  internal::GradientReducer reducer(comm, true, false);
+  const int n = c.size();
+  auto value = [](int r, std::int64_t i) { return 1.0f + static_cast<float>(i) / 1024 + r * 0.1234567f; };
+  for (std::int64_t len : {std::int64_t{1}, std::int64_t{1037}, std::int64_t{70001}}) {
+    SCOPED_TRACE("length " + std::to_string(len));
+    for (bool fp16 : {true, false}) {
+      SCOPED_TRACE(fp16 ? "fp16" : "float32");
+      reducer.set_compression(fp16);
+      Variable v(zeros(Shape{len}), {.name = "v"});
+      Variable v64(zeros(Shape{len}, DType::kFloat64), {.name = "v64"});
+      std::vector<float> mine(static_cast<std::size_t>(len));
+      std::vector<double> mine64(static_cast<std::size_t>(len));
+      for (std::int64_t i = 0; i < len; ++i) {
+        mine[static_cast<std::size_t>(i)] = value(c.rank(), i);
+        mine64[static_cast<std::size_t>(i)] = value(c.rank(), i);
+      }
+      if (len > 1) mine[1] = 40000.0f;  // the sum of two or more: >= 65520, inf in half
+      reducer.begin({v, v64}, ReduceOp::kSum, 1 << 20);
+      reducer.set(0, constant(mine, Shape{len}));
+      reducer.set(1, constant(mine64, Shape{len}));
+      const auto out = reducer.finish();
+      ASSERT_TRUE(out[0].has_value() && out[1].has_value());
+      const auto got = out[0]->to_vector<float>();
+      const auto got64 = out[1]->to_vector<double>();
+      int rounded = 0;
+      for (std::int64_t i = 0; i < len; ++i) {
+        float want = 0, exact = 0;
+        double want64 = 0;
+        for (int r = 0; r < n; ++r) {
+          const float x = len > 1 && i == 1 ? 40000.0f : value(r, i);
+          want = r == 0 ? (fp16 ? to_half(x) : x) : want + (fp16 ? to_half(x) : x);
+          exact = r == 0 ? x : exact + x;
+          want64 += value(r, i);
+        }
+        if (fp16) want = to_half(want);
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], want) << "element " << i;
+        ASSERT_EQ(got64[static_cast<std::size_t>(i)], want64) << "float64 element " << i << " is never compressed";
+        rounded += want != exact ? 1 : 0;
+      }
+      if (fp16 && len > 1) {
+        EXPECT_TRUE(std::isinf(got[1])) << "n x 40000 is beyond the half range";
+        EXPECT_GT(rounded, len / 2) << "the half roundings must show";
+      }
+      if (!fp16) {
+        EXPECT_EQ(rounded, 0);
+      }
+      EXPECT_TRUE(same_on_every_rank(hash_bytes({*out[0], *out[1]})));
+    }
   }
 }
 
