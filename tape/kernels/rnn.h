@@ -9,7 +9,9 @@ namespace tapeflow::kernels {
 
 // For each of `rows` rows: z [4u] pre-activations of the gates i, f, c, o (Keras's order) and c_prev [u]
 // -> gates [4u] = (σ(z_i), σ(z_f), tanh(z_c), σ(z_o)), c = f·c_prev + i·g, tc = tanh(c), h = o·tc.
-// σ is the logistic sigmoid. Row-major, rows independent (parallel over rows).
+// σ is the logistic sigmoid. Row-major, rows independent (parallel over rows). Float rows run on the
+// cell rows of cpu_isa()'s level (ukernels/internal/lstm_cell.h: the same bits at kAvx2 and kAvx512);
+// double rows on scalar loops.
 template <class T>
 void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T* h, T* c, T* gates, T* tc);
 
@@ -20,7 +22,8 @@ void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T
 //           -> h, c, tc [steps, rows, u], gates [steps, rows, 4u].
 // Facts:    A row of the batch depends on that row alone through the whole sequence, so blocks of
 //           rows run every step in parallel (one task per thread, no synchronisation per step); wh is
-//           packed once (MatmulRhs) for all steps and blocks. Each z_t has the bits of
+//           packed once (MatmulRhs) for all steps and blocks, the bias added inside the cell rows
+//           (xp_t + b, then + h_{t-1} wh). Each z_t has the bits of
 //           (matmul(x_t, wx) + b) + matmul(h_{t-1}, wh) and each row those of lstm_cell: the values of
 //           the step by step ops, for any thread count.
 template <class T>
@@ -37,7 +40,8 @@ void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0
 //           [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz over every step's rows as one GEMM
 //           [in + u + 1, steps·rows] x [steps·rows, 4u], and dx = dz wxᵀ.
 // Facts:    Parallel over blocks of rows as lstm_sequence (whᵀ packed once), then the GEMMs on the
-//           parallel matmul; deterministic for any thread count.
+//           parallel matmul; deterministic for any thread count. Scratch (xp, dz) comes from
+//           Buffer::allocate, whose large blocks are reused from step to step (no fresh pages).
 template <class T>
 void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const T* c0, const T* h, const T* c,
                         const T* gates, const T* tc, const T* gh, const T* gc, const T* ggates, const T* gtc,
