@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "tape/core/cpu_isa.h"
 #include "tape/core/tensor.h"
 #include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
+#include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/ukernels/internal/lstm_cell.h"
@@ -107,6 +109,39 @@ void over_row_blocks(std::int64_t rows, std::int64_t work, F&& f) {
   });
 }
 
+// dz [k, n] stored as the packed GEMM packs op(B) (internal::PackBBlock's layout): panels of NR
+// columns one after the other, each holding its k rows of NR values (zeros past n). The dW GEMM's
+// B blocks are then contiguous copies, not a pack of a row-major dz (which took as long as a third
+// of that GEMM's multiply-adds).
+template <class T>
+struct DzPanels {
+  static constexpr std::int64_t NR = internal::kGemmNR<T>;
+  DzPanels(std::int64_t k_, std::int64_t n_) : k(k_), n(n_), panels((n_ + NR - 1) / NR), buf(panels * NR * k_) {}
+  // Row p of dz from row [n].
+  void store_row(std::int64_t p, const T* row) const {
+    for (std::int64_t q = 0; q < panels; ++q) {
+      const std::int64_t c0 = q * NR, w = std::min(NR, n - c0);
+      T* d = buf.get() + (q * k + p) * NR;
+      std::copy(row + c0, row + c0 + w, d);
+      std::fill(d + w, d + NR, T(0));
+    }
+  }
+  // The columns from panel q0 on, as one product's op(B).
+  struct Part {
+    const DzPanels* dz;
+    std::int64_t q0;
+  };
+  static void pack(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc, T* dst) {
+    const Part& part = *static_cast<const Part*>(ctx);
+    for (std::int64_t q = jc / NR; q < (jc + nc + NR - 1) / NR; ++q, dst += kc * NR) {
+      const T* src = part.dz->buf.get() + ((part.q0 + q) * part.dz->k + pc) * NR;
+      std::copy(src, src + kc * NR, dst);
+    }
+  }
+  std::int64_t k, n, panels;
+  Scratch<T> buf;
+};
+
 }  // namespace
 
 template <class T>
@@ -173,15 +208,24 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
     if (dx) std::fill(dx, dx + n * in, T(0));
     return;
   }
-  const Scratch<T> dz_buf(steps * sz);
-  T* dz = dz_buf.get();
+  // With the packed GEMM, dz goes straight into the dW GEMM's panels (a row-major copy only for dx).
+  const bool panels = internal::gemm_avx2_runs();
+  const std::int64_t k = in + u + 1;  // rows of [dwx; dwh; db]
+  std::optional<DzPanels<T>> dzp;
+  if (panels) dzp.emplace(n, 4 * u);
+  std::optional<Scratch<T>> dz_buf;
+  if (!panels || dx) dz_buf.emplace(steps * sz);
+  T* dz = dz_buf ? dz_buf->get() : nullptr;
   const MatmulRhs<T> rhs_t(wh, 4 * u, u, true);  // whᵀ [4u, u]
   [[maybe_unused]] FloatCellRows uk{};
   if constexpr (std::is_same_v<T, float>) uk = float_cell_rows();
   over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
     const std::int64_t m = (r1 - r0) * u;
-    // dh_rec, dc_rec: the recurrence's parts of the state gradients (zeros after the last step).
+    // dh_rec, dc_rec: the recurrence's parts of the state gradients (zeros after the last step);
+    // dzt: this step's dz of the block's rows.
     std::vector<T> dh_rec(static_cast<std::size_t>(m), T(0)), dc_rec(static_cast<std::size_t>(m), T(0));
+    const Scratch<T> dzt_buf(m * 4);
+    T* dzt = dzt_buf.get();
     std::vector<T> dh, dc;
     if constexpr (!std::is_same_v<T, float>) dh.resize(static_cast<std::size_t>(m)), dc.resize(static_cast<std::size_t>(m));
     for (std::int64_t t = steps - 1; t >= 0; --t) {
@@ -190,7 +234,7 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
       if constexpr (std::is_same_v<T, float>) {
         uk.backward(gh ? gh + o : nullptr, dh_rec.data(), gc ? gc + o : nullptr, dc_rec.data(),
                     ggates ? ggates + oz : nullptr, gtc ? gtc + o : nullptr, cp + r0 * u, gates + oz, tc + o, r1 - r0,
-                    u, dz + oz, dc_rec.data());
+                    u, dzt, dc_rec.data());
       } else {
         for (std::int64_t j = 0; j < m; ++j) {
           dh[j] = (gh ? gh[o + j] : T(0)) + dh_rec[j];
@@ -199,16 +243,18 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
         for (std::int64_t r = r0; r < r1; ++r) {
           const std::int64_t ob = t * su + r * u, ozr = t * sz + r * 4 * u, l = (r - r0) * u;
           cell_grad_row(dh.data() + l, dc.data() + l, ggates ? ggates + ozr : nullptr, gtc ? gtc + ob : nullptr,
-                        cp + r * u, gates + ozr, tc + ob, u, dz + ozr, dc_rec.data() + l);
+                        cp + r * u, gates + ozr, tc + ob, u, dzt + l * 4, dc_rec.data() + l);
         }
       }
-      rhs_t.multiply(dz + oz, r1 - r0, dh_rec.data());
+      rhs_t.multiply(dzt, r1 - r0, dh_rec.data());
+      if (dz) std::copy(dzt, dzt + m * 4, dz + oz);
+      if (dzp)
+        for (std::int64_t r = r0; r < r1; ++r) dzp->store_row(t * rows + r, dzt + (r - r0) * 4 * u);
     }
     std::copy(dh_rec.begin(), dh_rec.end(), dh0 + r0 * u);
     std::copy(dc_rec.begin(), dc_rec.end(), dc0 + r0 * u);
   });
   // [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz: one GEMM over every step's rows (dz read once).
-  const std::int64_t k = in + u + 1;
   const Scratch<T> a(n * k);
   parallel_for(n, std::max<std::int64_t>(1, kElementwiseGrain / k), [&](std::int64_t s, std::int64_t e) {
     for (std::int64_t i = s; i < e; ++i) {
@@ -220,7 +266,23 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
     }
   });
   const Scratch<T> dw(k * 4 * u);
-  matmul(a.get(), dz, dw.get(), 1, k, n, 4 * u, true, false, 0, 0);
+  if (dzp) {
+    // The packed GEMM on dz's panels, column blocks of whole panels in parallel (as matmul cuts
+    // columns: the same bits as matmul(a, dz, dw, 1, k, n, 4u, true, false) for any thread count).
+    const std::int64_t np = dzp->panels, work = k * n * 4 * u;
+    const std::int64_t parts =
+        std::clamp<std::int64_t>(std::min<std::int64_t>(num_threads(), work / kMatmulSerialWork), 1, np);
+    parallel_for(parts, 1, [&](std::int64_t s, std::int64_t e) {
+      for (std::int64_t q = s; q < e; ++q) {
+        const std::int64_t p0 = np * q / parts, p1 = np * (q + 1) / parts;
+        const std::int64_t c0 = p0 * DzPanels<T>::NR, c1 = std::min(4 * u, p1 * DzPanels<T>::NR);
+        const typename DzPanels<T>::Part part{&*dzp, p0};
+        internal::gemm_avx2<T>(k, c1 - c0, n, a.get(), k, true, &DzPanels<T>::pack, &part, dw.get() + c0, 4 * u);
+      }
+    });
+  } else {
+    matmul(a.get(), dz, dw.get(), 1, k, n, 4 * u, true, false, 0, 0);
+  }
   std::copy(dw.get(), dw.get() + in * 4 * u, dwx);
   std::copy(dw.get() + in * 4 * u, dw.get() + (in + u) * 4 * u, dwh);
   std::copy(dw.get() + (in + u) * 4 * u, dw.get() + k * 4 * u, db);

@@ -40,8 +40,10 @@ void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0
 //           [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz over every step's rows as one GEMM
 //           [in + u + 1, steps·rows] x [steps·rows, 4u], and dx = dz wxᵀ.
 // Facts:    Parallel over blocks of rows as lstm_sequence (whᵀ packed once), then the GEMMs on the
-//           parallel matmul; deterministic for any thread count. Scratch (xp, dz) comes from
-//           Buffer::allocate, whose large blocks are reused from step to step (no fresh pages).
+//           parallel matmul; deterministic for any thread count. With the packed GEMM (AVX2 and
+//           up) dz is written straight into that GEMM's packed-B panels (internal::PackBBlock), so
+//           the dW GEMM copies its B blocks instead of packing a row-major dz (same bits). Scratch
+//           comes from Buffer::allocate, whose large blocks are reused from step to step.
 template <class T>
 void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const T* c0, const T* h, const T* c,
                         const T* gates, const T* tc, const T* gh, const T* gc, const T* ggates, const T* gtc,
