@@ -98,12 +98,14 @@ void cell_grad_row(const T* dh, const T* dc, const T* gg, const T* gt, const T* 
 // depend on a row's block, one block per thread; below it (Eigen's GEMM, whose bits do depend on the
 // block's rows), as many blocks as that bound allows for any thread count, so that the results do
 // not depend on the thread count either.
+std::int64_t row_block_count(std::int64_t rows, std::int64_t work) {
+  const std::int64_t most = work / kMatmulSerialWork;
+  return std::clamp<std::int64_t>(cpu_isa() >= CpuIsa::kAvx2 ? std::min<std::int64_t>(num_threads(), most) : most, 1,
+                                  std::max<std::int64_t>(1, rows / 8));
+}
 template <class F>
 void over_row_blocks(std::int64_t rows, std::int64_t work, F&& f) {
-  const std::int64_t most = work / kMatmulSerialWork;
-  const std::int64_t blocks = std::clamp<std::int64_t>(
-      cpu_isa() >= CpuIsa::kAvx2 ? std::min<std::int64_t>(num_threads(), most) : most, 1,
-      std::max<std::int64_t>(1, rows / 8));
+  const std::int64_t blocks = row_block_count(rows, work);
   parallel_for(blocks, 1, [&](std::int64_t s, std::int64_t e) {
     for (std::int64_t q = s; q < e; ++q) f(rows * q / blocks, rows * (q + 1) / blocks);
   });
@@ -165,19 +167,32 @@ void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0
                    std::int64_t rows, std::int64_t in, std::int64_t u, T* h, T* c, T* gates, T* tc) {
   if (steps <= 0 || rows <= 0 || u <= 0) return;
   const std::int64_t su = rows * u, sz = rows * 4 * u;
-  const Scratch<T> xp(steps * sz);  // x wx, all steps
-  matmul(x, wx, xp.get(), 1, steps * rows, in, 4 * u, false, false, 0, 0);
+  // The input projection x_t wx: per block and step (wx packed once) where every block's product
+  // takes the packed GEMM as the whole one would (the same bits, and no [steps, rows, 4u] round
+  // trip through memory); else all steps in one GEMM up front.
+  const std::int64_t least_rows = rows / row_block_count(rows, rows * 4 * u * u);
+  const bool per_block = internal::gemm_avx2_runs() && in > 0 && 4 * u >= internal::kGemmMR &&
+                         least_rows >= internal::kGemmMR && least_rows * 4 * u * in >= kMatmulSerialWork;
+  std::optional<Scratch<T>> xp;
+  std::optional<MatmulRhs<T>> rhs_x;
+  if (per_block) {
+    rhs_x.emplace(wx, in, 4 * u, false);
+  } else {
+    xp.emplace(steps * sz);
+    matmul(x, wx, xp->get(), 1, steps * rows, in, 4 * u, false, false, 0, 0);
+  }
   const MatmulRhs<T> rhs(wh, u, 4 * u, false);
   [[maybe_unused]] FloatCellRows uk{};
   if constexpr (std::is_same_v<T, float>) uk = float_cell_rows();
   over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
-    const Scratch<T> zb((r1 - r0) * 4 * u);
+    const Scratch<T> zb((r1 - r0) * 4 * u * (per_block ? 2 : 1));
     T* z = zb.get();
     for (std::int64_t t = 0; t < steps; ++t) {
       const T* hp = t == 0 ? h0 : h + (t - 1) * su;
       const T* cp = t == 0 ? c0 : c + (t - 1) * su;
       rhs.multiply(hp + r0 * u, r1 - r0, z);
-      const T* p = xp.get() + t * sz + r0 * 4 * u;
+      const T* p = xp ? xp->get() + t * sz + r0 * 4 * u : z + (r1 - r0) * 4 * u;
+      if (rhs_x) rhs_x->multiply(x + (t * rows + r0) * in, r1 - r0, z + (r1 - r0) * 4 * u);
       const std::int64_t o = t * su + r0 * u;
       if constexpr (std::is_same_v<T, float>) {
         // z_t = (xp_t + b) + h_{t-1} wh inside the cell rows, as the step by step ops add.
