@@ -121,12 +121,13 @@ struct DzPanels {
   DzPanels(std::int64_t k_, std::int64_t n_) : k(k_), n(n_), panels((n_ + NR - 1) / NR), buf(panels * NR * k_) {}
   // Row p of dz from row [n].
   void store_row(std::int64_t p, const T* row) const {
-    for (std::int64_t q = 0; q < panels; ++q) {
-      const std::int64_t c0 = q * NR, w = std::min(NR, n - c0);
-      T* d = buf.get() + (q * k + p) * NR;
-      std::copy(row + c0, row + c0 + w, d);
-      std::fill(d + w, d + NR, T(0));
-    }
+    const std::int64_t full = n / NR;
+    T* d = buf.get() + p * NR;
+    for (std::int64_t q = 0; q < full; ++q, d += k * NR) std::memcpy(d, row + q * NR, sizeof(T) * NR);  // one move
+    if (full == panels) return;
+    const std::int64_t w = n - full * NR;
+    std::copy(row + full * NR, row + n, d);
+    std::fill(d + w, d + NR, T(0));
   }
   // The columns from panel q0 on, as one product's op(B).
   struct Part {
