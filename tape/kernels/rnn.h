@@ -15,15 +15,16 @@ namespace tapeflow::kernels {
 template <class T>
 void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T* h, T* c, T* gates, T* tc);
 
-// A whole LSTM sequence: xp = x wx + b for every step (one GEMM), then for t = 0 .. steps-1,
-// z_t = xp_t + h_{t-1} wh and lstm_cell(z_t, c_{t-1}) -> h_t, c_t, gates_t, tc_t, from h_{-1} = h0,
-// c_{-1} = c0.
+// A whole LSTM sequence: for t = 0 .. steps-1, z_t = (x_t wx + b) + h_{t-1} wh and
+// lstm_cell(z_t, c_{t-1}) -> h_t, c_t, gates_t, tc_t, from h_{-1} = h0, c_{-1} = c0.
 // Shapes:   x [steps, rows, in] (time-major), wx [in, 4u], wh [u, 4u], b [4u], h0 and c0 [rows, u]
 //           -> h, c, tc [steps, rows, u], gates [steps, rows, 4u].
 // Facts:    A row of the batch depends on that row alone through the whole sequence, so blocks of
 //           rows run every step in parallel (one task per thread, no synchronisation per step); wh is
-//           packed once (MatmulRhs) for all steps and blocks, the bias added inside the cell rows
-//           (xp_t + b, then + h_{t-1} wh). Each z_t has the bits of
+//           packed once (MatmulRhs) for all steps and blocks, the bias added inside the cell rows.
+//           x_t wx runs per block and step too (wx packed once) where each block's product takes
+//           the packed GEMM (AVX2 and up, >= 6 rows and kMatmulSerialWork multiply-adds), else for
+//           all steps in one GEMM up front. Each z_t has the bits of
 //           (matmul(x_t, wx) + b) + matmul(h_{t-1}, wh) and each row those of lstm_cell: the values of
 //           the step by step ops, for any thread count.
 template <class T>
