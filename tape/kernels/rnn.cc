@@ -6,15 +6,44 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
+#include "tape/core/cpu_isa.h"
+#include "tape/core/tensor.h"
+#include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
+#include "tape/kernels/internal/gemm_avx2.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
+#include "tape/kernels/ukernels/internal/lstm_cell.h"
 
 namespace tapeflow::kernels {
 
 namespace {
+
+// The float cell rows of cpu_isa()'s level (ukernels/lstm_cell.cc).
+struct FloatCellRows {
+  decltype(&isa_baseline::uk::lstm_cell_rows) forward;
+  decltype(&isa_baseline::uk::lstm_cell_grad_rows) backward;
+};
+FloatCellRows float_cell_rows() {
+#if TAPEFLOW_HAS_AVX2_KERNELS
+#if !defined(TAPEFLOW_NO_AVX512_TILES)
+  if (cpu_isa() == CpuIsa::kAvx512) return {isa_avx512::uk::lstm_cell_rows, isa_avx512::uk::lstm_cell_grad_rows};
+#endif
+  if (cpu_isa() >= CpuIsa::kAvx2) return {isa_avx2::uk::lstm_cell_rows, isa_avx2::uk::lstm_cell_grad_rows};
+#endif
+  return {isa_baseline::uk::lstm_cell_rows, isa_baseline::uk::lstm_cell_grad_rows};
+}
+
+// Scratch of n elements from Buffer::allocate (large blocks are reused, not fresh pages that fault).
+template <class T>
+struct Scratch {
+  explicit Scratch(std::int64_t n) : buf(Buffer::allocate(static_cast<std::size_t>(std::max<std::int64_t>(n, 1)) * sizeof(T))) {}
+  T* get() const { return static_cast<T*>(buf->data()); }
+  std::shared_ptr<Buffer> buf;
+};
 
 // The gate activations of one row: σ on i, f, o and tanh on g; Eigen's packet logistic / tanh for
 // float (as the Sigmoid and Tanh ops), the scalar functions for double.
@@ -64,27 +93,73 @@ void cell_grad_row(const T* dh, const T* dc, const T* gg, const T* gt, const T* 
   }
 }
 
-// Runs f(r0, r1) over blocks of the `rows` independent rows, one block per thread, each of >= 8 rows
-// and >= kMatmulSerialWork multiply-adds per step (`work` per step in all), so that each block's GEMM
-// takes the path the whole product would (the packed GEMM, whose bits do not depend on the rows).
+// Runs f(r0, r1) over blocks of the `rows` independent rows, each of >= 8 rows and >= kMatmulSerialWork
+// multiply-adds per step (`work` per step in all). On the packed GEMM (AVX2 and up), whose bits do not
+// depend on a row's block, one block per thread; below it (Eigen's GEMM, whose bits do depend on the
+// block's rows), as many blocks as that bound allows for any thread count, so that the results do
+// not depend on the thread count either.
+std::int64_t row_block_count(std::int64_t rows, std::int64_t work) {
+  const std::int64_t most = work / kMatmulSerialWork;
+  return std::clamp<std::int64_t>(cpu_isa() >= CpuIsa::kAvx2 ? std::min<std::int64_t>(num_threads(), most) : most, 1,
+                                  std::max<std::int64_t>(1, rows / 8));
+}
 template <class F>
 void over_row_blocks(std::int64_t rows, std::int64_t work, F&& f) {
-  const std::int64_t blocks =
-      std::clamp<std::int64_t>(std::min<std::int64_t>(num_threads(), work / kMatmulSerialWork), 1,
-                               std::max<std::int64_t>(1, rows / 8));
+  const std::int64_t blocks = row_block_count(rows, work);
   parallel_for(blocks, 1, [&](std::int64_t s, std::int64_t e) {
     for (std::int64_t q = s; q < e; ++q) f(rows * q / blocks, rows * (q + 1) / blocks);
   });
 }
+
+// dz [k, n] stored as the packed GEMM packs op(B) (internal::PackBBlock's layout): panels of NR
+// columns one after the other, each holding its k rows of NR values (zeros past n). The dW GEMM's
+// B blocks are then contiguous copies, not a pack of a row-major dz (which took as long as a third
+// of that GEMM's multiply-adds).
+template <class T>
+struct DzPanels {
+  static constexpr std::int64_t NR = internal::kGemmNR<T>;
+  DzPanels(std::int64_t k_, std::int64_t n_) : k(k_), n(n_), panels((n_ + NR - 1) / NR), buf(panels * NR * k_) {}
+  // Row p of dz from row [n].
+  void store_row(std::int64_t p, const T* row) const {
+    const std::int64_t full = n / NR;
+    T* d = buf.get() + p * NR;
+    for (std::int64_t q = 0; q < full; ++q, d += k * NR) std::memcpy(d, row + q * NR, sizeof(T) * NR);  // one move
+    if (full == panels) return;
+    const std::int64_t w = n - full * NR;
+    std::copy(row + full * NR, row + n, d);
+    std::fill(d + w, d + NR, T(0));
+  }
+  // The columns from panel q0 on, as one product's op(B).
+  struct Part {
+    const DzPanels* dz;
+    std::int64_t q0;
+  };
+  static void pack(const void* ctx, std::int64_t jc, std::int64_t nc, std::int64_t pc, std::int64_t kc, T* dst) {
+    const Part& part = *static_cast<const Part*>(ctx);
+    for (std::int64_t q = jc / NR; q < (jc + nc + NR - 1) / NR; ++q, dst += kc * NR) {
+      const T* src = part.dz->buf.get() + ((part.q0 + q) * part.dz->k + pc) * NR;
+      std::copy(src, src + kc * NR, dst);
+    }
+  }
+  std::int64_t k, n, panels;
+  Scratch<T> buf;
+};
 
 }  // namespace
 
 template <class T>
 void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T* h, T* c, T* gates, T* tc) {
   const std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / std::max<std::int64_t>(4 * u, 1));
+  [[maybe_unused]] FloatCellRows uk{};
+  if constexpr (std::is_same_v<T, float>) uk = float_cell_rows();
   parallel_for(rows, grain, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t b = b0; b < b1; ++b)
-      cell_row(z + b * 4 * u, c_prev + b * u, u, h + b * u, c + b * u, gates + b * 4 * u, tc + b * u);
+    if constexpr (std::is_same_v<T, float>) {
+      uk.forward(z + b0 * 4 * u, nullptr, nullptr, c_prev + b0 * u, b1 - b0, u, h + b0 * u, c + b0 * u,
+                 gates + b0 * 4 * u, tc + b0 * u);
+    } else {
+      for (std::int64_t b = b0; b < b1; ++b)
+        cell_row(z + b * 4 * u, c_prev + b * u, u, h + b * u, c + b * u, gates + b * 4 * u, tc + b * u);
+    }
   });
 }
 
@@ -93,21 +168,43 @@ void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0
                    std::int64_t rows, std::int64_t in, std::int64_t u, T* h, T* c, T* gates, T* tc) {
   if (steps <= 0 || rows <= 0 || u <= 0) return;
   const std::int64_t su = rows * u, sz = rows * 4 * u;
-  const auto xp = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(steps * sz));  // x wx, all steps
-  matmul(x, wx, xp.get(), 1, steps * rows, in, 4 * u, false, false, 0, 0);
+  // The input projection x_t wx: per block and step (wx packed once) where every block's product
+  // takes the packed GEMM as the whole one would (the same bits, and no [steps, rows, 4u] round
+  // trip through memory); else all steps in one GEMM up front.
+  const std::int64_t least_rows = rows / row_block_count(rows, rows * 4 * u * u);
+  const bool per_block = internal::gemm_avx2_runs() && in > 0 && 4 * u >= internal::kGemmMR &&
+                         least_rows >= internal::kGemmMR && least_rows * 4 * u * in >= kMatmulSerialWork;
+  std::optional<Scratch<T>> xp;
+  std::optional<MatmulRhs<T>> rhs_x;
+  if (per_block) {
+    rhs_x.emplace(wx, in, 4 * u, false);
+  } else {
+    xp.emplace(steps * sz);
+    matmul(x, wx, xp->get(), 1, steps * rows, in, 4 * u, false, false, 0, 0);
+  }
   const MatmulRhs<T> rhs(wh, u, 4 * u, false);
+  [[maybe_unused]] FloatCellRows uk{};
+  if constexpr (std::is_same_v<T, float>) uk = float_cell_rows();
   over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
-    std::vector<T> z(static_cast<std::size_t>((r1 - r0) * 4 * u));
+    const Scratch<T> zb((r1 - r0) * 4 * u * (per_block ? 2 : 1));
+    T* z = zb.get();
     for (std::int64_t t = 0; t < steps; ++t) {
       const T* hp = t == 0 ? h0 : h + (t - 1) * su;
       const T* cp = t == 0 ? c0 : c + (t - 1) * su;
-      rhs.multiply(hp + r0 * u, r1 - r0, z.data());
-      const T* p = xp.get() + t * sz + r0 * 4 * u;
-      for (std::int64_t r = 0; r < r1 - r0; ++r)
-        for (std::int64_t j = 0; j < 4 * u; ++j) z[r * 4 * u + j] = (p[r * 4 * u + j] + b[j]) + z[r * 4 * u + j];
-      for (std::int64_t r = r0; r < r1; ++r)
-        cell_row(z.data() + (r - r0) * 4 * u, cp + r * u, u, h + t * su + r * u, c + t * su + r * u,
-                 gates + t * sz + r * 4 * u, tc + t * su + r * u);
+      rhs.multiply(hp + r0 * u, r1 - r0, z);
+      const T* p = xp ? xp->get() + t * sz + r0 * 4 * u : z + (r1 - r0) * 4 * u;
+      if (rhs_x) rhs_x->multiply(x + (t * rows + r0) * in, r1 - r0, z + (r1 - r0) * 4 * u);
+      const std::int64_t o = t * su + r0 * u;
+      if constexpr (std::is_same_v<T, float>) {
+        // z_t = (xp_t + b) + h_{t-1} wh inside the cell rows, as the step by step ops add.
+        uk.forward(p, b, z, cp + r0 * u, r1 - r0, u, h + o, c + o, gates + t * sz + r0 * 4 * u, tc + o);
+      } else {
+        for (std::int64_t r = 0; r < r1 - r0; ++r)
+          for (std::int64_t j = 0; j < 4 * u; ++j) z[r * 4 * u + j] = (p[r * 4 * u + j] + b[j]) + z[r * 4 * u + j];
+        for (std::int64_t r = r0; r < r1; ++r)
+          cell_row(z + (r - r0) * 4 * u, cp + r * u, u, h + t * su + r * u, c + t * su + r * u,
+                   gates + t * sz + r * 4 * u, tc + t * su + r * u);
+      }
     }
   });
 }
@@ -127,33 +224,54 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
     if (dx) std::fill(dx, dx + n * in, T(0));
     return;
   }
-  const auto dz_buf = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(steps * sz));
-  T* dz = dz_buf.get();
+  // With the packed GEMM, dz goes straight into the dW GEMM's panels (a row-major copy only for dx).
+  const bool panels = internal::gemm_avx2_runs();
+  const std::int64_t k = in + u + 1;  // rows of [dwx; dwh; db]
+  std::optional<DzPanels<T>> dzp;
+  if (panels) dzp.emplace(n, 4 * u);
+  std::optional<Scratch<T>> dz_buf;
+  if (!panels || dx) dz_buf.emplace(steps * sz);
+  T* dz = dz_buf ? dz_buf->get() : nullptr;
   const MatmulRhs<T> rhs_t(wh, 4 * u, u, true);  // whᵀ [4u, u]
+  [[maybe_unused]] FloatCellRows uk{};
+  if constexpr (std::is_same_v<T, float>) uk = float_cell_rows();
   over_row_blocks(rows, rows * 4 * u * u, [&](std::int64_t r0, std::int64_t r1) {
     const std::int64_t m = (r1 - r0) * u;
-    std::vector<T> dh(static_cast<std::size_t>(m)), dc(static_cast<std::size_t>(m));
+    // dh_rec, dc_rec: the recurrence's parts of the state gradients (zeros after the last step);
+    // dzt: this step's dz of the block's rows.
     std::vector<T> dh_rec(static_cast<std::size_t>(m), T(0)), dc_rec(static_cast<std::size_t>(m), T(0));
+    const Scratch<T> dzt_buf(m * 4);
+    T* dzt = dzt_buf.get();
+    std::vector<T> dh, dc;
+    if constexpr (!std::is_same_v<T, float>) dh.resize(static_cast<std::size_t>(m)), dc.resize(static_cast<std::size_t>(m));
     for (std::int64_t t = steps - 1; t >= 0; --t) {
-      const std::int64_t o = t * su + r0 * u;
-      for (std::int64_t j = 0; j < m; ++j) {
-        dh[j] = (gh ? gh[o + j] : T(0)) + dh_rec[j];
-        dc[j] = (gc ? gc[o + j] : T(0)) + dc_rec[j];
-      }
+      const std::int64_t o = t * su + r0 * u, oz = t * sz + r0 * 4 * u;
       const T* cp = t == 0 ? c0 : c + (t - 1) * su;
-      for (std::int64_t r = r0; r < r1; ++r) {
-        const std::int64_t ob = t * su + r * u, oz = t * sz + r * 4 * u, l = (r - r0) * u;
-        cell_grad_row(dh.data() + l, dc.data() + l, ggates ? ggates + oz : nullptr, gtc ? gtc + ob : nullptr,
-                      cp + r * u, gates + oz, tc + ob, u, dz + oz, dc_rec.data() + l);
+      if constexpr (std::is_same_v<T, float>) {
+        uk.backward(gh ? gh + o : nullptr, dh_rec.data(), gc ? gc + o : nullptr, dc_rec.data(),
+                    ggates ? ggates + oz : nullptr, gtc ? gtc + o : nullptr, cp + r0 * u, gates + oz, tc + o, r1 - r0,
+                    u, dzt, dc_rec.data());
+      } else {
+        for (std::int64_t j = 0; j < m; ++j) {
+          dh[j] = (gh ? gh[o + j] : T(0)) + dh_rec[j];
+          dc[j] = (gc ? gc[o + j] : T(0)) + dc_rec[j];
+        }
+        for (std::int64_t r = r0; r < r1; ++r) {
+          const std::int64_t ob = t * su + r * u, ozr = t * sz + r * 4 * u, l = (r - r0) * u;
+          cell_grad_row(dh.data() + l, dc.data() + l, ggates ? ggates + ozr : nullptr, gtc ? gtc + ob : nullptr,
+                        cp + r * u, gates + ozr, tc + ob, u, dzt + l * 4, dc_rec.data() + l);
+        }
       }
-      rhs_t.multiply(dz + t * sz + r0 * 4 * u, r1 - r0, dh_rec.data());
+      rhs_t.multiply(dzt, r1 - r0, dh_rec.data());
+      if (dz) std::copy(dzt, dzt + m * 4, dz + oz);
+      if (dzp)
+        for (std::int64_t r = r0; r < r1; ++r) dzp->store_row(t * rows + r, dzt + (r - r0) * 4 * u);
     }
     std::copy(dh_rec.begin(), dh_rec.end(), dh0 + r0 * u);
     std::copy(dc_rec.begin(), dc_rec.end(), dc0 + r0 * u);
   });
   // [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz: one GEMM over every step's rows (dz read once).
-  const std::int64_t k = in + u + 1;
-  const auto a = std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(n * k));
+  const Scratch<T> a(n * k);
   parallel_for(n, std::max<std::int64_t>(1, kElementwiseGrain / k), [&](std::int64_t s, std::int64_t e) {
     for (std::int64_t i = s; i < e; ++i) {
       T* ai = a.get() + i * k;
@@ -163,11 +281,27 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
       ai[in + u] = T(1);
     }
   });
-  std::vector<T> dw(static_cast<std::size_t>(k * 4 * u));
-  matmul(a.get(), dz, dw.data(), 1, k, n, 4 * u, true, false, 0, 0);
-  std::copy(dw.begin(), dw.begin() + in * 4 * u, dwx);
-  std::copy(dw.begin() + in * 4 * u, dw.begin() + (in + u) * 4 * u, dwh);
-  std::copy(dw.begin() + (in + u) * 4 * u, dw.end(), db);
+  const Scratch<T> dw(k * 4 * u);
+  if (dzp) {
+    // The packed GEMM on dz's panels, column blocks of whole panels in parallel (as matmul cuts
+    // columns: the same bits as matmul(a, dz, dw, 1, k, n, 4u, true, false) for any thread count).
+    const std::int64_t np = dzp->panels, work = k * n * 4 * u;
+    const std::int64_t parts =
+        std::clamp<std::int64_t>(std::min<std::int64_t>(num_threads(), work / kMatmulSerialWork), 1, np);
+    parallel_for(parts, 1, [&](std::int64_t s, std::int64_t e) {
+      for (std::int64_t q = s; q < e; ++q) {
+        const std::int64_t p0 = np * q / parts, p1 = np * (q + 1) / parts;
+        const std::int64_t c0 = p0 * DzPanels<T>::NR, c1 = std::min(4 * u, p1 * DzPanels<T>::NR);
+        const typename DzPanels<T>::Part part{&*dzp, p0};
+        internal::gemm_avx2<T>(k, c1 - c0, n, a.get(), k, true, &DzPanels<T>::pack, &part, dw.get() + c0, 4 * u);
+      }
+    });
+  } else {
+    matmul(a.get(), dz, dw.get(), 1, k, n, 4 * u, true, false, 0, 0);
+  }
+  std::copy(dw.get(), dw.get() + in * 4 * u, dwx);
+  std::copy(dw.get() + in * 4 * u, dw.get() + (in + u) * 4 * u, dwh);
+  std::copy(dw.get() + (in + u) * 4 * u, dw.get() + k * 4 * u, db);
   if (dx) matmul(dz, wx, dx, 1, n, 4 * u, in, false, true, 0, 0);
 }
 

@@ -9,18 +9,22 @@ namespace tapeflow::kernels {
 
 // For each of `rows` rows: z [4u] pre-activations of the gates i, f, c, o (Keras's order) and c_prev [u]
 // -> gates [4u] = (σ(z_i), σ(z_f), tanh(z_c), σ(z_o)), c = f·c_prev + i·g, tc = tanh(c), h = o·tc.
-// σ is the logistic sigmoid. Row-major, rows independent (parallel over rows).
+// σ is the logistic sigmoid. Row-major, rows independent (parallel over rows). Float rows run on the
+// cell rows of cpu_isa()'s level (ukernels/internal/lstm_cell.h: the same bits at kAvx2 and kAvx512);
+// double rows on scalar loops.
 template <class T>
 void lstm_cell(const T* z, const T* c_prev, std::int64_t rows, std::int64_t u, T* h, T* c, T* gates, T* tc);
 
-// A whole LSTM sequence: xp = x wx + b for every step (one GEMM), then for t = 0 .. steps-1,
-// z_t = xp_t + h_{t-1} wh and lstm_cell(z_t, c_{t-1}) -> h_t, c_t, gates_t, tc_t, from h_{-1} = h0,
-// c_{-1} = c0.
+// A whole LSTM sequence: for t = 0 .. steps-1, z_t = (x_t wx + b) + h_{t-1} wh and
+// lstm_cell(z_t, c_{t-1}) -> h_t, c_t, gates_t, tc_t, from h_{-1} = h0, c_{-1} = c0.
 // Shapes:   x [steps, rows, in] (time-major), wx [in, 4u], wh [u, 4u], b [4u], h0 and c0 [rows, u]
 //           -> h, c, tc [steps, rows, u], gates [steps, rows, 4u].
 // Facts:    A row of the batch depends on that row alone through the whole sequence, so blocks of
 //           rows run every step in parallel (one task per thread, no synchronisation per step); wh is
-//           packed once (MatmulRhs) for all steps and blocks. Each z_t has the bits of
+//           packed once (MatmulRhs) for all steps and blocks, the bias added inside the cell rows.
+//           x_t wx runs per block and step too (wx packed once) where each block's product takes
+//           the packed GEMM (AVX2 and up, >= 6 rows and kMatmulSerialWork multiply-adds), else for
+//           all steps in one GEMM up front. Each z_t has the bits of
 //           (matmul(x_t, wx) + b) + matmul(h_{t-1}, wh) and each row those of lstm_cell: the values of
 //           the step by step ops, for any thread count.
 template <class T>
@@ -37,7 +41,10 @@ void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0
 //           [dwx; dwh; db] = [x_t, h_{t-1}, 1]ᵀ dz over every step's rows as one GEMM
 //           [in + u + 1, steps·rows] x [steps·rows, 4u], and dx = dz wxᵀ.
 // Facts:    Parallel over blocks of rows as lstm_sequence (whᵀ packed once), then the GEMMs on the
-//           parallel matmul; deterministic for any thread count.
+//           parallel matmul; deterministic for any thread count. With the packed GEMM (AVX2 and
+//           up) dz is written straight into that GEMM's packed-B panels (internal::PackBBlock), so
+//           the dW GEMM copies its B blocks instead of packing a row-major dz (same bits). Scratch
+//           comes from Buffer::allocate, whose large blocks are reused from step to step.
 template <class T>
 void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const T* c0, const T* h, const T* c,
                         const T* gates, const T* tc, const T* gh, const T* gc, const T* ggates, const T* gtc,

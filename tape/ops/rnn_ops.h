@@ -40,8 +40,8 @@ struct LstmSequenceOutputs {
 
 // A whole LSTM sequence: for t = 0 .. steps-1, lstm_block_cell((x[t] wx + b) + h_{t-1} wh, c_{t-1})
 // from h_{-1} = h0, c_{-1} = c0 (Keras's LSTM with tanh / sigmoid, no mask, no dropout).
-// Op "BlockLSTM" (kernels::lstm_sequence: the input projection of all steps in one GEMM, then blocks
-// of batch rows through every step, wh packed once).
+// Op "BlockLSTM" (kernels::lstm_sequence: blocks of batch rows through every step, wh and wx packed
+// once, the float cell rows vectorised per ISA).
 // Shapes:   x [steps, batch, in] (time-major), wx [in, 4u], wh [u, 4u], b [4u], h0 and c0 [batch, u]
 //           -> each output as above. Values: those of the step by step ops, bit for bit on the
 //           packed GEMM (AVX2 and up).

@@ -56,8 +56,8 @@ tf::testing::RegisterGradChecks rows({
 TEST(RnnOpsGradCheck, FirstAndSecondOrder) { tf::testing::run_gradcheck_cases({"LSTMBlockCell", "BlockLSTM"}); }
 
 // BlockLSTM against the step by step ops (matmul + lstm_block_cell): bit for bit in float32 on the
-// packed GEMM (AVX2 and up), to rounding otherwise; small (one block of rows) and large enough for a
-// block of rows per thread.
+// packed GEMM (AVX2 and up), to rounding otherwise; small (one block of rows), large enough for a
+// block of rows per thread, and large enough for the input projection per block (W11's in and u).
 class BlockLstmSizes : public ::testing::TestWithParam<std::array<std::int64_t, 4>> {};  // steps, batch, in, u
 TEST_P(BlockLstmSizes, MatchesTheSteps) {
   for (tf::DType dt : {tf::DType::kFloat64, tf::DType::kFloat32}) {
@@ -90,7 +90,9 @@ TEST_P(BlockLstmSizes, MatchesTheSteps) {
   }
 }
 INSTANTIATE_TEST_SUITE_P(RnnOpsForward, BlockLstmSizes,
-                         ::testing::Values(std::array<std::int64_t, 4>{5, 19, 3, 7}, std::array<std::int64_t, 4>{3, 66, 28, 32}));
+                         ::testing::Values(std::array<std::int64_t, 4>{5, 19, 3, 7},
+                                           std::array<std::int64_t, 4>{3, 66, 28, 32},
+                                           std::array<std::int64_t, 4>{2, 70, 28, 128}));
 
 // The one-kernel backward (nothing records it) and the backward with ops (an outer tape records it)
 // give the same gradients of every input from cotangents on every output.
