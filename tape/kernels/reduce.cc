@@ -12,30 +12,18 @@
 #include "tape/kernels/parallel.h"
 
 // The copies of ukernels/reduce_loops.cc (tape/CMakeLists.txt).
-#define TAPEFLOW_REDUCE_DECLARE(level)                     \
+#define TAPEFLOW_REDUCE_DECLARE(level, unused)     \
   namespace tapeflow::kernels::level {                     \
   template <class T>                                       \
   void fill_reduce_loops(internal::ReduceLoops<T>& loops); \
   }
-TAPEFLOW_ISA_LEVELS(TAPEFLOW_REDUCE_DECLARE)
+TAPEFLOW_ISA_LEVELS(TAPEFLOW_REDUCE_DECLARE, )
 #undef TAPEFLOW_REDUCE_DECLARE
 
 namespace tapeflow::kernels {
 
 namespace internal {
-template <class T>
-const ReduceLoops<T>& reduce_loops() {
-  // One table per level built on first use; a level the build lacks takes the best one below it.
-  static const auto tables = [] {
-    std::vector<ReduceLoops<T>> t;
-#define TAPEFLOW_REDUCE_FILL(level) level::fill_reduce_loops<T>(t.emplace_back());
-    TAPEFLOW_ISA_LEVELS(TAPEFLOW_REDUCE_FILL)
-#undef TAPEFLOW_REDUCE_FILL
-    return t;
-  }();
-  const auto level = std::min<std::size_t>(static_cast<std::size_t>(cpu_isa()), tables.size() - 1);
-  return tables[level];
-}
+TAPEFLOW_ISA_TABLE(ReduceLoops, reduce_loops, fill_reduce_loops)
 template const ReduceLoops<float>& reduce_loops<float>();
 template const ReduceLoops<double>& reduce_loops<double>();
 template const ReduceLoops<std::int32_t>& reduce_loops<std::int32_t>();

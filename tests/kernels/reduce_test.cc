@@ -182,13 +182,6 @@ TEST(ArgMax, IntegersAndErrors) {
 // and for any thread count (reduce.h); within rounding of long double loops; NaN from any position.
 using testing::IsaCap;
 
-std::vector<CpuIsa> host_levels() {
-  std::vector<CpuIsa> levels;
-  for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512})
-    if (isa <= host_cpu_isa()) levels.push_back(isa);
-  return levels;
-}
-
 // The order reduce_loops.h documents for one run, written out one scalar at a time.
 template <class T>
 T documented_sum(const T* x, std::int64_t n) {
@@ -225,7 +218,7 @@ void check_documented_order() {
     lengths.push_back(n);
   auto x = random_vector<T>(kReduceChunk, 21, -1, 1);
   for (std::size_t i = 0; i < x.size(); i += 7) x[i] *= T(4096);
-  for (CpuIsa isa : host_levels()) {
+  for (CpuIsa isa : testing::host_cpu_levels()) {
     SCOPED_TRACE(std::string(cpu_isa_name(isa)));
     const IsaCap cap(isa);
     for (std::int64_t n : lengths) {
@@ -260,7 +253,7 @@ void check_levels_agree(const Shape& s, double rtol) {
       mag[o] += std::abs(static_cast<long double>(x[i]));
     }
     std::vector<T> first;
-    for (CpuIsa isa : host_levels())
+    for (CpuIsa isa : testing::host_cpu_levels())
       for (int threads : {1, 2}) {
         SCOPED_TRACE(std::string(cpu_isa_name(isa)) + ", " + std::to_string(threads) + " threads, mask " +
                      std::to_string(mask) + " of " + s.to_string());
@@ -290,7 +283,7 @@ TEST(ReduceLevels, EveryLevelAndThreadCountGiveTheSameBitsWithinRoundingOfFloat6
 // A NaN at any lane or tail position of a run, or in any row, comes out of max and min.
 template <class T>
 void check_nan_propagates() {
-  for (CpuIsa isa : host_levels()) {
+  for (CpuIsa isa : testing::host_cpu_levels()) {
     SCOPED_TRACE(std::string(cpu_isa_name(isa)));
     const IsaCap cap(isa);
     for (std::int64_t n : {1, 7, 9, 40, 100}) {

@@ -9,6 +9,10 @@
 //           A level the build lacks runs the best copy below it.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
 #include "tape/core/cpu_isa.h"
 #include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
 
@@ -26,15 +30,31 @@
   LIST(TAPEFLOW_ISA_DECLARE_ONE)                         \
   }
 
-// TAPEFLOW_ISA_LEVELS(X): X(isa_<level>) for every level this build compiled, lowest first (in
+// TAPEFLOW_ISA_LEVELS(X, a): X(isa_<level>, a) for every level this build compiled, lowest first (in
 // CpuIsa order), for kernels that pick their copy otherwise (a table of loops per level).
 #if TAPEFLOW_HAS_AVX2_KERNELS && !defined(TAPEFLOW_NO_AVX512_TILES)
-#define TAPEFLOW_ISA_LEVELS(X) X(isa_baseline) X(isa_avx2) X(isa_avx512)
+#define TAPEFLOW_ISA_LEVELS(X, a) X(isa_baseline, a) X(isa_avx2, a) X(isa_avx512, a)
 #elif TAPEFLOW_HAS_AVX2_KERNELS
-#define TAPEFLOW_ISA_LEVELS(X) X(isa_baseline) X(isa_avx2)
+#define TAPEFLOW_ISA_LEVELS(X, a) X(isa_baseline, a) X(isa_avx2, a)
 #else
-#define TAPEFLOW_ISA_LEVELS(X) X(isa_baseline)
+#define TAPEFLOW_ISA_LEVELS(X, a) X(isa_baseline, a)
 #endif
+
+// A table of loops per level, for a kernel whose per-level source fills one (isa_<level>::fill<T>
+// (Table<T>&)): inside namespace tapeflow::kernels::internal, TAPEFLOW_ISA_TABLE(Table, getter,
+// fill) defines template <class T> const Table<T>& getter(), the table of cpu_isa()'s level (all
+// filled on the first call).
+#define TAPEFLOW_ISA_FILL_ONE(level, fill) level::fill<T>(tables.emplace_back());
+#define TAPEFLOW_ISA_TABLE(Table, getter, fill)                                                        \
+  template <class T>                                                                                   \
+  const Table<T>& getter() {                                                                           \
+    static const auto all = [] {                                                                       \
+      std::vector<Table<T>> tables;                                                                    \
+      TAPEFLOW_ISA_LEVELS(TAPEFLOW_ISA_FILL_ONE, fill)                                                  \
+      return tables;                                                                                   \
+    }();                                                                                               \
+    return all[std::min<std::size_t>(static_cast<std::size_t>(cpu_isa()), all.size() - 1)];          \
+  }
 
 #if TAPEFLOW_HAS_AVX2_KERNELS && !defined(TAPEFLOW_NO_AVX512_TILES)
 #define TAPEFLOW_ISA_DISPATCH(name, params, args)                \
