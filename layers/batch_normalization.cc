@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "layers/internal/batch_norm_kernel.h"
+#include "tape/kernels/batch_norm.h"
 #include "layers/serialization.h"
 #include "tape/autodiff/custom_gradient.h"
 #include "tape/ops/array_ops.h"
@@ -154,7 +154,7 @@ Tensor BatchNormalization::train_fused(const Tensor& x_in, Tensor* mean_out, Ten
     Tensor y = Tensor::empty(xx.shape(), dt);
     dispatch_floating(dt, "BatchNormalization", [&](auto tag) {
       using T = decltype(tag);
-      internal::batch_norm_forward<T>(xx.data<T>(), n, c, gm.data<T>(), bt.data<T>(), eps, y.mutable_data<T>(),
+      kernels::batch_norm_forward<T>(xx.data<T>(), n, c, gm.data<T>(), bt.data<T>(), eps, y.mutable_data<T>(),
                                       mean.mutable_data<T>(), var.mutable_data<T>(), inv.mutable_data<T>());
     });
     CustomGradFn grad = [xx, gm, mean, inv, n, c, eps, scale, center](const std::vector<Tensor>& up) {
@@ -166,7 +166,7 @@ Tensor BatchNormalization::train_fused(const Tensor& x_in, Tensor* mean_out, Ten
         dbeta = Tensor::empty({c}, xx.dtype());
         dispatch_floating(xx.dtype(), "BatchNormalization", [&](auto tag) {
           using T = decltype(tag);
-          internal::batch_norm_backward<T>(xx.data<T>(), g.data<T>(), n, c, gm.data<T>(), mean.data<T>(),
+          kernels::batch_norm_backward<T>(xx.data<T>(), g.data<T>(), n, c, gm.data<T>(), mean.data<T>(),
                                            inv.data<T>(), dx.mutable_data<T>(), dgamma.mutable_data<T>(),
                                            dbeta.mutable_data<T>());
         });

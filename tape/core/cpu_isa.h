@@ -1,7 +1,8 @@
 // The instruction-set level tapeflow's kernels run at, chosen once at run time from the CPU.
 // Facts:    The library is built for x86-64-v2 with generic tuning (CMakeLists.txt); the hot kernels
 //           (packed GEMM, convolutions, pooling, Winograd, Cholesky's panel updates, the optimizers'
-//           update loops: tape/kernels/optimizer_updates.h) also exist
+//           update loops: tape/kernels/optimizer_updates.h, the reductions: reduce.h, batch
+//           norm: batch_norm.h, the arithmetic element-wise maps: elementwise.h) also exist
 //           compiled for AVX2 + FMA, with AVX-512 tiles inside them, and each call takes the best
 //           level the CPU and OS support (CPUID, and XGETBV for the ymm / zmm state), capped by
 //           set_max_cpu_isa or TAPEFLOW_MAX_CPU_ISA.
@@ -9,7 +10,8 @@
 //           and AVX-512F/BW/VL: the float GEMM and convolution tiles twice as wide).
 //           Bits: kAvx2 and kAvx512 give the same bits (every element the same FMA chain, in the
 //           same order); kBaseline multiplies and adds separately, so its last bits differ from
-//           theirs (the optimizers' update loops excepted: the same bits at every level). At every
+//           theirs (the optimizers' update loops, the reductions, batch norm and the element-wise
+//           maps excepted: the same bits at every level). At every
 //           level results are the same for any thread count.
 //           On a non-x86-64 build, or with the opt-in TAPEFLOW_NATIVE build, what kBaseline runs is
 //           whatever the compiler targets.

@@ -3,8 +3,20 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "tape/kernels/internal/isa_dispatch.h"
 #include "tape/kernels/reduce.h"
+#include "tape/kernels/ukernels/internal/elementwise_loops.h"
+
+// The copies of ukernels/elementwise_loops.cc (tape/CMakeLists.txt).
+#define TAPEFLOW_ELEMENTWISE_DECLARE(level, unused)                  \
+  namespace tapeflow::kernels::level {                                 \
+  template <class T>                                                   \
+  void fill_elementwise_loops(internal::ElementwiseLoops<T>& loops);  \
+  }
+TAPEFLOW_ISA_LEVELS(TAPEFLOW_ELEMENTWISE_DECLARE, )
+#undef TAPEFLOW_ELEMENTWISE_DECLARE
 
 namespace tapeflow::kernels {
 
@@ -49,6 +61,62 @@ void sum_to_shape(const T* x, const Shape& sx, T* y, const Shape& sy) {
   }
   reduce_sum(x, sx, mask, y);
 }
+
+template <class T>
+void binary_map(BinaryOp op, const T* a, const Shape& sa, const T* b, const Shape& sb, T* y, const Shape& sy) {
+  const std::int64_t n = sy.num_elements();
+  if (n == 0) return;
+  const std::int64_t na = sa.num_elements(), nb = sb.num_elements();
+  const std::int64_t c = sy.rank() > 0 ? sy[sy.rank() - 1] : 1;
+  int form = -1;
+  if (na == n && nb == n) form = internal::kSame;
+  else if (na == 1 && nb == n) form = internal::kScalarA;
+  else if (nb == 1 && na == n) form = internal::kScalarB;
+  else if (c > 1 && na == n && nb == c && sb.rank() > 0 && sb[sb.rank() - 1] == c) form = internal::kRowB;
+  else if (c > 1 && nb == n && na == c && sa.rank() > 0 && sa[sa.rank() - 1] == c) form = internal::kRowA;
+  if (form < 0) {  // a general broadcast: map2's strided runs
+    switch (op) {
+      case BinaryOp::kAdd: return map2(a, sa, b, sb, y, sy, [](T u, T v) { return u + v; });
+      case BinaryOp::kSub: return map2(a, sa, b, sb, y, sy, [](T u, T v) { return u - v; });
+      case BinaryOp::kMul: return map2(a, sa, b, sb, y, sy, [](T u, T v) { return u * v; });
+      case BinaryOp::kDiv: return map2(a, sa, b, sb, y, sy, [](T u, T v) { return u / v; });
+      case BinaryOp::kMaximum: return map2(a, sa, b, sb, y, sy, [](T u, T v) { return u >= v ? u : v; });
+      case BinaryOp::kMinimum: return map2(a, sa, b, sb, y, sy, [](T u, T v) { return u <= v ? u : v; });
+    }
+  }
+  auto* const loop = internal::elementwise_loops<T>().binary;
+  const int o = static_cast<int>(op);
+  if (form == internal::kRowA || form == internal::kRowB) {  // whole rows per task
+    const std::int64_t grain = (kElementwiseGrain + c - 1) / c;
+    const bool b_row = form == internal::kRowB;
+    parallel_for(n / c, grain, [&](std::int64_t rs, std::int64_t re) {
+      const std::int64_t s = rs * c;
+      loop(o, form, b_row ? a + s : a, b_row ? b : b + s, y + s, (re - rs) * c, c);
+    });
+    return;
+  }
+  parallel_for(n, kElementwiseGrain, [&](std::int64_t s, std::int64_t e) {
+    loop(o, form, form == internal::kScalarA ? a : a + s, form == internal::kScalarB ? b : b + s, y + s, e - s, 1);
+  });
+}
+
+template <class T>
+void unary_map(UnaryOp op, const T* x, T* y, std::int64_t n) {
+  auto* const loop = internal::elementwise_loops<T>().unary;
+  parallel_for(n, kElementwiseGrain,
+               [&](std::int64_t s, std::int64_t e) { loop(static_cast<int>(op), x + s, y + s, e - s); });
+}
+
+namespace internal {
+TAPEFLOW_ISA_TABLE(ElementwiseLoops, elementwise_loops, fill_elementwise_loops)
+}  // namespace internal
+
+#define TAPEFLOW_ELEMENTWISE_MAPS(T)                                                                            \
+  template void binary_map<T>(BinaryOp, const T*, const Shape&, const T*, const Shape&, T*, const Shape&); \
+  template void unary_map<T>(UnaryOp, const T*, T*, std::int64_t);
+TAPEFLOW_ELEMENTWISE_MAPS(float)
+TAPEFLOW_ELEMENTWISE_MAPS(double)
+#undef TAPEFLOW_ELEMENTWISE_MAPS
 
 #define TAPEFLOW_BROADCAST(T) template void broadcast_to<T>(const T*, const Shape&, T*, const Shape&);
 TAPEFLOW_BROADCAST(float)

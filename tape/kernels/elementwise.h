@@ -113,6 +113,25 @@ void where(const bool* c, const Shape& sc, const T* a, const Shape& sa, const T*
   });
 }
 
+// The arithmetic ops with loops per instruction-set level (binary_map, unary_map).
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+enum class UnaryOp { kNegative, kSquare, kSqrt, kRsqrt, kReciprocal, kAbs, kRelu };
+
+// y = a op b with a (sa) and b (sb) broadcast to sy, as map2 with op's function: a + b, a - b,
+// a b, a / b, a >= b ? a : b (maximum), a <= b ? a : b (minimum).
+// Shapes:   sa, sb broadcastable to sy.
+// DTypes:   float, double.
+// Facts:    The same shape, a scalar on either side and a trailing row ([..., c] with [c]) run
+//           the copy of ukernels/elementwise_loops.cc for cpu_isa(); other broadcasts run map2.
+//           Every element is one IEEE operation: the same bits at every level and thread count.
+template <class T>
+void binary_map(BinaryOp op, const T* a, const Shape& sa, const T* b, const Shape& sb, T* y, const Shape& sy);
+
+// y[i] = op(x[i]) for i < n: -v, v², sqrt(v), 1 / sqrt(v), 1 / v, v < 0 ? -v : v (abs),
+// v > 0 ? v : 0 (relu). DTypes: float, double. Facts: as binary_map (sqrt is correctly rounded).
+template <class T>
+void unary_map(UnaryOp op, const T* x, T* y, std::int64_t n);
+
 // Broadcasts x (sx) to y (sy). Shapes: sx broadcastable to sy.
 template <class T>
 void broadcast_to(const T* x, const Shape& sx, T* y, const Shape& sy);

@@ -2,8 +2,7 @@
 // ukernels/optimizer_loops.cc compiled for cpu_isa()'s level.
 #include "tape/kernels/optimizer_updates.h"
 
-#include "tape/core/cpu_isa.h"
-#include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
+#include "tape/kernels/internal/isa_dispatch.h"
 
 // X(name, (parameters), (arguments)) for every loop of optimizer_updates.h; T is the element type.
 #define TAPEFLOW_OPTIMIZER_UPDATES(X)                                                                         \
@@ -14,35 +13,10 @@
     (w, rms, mom, mg, g, n, rho, eps, lr, mu))                                                                \
   X(adagrad_update, (T * w, T * acc, const T* g, std::int64_t n, T eps, T lr), (w, acc, g, n, eps, lr))
 
-#define TAPEFLOW_OPTIMIZER_DECLARE(name, params, args) \
-  template <class T>                                   \
-  void name params;
-namespace tapeflow::kernels::isa_baseline {
-TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_DECLARE)
-}  // namespace tapeflow::kernels::isa_baseline
-namespace tapeflow::kernels::isa_avx2 {
-TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_DECLARE)
-}  // namespace tapeflow::kernels::isa_avx2
-#undef TAPEFLOW_OPTIMIZER_DECLARE
-
 namespace tapeflow::kernels {
 
-#if TAPEFLOW_HAS_AVX2_KERNELS
-#define TAPEFLOW_OPTIMIZER_DISPATCH(name, params, args)               \
-  template <class T>                                                  \
-  void name params {                                                  \
-    if (cpu_isa() >= CpuIsa::kAvx2) return isa_avx2::name<T> args;    \
-    return isa_baseline::name<T> args;                                \
-  }
-#else  // a build without the AVX2 copies (not x86-64)
-#define TAPEFLOW_OPTIMIZER_DISPATCH(name, params, args) \
-  template <class T>                                    \
-  void name params {                                    \
-    return isa_baseline::name<T> args;                  \
-  }
-#endif
-TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_OPTIMIZER_DISPATCH)
-#undef TAPEFLOW_OPTIMIZER_DISPATCH
+TAPEFLOW_ISA_DECLARE(TAPEFLOW_OPTIMIZER_UPDATES)
+TAPEFLOW_OPTIMIZER_UPDATES(TAPEFLOW_ISA_DISPATCH)
 
 #define TAPEFLOW_OPTIMIZER_INSTANTIATE(name, params, args) template void name<T> params;
 #define T float

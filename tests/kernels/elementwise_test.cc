@@ -5,11 +5,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "tape/core/cpu_isa.h"
 #include "tests/kernels/reference.h"
+#include "tests/testing/isa_cap.h"
 
 namespace tapeflow::kernels {
 namespace {
@@ -222,6 +227,126 @@ TEST(ElementwiseParallelism, OneEqualChunkPerThread) {
   EXPECT_EQ(ranges[0].second, ranges[1].first);
   EXPECT_EQ(ranges[1].second, 3 * kElementwiseGrain + 1);
   EXPECT_LE(std::abs((ranges[0].second - ranges[0].first) - (ranges[1].second - ranges[1].first)), 1);
+}
+
+
+// binary_map / unary_map at every instruction-set level this CPU has (forced with
+// set_max_cpu_isa), every broadcast case plus long ones that leave a tail after every vector
+// width: each element the correctly rounded result (a float op computed in double and rounded
+// once is exact; double against long double within half an ulp), NaN and signed zeros as the ops'
+// functions give them, and the same bits at every level and on 1 and 2 threads.
+template <class T>
+T binary_ref(BinaryOp op, T u, T v) {
+  using W = std::conditional_t<std::is_same_v<T, float>, double, long double>;
+  switch (op) {
+    case BinaryOp::kAdd: return T(W(u) + W(v));
+    case BinaryOp::kSub: return T(W(u) - W(v));
+    case BinaryOp::kMul: return T(W(u) * W(v));
+    case BinaryOp::kDiv: return T(W(u) / W(v));
+    case BinaryOp::kMaximum: return u >= v ? u : v;
+    case BinaryOp::kMinimum: return u <= v ? u : v;
+  }
+  return T(0);
+}
+
+template <class T>
+T unary_ref(UnaryOp op, T v) {
+  using W = std::conditional_t<std::is_same_v<T, float>, double, long double>;
+  switch (op) {
+    case UnaryOp::kNegative: return -v;
+    case UnaryOp::kSquare: return T(W(v) * W(v));
+    case UnaryOp::kSqrt: return T(std::sqrt(W(v)));
+    case UnaryOp::kRsqrt: return T(1) / T(std::sqrt(W(v)));  // two roundings, as the op
+    case UnaryOp::kReciprocal: return T(W(1) / W(v));
+    case UnaryOp::kAbs: return v < 0 ? -v : v;
+    case UnaryOp::kRelu: return v > 0 ? v : T(0);
+  }
+  return T(0);
+}
+
+// The same bits, or (doubles: the long double reference rounds twice) one ulp away; NaN matches NaN.
+template <class T>
+bool close(T got, T want) {
+  if (std::isnan(want)) return std::isnan(got);
+  if (std::memcmp(&got, &want, sizeof(T)) == 0) return true;
+  const T inf = std::numeric_limits<T>::infinity();
+  return std::is_same_v<T, double> && (got == std::nextafter(want, inf) || got == std::nextafter(want, -inf));
+}
+
+template <class T>
+std::vector<T> special_vector(std::int64_t n, std::uint64_t seed) {
+  auto v = random_vector<T>(n, seed, -4, 4);
+  const T specials[] = {T(0), -T(0), std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                        T(1e-30), T(-7)};
+  for (std::size_t i = 0; i < v.size(); i += 5) v[i] = specials[(i / 5) % 6];
+  return v;
+}
+
+template <class T>
+void check_binary_levels(const BroadcastCase& c) {
+  const Shape sy = broadcast_shapes(c.a, c.b, "test");
+  const auto a = special_vector<T>(c.a.num_elements(), 3), b = special_vector<T>(c.b.num_elements(), 4);
+  for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv, BinaryOp::kMaximum,
+                      BinaryOp::kMinimum}) {
+    std::vector<T> first;
+    for (CpuIsa isa : testing::host_cpu_levels())
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << c.a.to_string() << " op " << static_cast<int>(op) << " " << c.b.to_string() << " at "
+                                          << cpu_isa_name(isa) << ", " << threads << " threads");
+        const testing::IsaCap cap(isa);
+        const int prev = set_num_threads(threads);
+        std::vector<T> y(sy.num_elements());
+        binary_map<T>(op, a.data(), c.a, b.data(), c.b, y.data(), sy);
+        set_num_threads(prev);
+        for (std::int64_t i = 0; i < sy.num_elements(); ++i) {
+          const auto idx = unravel(i, sy);
+          const T want = binary_ref(op, a[broadcast_index(idx, c.a)], b[broadcast_index(idx, c.b)]);
+          ASSERT_TRUE(close(y[i], want)) << "at " << i << ": " << y[i] << " vs " << want;
+        }
+        if (first.empty()) first = y;
+        else ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(T))) << "bits differ";
+      }
+  }
+}
+
+TEST(BinaryMap, EveryLevelAndThreadCountCorrectlyRoundedWithTheSameBits) {
+  std::vector<BroadcastCase> cases = kCases;
+  for (const BroadcastCase& c : std::vector<BroadcastCase>{{{70000 + 13}, {70000 + 13}}, {{}, {1000 + 13}},
+                                                           {{1000 + 13}, {}}, {{300, 67}, {67}}, {{67}, {300, 67}}})
+    cases.push_back(c);
+  for (const auto& c : cases) {
+    check_binary_levels<float>(c);
+    check_binary_levels<double>(c);
+  }
+}
+
+template <class T>
+void check_unary_levels() {
+  const std::int64_t n = 70000 + 13;
+  auto x = special_vector<T>(n, 5);
+  for (UnaryOp op : {UnaryOp::kNegative, UnaryOp::kSquare, UnaryOp::kSqrt, UnaryOp::kRsqrt, UnaryOp::kReciprocal,
+                     UnaryOp::kAbs, UnaryOp::kRelu}) {
+    std::vector<T> first;
+    for (CpuIsa isa : testing::host_cpu_levels())
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(::testing::Message() << "op " << static_cast<int>(op) << " at " << cpu_isa_name(isa) << ", "
+                                          << threads << " threads");
+        const testing::IsaCap cap(isa);
+        const int prev = set_num_threads(threads);
+        std::vector<T> y(n);
+        unary_map<T>(op, x.data(), y.data(), n);
+        set_num_threads(prev);
+        for (std::int64_t i = 0; i < n; ++i)
+          ASSERT_TRUE(close(y[i], unary_ref(op, x[i]))) << "at " << i << ": " << x[i] << " -> " << y[i];
+        if (first.empty()) first = y;
+        else ASSERT_EQ(0, std::memcmp(first.data(), y.data(), y.size() * sizeof(T))) << "bits differ";
+      }
+  }
+}
+
+TEST(UnaryMap, EveryLevelAndThreadCountCorrectlyRoundedWithTheSameBits) {
+  check_unary_levels<float>();
+  check_unary_levels<double>();
 }
 
 }  // namespace

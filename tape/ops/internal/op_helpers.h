@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "tape/kernels/elementwise.h"
 #include "tape/runtime/op_def.h"
@@ -71,14 +73,19 @@ decltype(auto) dispatch_kind(const char* op, DType d, F&& f) {
   }
 }
 
-// Forward of a unary element-wise op: y[i] = f(x[i]) in the input dtype.
+// Forward of a unary element-wise op: y[i] = f(x[i]) in the input dtype. With `loop`, float and
+// double run kernels::unary_map(*loop) (per-level loops), which computes what f does.
 template <Kinds K, typename F>
-TensorList unary_forward(const char* op, std::span<const Tensor> in, F f) {
+TensorList unary_forward(const char* op, std::span<const Tensor> in, F f,
+                         std::optional<kernels::UnaryOp> loop = std::nullopt) {
   check_arity(op, in, 1);
   const Tensor& x = in[0];
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_kind<K>(op, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (loop) return kernels::unary_map<T>(*loop, x.data<T>(), y.mutable_data<T>(), x.num_elements());
+    }
     if constexpr (!std::is_same_v<T, bool>)
       kernels::map(x.data<T>(), y.mutable_data<T>(), x.num_elements(), [&](T v) { return static_cast<T>(f(v)); });
     else
@@ -88,8 +95,11 @@ TensorList unary_forward(const char* op, std::span<const Tensor> in, F f) {
 }
 
 // Forward of a binary element-wise op with broadcasting; R = result type (void = input type).
+// With `loop`, float and double run kernels::binary_map(*loop) (per-level loops), which computes
+// what f does.
 template <Kinds K, bool kBoolResult, typename F>
-TensorList binary_forward(const char* op, std::span<const Tensor> in, F f) {
+TensorList binary_forward(const char* op, std::span<const Tensor> in, F f,
+                          std::optional<kernels::BinaryOp> loop = std::nullopt) {
   check_arity(op, in, 2);
   const Tensor &a = in[0], &b = in[1];
   check_same_dtype(op, a, b);
@@ -98,6 +108,9 @@ TensorList binary_forward(const char* op, std::span<const Tensor> in, F f) {
   dispatch_kind<K>(op, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
     using R = std::conditional_t<kBoolResult, bool, T>;
+    if constexpr (!kBoolResult && std::is_floating_point_v<T>) {
+      if (loop) return kernels::binary_map<T>(*loop, a.data<T>(), a.shape(), b.data<T>(), b.shape(), y.mutable_data<T>(), sy);
+    }
     kernels::map2(a.data<T>(), a.shape(), b.data<T>(), b.shape(), y.mutable_data<R>(), sy,
                   [&](T u, T v) { return static_cast<R>(f(u, v)); });
   });
