@@ -3,7 +3,11 @@
 // Shapes:   x [rows, cols]; softmax over cols. sparse_softmax_xent: logits [rows, cols], labels
 //           [rows] -> loss [rows], backprop [rows, cols] (backprop may be null).
 // DTypes:   float, double; labels int32, int64.
-// Facts:    Numerically stable (the row max is subtracted before exp).
+// Facts:    Numerically stable (the row max is subtracted before exp). softmax<float>: the row max
+//           and the row sum each in 16 independent float partials (lane k takes j ≡ k mod 16,
+//           combined in a fixed pairwise tree, then the tail in order) and Eigen's packet exp on
+//           every element (also the row's tail): the bits depend on neither the thread count nor
+//           the row's alignment, but differ (~1 ulp) from the former single-chain sum.
 //           loss[r] = logsumexp(x_r) - x_r[label_r]; backprop = softmax(x) - onehot(label).
 // Errors:   sparse_softmax_xent: std::invalid_argument naming the label and cols if a label is
 //           outside [0, cols).
@@ -74,10 +78,13 @@ void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n);
 
 // Layer normalization over the last axis and GELU, forward and gradient.
 // Shapes:   x, dy, y, dx [rows, cols] (row-major); normalization over cols.
-// DTypes:   float, double (row statistics accumulate in double for float).
+// DTypes:   float, double.
 // Facts:    layer_norm: y = (x - mean) · rsqrt(var + epsilon), var the biased (population)
 //           variance, computed in two passes (mean first, then the centred squares: no
-//           cancellation). layer_norm_grad: dx = r · (dy - mean(dy) - y · mean(dy · y)), the
+//           cancellation). double: every row sum one chain in double (as before). float: the
+//           moments and layer_norm_grad's two row sums in 16 float partials each (fixed order,
+//           as softmax<float>; until 2026-12 they were single double chains, which do not
+//           vectorize): the result bits changed, within ~1e-6 relative of the double reference. layer_norm_grad: dx = r · (dy - mean(dy) - y · mean(dy · y)), the
 //           Jacobian of layer_norm (symmetric) applied to dy, with r and y recomputed from x.
 //           gelu: x · Φ(x) with Φ(x) = (1 + erf(x / √2)) / 2; gelu_grad: dx = dy · (Φ(x) + x φ(x)).
 //           Rows / elements are independent, so results do not depend on the thread count.

@@ -42,6 +42,59 @@ TEST(Softmax, MatchesReferenceIncludingHugeLogits) {
   check_softmax<float>(1, 1, 1, 0);         // single column -> exactly 1 / 0
 }
 
+// The float row kernels (16 partial sums): softmax, layer_norm and layer_norm_grad against double
+// references, for widths below, at and around the 16 lanes, and bit-identical whether a row is run
+// alone, among many rows in one thread, or with the rows split over threads.
+void check_float_rows(std::int64_t rows, std::int64_t cols) {
+  SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+  const auto x = random_vector<float>(rows * cols, 7, -3, 3);
+  const auto g = random_vector<float>(rows * cols, 8, -1, 1);
+  // A large common offset for the two-pass moments.
+  std::vector<float> xs(x);
+  for (float& v : xs) v += 100.f;
+  const double eps = 1e-3;
+  std::vector<float> sm(x.size()), ln(x.size()), lg(x.size());
+  softmax(x.data(), rows, cols, sm.data());
+  layer_norm(xs.data(), rows, cols, eps, ln.data());
+  layer_norm_grad(xs.data(), g.data(), rows, cols, eps, lg.data());
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data() + r * cols;
+    const float* sr = xs.data() + r * cols;
+    const float* gr = g.data() + r * cols;
+    double m = -INFINITY, s = 0, mean = 0, var = 0;
+    for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, double(xr[j]));
+    for (std::int64_t j = 0; j < cols; ++j) s += std::exp(double(xr[j]) - m);
+    for (std::int64_t j = 0; j < cols; ++j) mean += double(sr[j]) / double(cols);
+    for (std::int64_t j = 0; j < cols; ++j) var += (double(sr[j]) - mean) * (double(sr[j]) - mean) / double(cols);
+    const double rstd = 1 / std::sqrt(var + eps);
+    double mg = 0, mgy = 0;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      mg += double(gr[j]) / double(cols);
+      mgy += double(gr[j]) * (double(sr[j]) - mean) * rstd / double(cols);
+    }
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const std::int64_t i = r * cols + j;
+      ASSERT_NEAR(double(sm[i]), std::exp(double(xr[j]) - m) / s, 1e-6);
+      const double y = (double(sr[j]) - mean) * rstd;
+      ASSERT_NEAR(double(ln[i]), y, 2e-5 * (1 + std::abs(y)));
+      ASSERT_NEAR(double(lg[i]), rstd * (double(gr[j]) - mg - y * mgy), 2e-5 * rstd * (1 + std::abs(y)));
+    }
+    // The same bits for the row alone (one call, one row).
+    std::vector<float> one(cols);
+    softmax(xr, 1, cols, one.data());
+    ASSERT_EQ(0, std::memcmp(one.data(), sm.data() + r * cols, cols * sizeof(float)));
+    layer_norm(sr, 1, cols, eps, one.data());
+    ASSERT_EQ(0, std::memcmp(one.data(), ln.data() + r * cols, cols * sizeof(float)));
+    layer_norm_grad(sr, gr, 1, cols, eps, one.data());
+    ASSERT_EQ(0, std::memcmp(one.data(), lg.data() + r * cols, cols * sizeof(float)));
+  }
+}
+
+TEST(FloatRowKernels, MatchDoubleReferencesAndRepeatRowByRow) {
+  for (std::int64_t cols : {1, 7, 15, 16, 17, 49, 64, 100, 1000}) check_float_rows(3, cols);
+  check_float_rows(4000, 64);  // parallel over rows
+}
+
 template <class T, class I>
 void check_xent(std::int64_t rows, std::int64_t cols, double tol) {
   auto x = random_vector<T>(rows * cols, 2, -4, 4);
