@@ -113,8 +113,9 @@ void where(const bool* c, const Shape& sc, const T* a, const Shape& sa, const T*
   });
 }
 
-// The arithmetic ops with loops per instruction-set level (binary_map, unary_map).
+// The binary arithmetic ops with loops per instruction-set level (binary_map).
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+// The unary arithmetic ops with loops per instruction-set level (unary_map).
 enum class UnaryOp { kNegative, kSquare, kSqrt, kRsqrt, kReciprocal, kAbs, kRelu };
 
 // y = a op b with a (sa) and b (sb) broadcast to sy, as map2 with op's function: a + b, a - b,
