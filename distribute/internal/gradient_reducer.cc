@@ -273,7 +273,7 @@ bool GradientReducer::net_advance(Buffer& b) {
 
 void GradientReducer::progress_net() {
   // Allgathers in buffer order (each communicator sees its collectives in one order everywhere).
-  while (gathered_ < started_) {
+  while (gathered_ < issued_) {
     Buffer& b = buffers_[gathered_];
     if (b.net != 1 || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) break;
     net_advance(b);
@@ -307,6 +307,7 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
   op_ = op;
   finishing_ = false;
   started_ = 0;
+  issued_ = 0;
   summed_ = 0;
   gathered_ = 0;
   shared_step_ = uses_shared_memory();
@@ -421,6 +422,7 @@ void GradientReducer::start(Buffer& b) {
     std::lock_guard<std::mutex> lock(mu_);
     b.started = true;
     net_start(b, b.data.data(), b.elements, net_first_, net_second_);
+    ++issued_;
     active_ = threaded_ && !finishing_;
   }
   cv_.notify_one();

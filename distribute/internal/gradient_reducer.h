@@ -175,6 +175,8 @@ class GradientReducer {
   MPI_Comm across_first_ = MPI_COMM_NULL, across_second_ = MPI_COMM_NULL;
   bool compress_ = false;
   std::size_t gathered_ = 0;  // the MPI path: buffers whose allgather is issued (in order)
+  std::size_t issued_ = 0;    // the MPI path: buffers whose alltoall is issued (under mu_: the
+                              // progress thread reads it; started_ is this thread's alone)
   int node_rank_ = 0, node_size_ = 1;
   MPI_Win window_ = MPI_WIN_NULL;
   std::vector<unsigned char*> segments_;
