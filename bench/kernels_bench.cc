@@ -17,7 +17,7 @@
 #include "tape/runtime/variable.h"
 #include "tape/kernels/batch_norm.h"
 #include "tape/kernels/elementwise.h"
-#include "tape/kernels/internal/gemm.h"
+#include "tape/kernels/gemm/internal/eigen.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/gemm/internal/packed.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 
@@ -44,7 +44,7 @@ View<T> view(T* a, std::int64_t n, std::int64_t r, std::int64_t c, std::int64_t 
 template <class T>
 void update_block_row(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int64_t r0, std::int64_t bi,
                       std::int64_t rows) {
-  if (internal::gemm_avx2_runs()) {
+  if (internal::packed_gemm_runs()) {
     // The product into a scratch block, then subtracted (the packed GEMM overwrites its output),
     // kScratchCols columns at a time so that the scratch stays small (it counts against the Newton
     // step's memory budget).
@@ -53,7 +53,7 @@ void update_block_row(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std:
       scratch.resize(static_cast<std::size_t>(rows * kScratchCols));
     for (std::int64_t c0 = r0; c0 < bi + rows; c0 += kScratchCols) {
       const std::int64_t cols = std::min(kScratchCols, bi + rows - c0);
-      internal::gemm_avx2<T>(rows, cols, b, a + bi * n + j, n, false, a + c0 * n + j, n, true, scratch.data(), cols);
+      internal::packed_gemm<T>(rows, cols, b, a + bi * n + j, n, false, a + c0 * n + j, n, true, scratch.data(), cols);
       for (std::int64_t r = 0; r < rows; ++r) {
         T* dst = a + (bi + r) * n + c0;
         const T* src = scratch.data() + r * cols;
@@ -71,7 +71,7 @@ void update_block_row(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std:
 // Panel rows [r0, r0 + rest) of columns [j, j + b): P <- P L11⁻ᵀ, with L11 = A[j:j+b, j:j+b].
 template <class T>
 void solve_panel(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int64_t r0, std::int64_t rest) {
-  if (internal::gemm_avx2_runs()) {
+  if (internal::packed_gemm_runs()) {
     // Blocked substitution on the packed GEMM, kTri columns at a time: P_c -= P_<c L_c,<cᵀ, then
     // P_c <- P_c L_ccᵀ⁻¹ with the kTri x kTri diagonal triangle inverted once per panel (Eigen's
     // triangular solve ran at ~18 GFLOP/s and was a third of the factorisation). Only these small
@@ -93,11 +93,11 @@ void solve_panel(T* a, std::int64_t n, std::int64_t j, std::int64_t b, std::int6
         for (std::int64_t c = 0; c < nblocks; ++c) {
           const std::int64_t cb = c * kTri, w = std::min(kTri, b - cb);
           if (cb > 0) {
-            internal::gemm_avx2<T>(rows, w, cb, p, n, false, a + (j + cb) * n + j, n, true, scratch.data(), w);
+            internal::packed_gemm<T>(rows, w, cb, p, n, false, a + (j + cb) * n + j, n, true, scratch.data(), w);
             for (std::int64_t i = 0; i < rows; ++i)
               for (std::int64_t q = 0; q < w; ++q) p[i * n + cb + q] -= scratch[static_cast<std::size_t>(i * w + q)];
           }
-          internal::gemm_avx2<T>(rows, w, w, p + cb, n, false, inv.data() + c * kTri * kTri, w, true, scratch.data(), w);
+          internal::packed_gemm<T>(rows, w, w, p + cb, n, false, inv.data() + c * kTri * kTri, w, true, scratch.data(), w);
           for (std::int64_t i = 0; i < rows; ++i)
             std::copy_n(scratch.data() + i * w, w, p + i * n + cb);
         }

@@ -11,9 +11,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "tape/kernels/internal/gemm.h"
-#include "tape/kernels/internal/gemm_avx2.h"
-#include "tape/kernels/internal/gemm_eigen.h"
+#include "tape/kernels/gemm/internal/eigen.h"
+#include "tape/kernels/gemm/internal/packed.h"
 #include "tape/kernels/parallel.h"
 
 namespace tapeflow::kernels {
@@ -101,7 +100,7 @@ void matmul_avx2(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t 
   auto block = [&](std::int64_t i, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1,
                    const T* a_next) {
     const T* bi = b + i * b_batch_stride;
-    internal::gemm_avx2(r1 - r0, c1 - c0, k, a_rows(i, r0), lda, ta, tb ? bi + c0 * ldb : bi + c0, ldb, tb,
+    internal::packed_gemm(r1 - r0, c1 - c0, k, a_rows(i, r0), lda, ta, tb ? bi + c0 * ldb : bi + c0, ldb, tb,
                         c + i * m * n + r0 * n + c0, n, a_next);
   };
   // Parts per product: enough that batch * parts spreads evenly over the threads, each part
@@ -144,7 +143,7 @@ void matmul(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, st
     });
     return;
   }
-  if (internal::gemm_avx2_runs() && !eigen_is_faster(m, n)) {
+  if (internal::packed_gemm_runs() && !eigen_is_faster(m, n)) {
     matmul_avx2(a, b, c, batch, m, k, n, transpose_a, transpose_b, a_batch_stride, b_batch_stride);
     return;
   }
@@ -156,7 +155,7 @@ template <class T>
 MatmulRhs<T>::MatmulRhs(const T* b, std::int64_t k, std::int64_t n, bool transpose_b)
     : b_(b), k_(k), n_(n), tb_(transpose_b) {
   // Packed at the level of construction; multiply() falls back to matmul if the level drops.
-  if (internal::gemm_avx2_runs() && k > 0 && !eigen_is_faster(kGemmMinRows, n))
+  if (internal::packed_gemm_runs() && k > 0 && !eigen_is_faster(kGemmMinRows, n))
     packed_ = std::make_unique<internal::PackedB<T>>(k, n, b, transpose_b ? k : n, transpose_b);
 }
 template <class T>
@@ -165,8 +164,8 @@ MatmulRhs<T>::~MatmulRhs() = default;
 template <class T>
 void MatmulRhs<T>::multiply(const T* a, std::int64_t m, T* c, bool transpose_a) const {
   // The same choice as matmul's, so the bits are the same: tiny and thin products do not pack.
-  if (packed_ && internal::gemm_avx2_runs() && m > 0 && m * n_ * k_ > kTinyWork && !eigen_is_faster(m, n_)) {
-    internal::gemm_avx2(m, a, transpose_a ? m : k_, transpose_a, *packed_, c, n_);
+  if (packed_ && internal::packed_gemm_runs() && m > 0 && m * n_ * k_ > kTinyWork && !eigen_is_faster(m, n_)) {
+    internal::packed_gemm(m, a, transpose_a ? m : k_, transpose_a, *packed_, c, n_);
     return;
   }
   matmul(a, b_, c, 1, m, k_, n_, transpose_a, tb_, 0, 0);

@@ -5,10 +5,10 @@
 //           C is contiguous [batch, m, n] and overwritten (k = 0 gives zeros). All row-major.
 //           solve: a [n, n], b [n, nrhs] -> x [n, nrhs].
 // DTypes:   float, double.
-// Facts:    With AVX2 + FMA (internal/gemm_avx2.h) products run on a packed GEMM with a 6 x 16
-//           (float) / 6 x 8 (double) register tile; thin ones (m < 6 or n < 6) on Eigen's GEMV /
-//           lazy products, which measure faster there. Without AVX2 + FMA everything runs on
-//           Eigen's GEMM (internal/gemm.h). Tiny products (m*n*k <= 2048, e.g. the thousands of
+// Facts:    With AVX2 + FMA (gemm/internal/packed.h) products run on a packed GEMM with 6 x 16
+//           (float) / 6 x 8 (double) register tiles, 6 x 32 floats with AVX-512 (same bits); thin
+//           ones (m < 6 or n < 6) on Eigen's GEMV / lazy products, which measure faster there.
+//           Without AVX2 + FMA everything runs on Eigen's GEMM (gemm/internal/eigen.h). Tiny products (m*n*k <= 2048, e.g. the thousands of
 //           7 x 5 x 8 products of a small batched Hessian) run as plain loops on any target:
 //           setup would cost more than the arithmetic.
 //           Parallel over products and over row or column blocks of C (oneTBB, num_threads()),
@@ -26,10 +26,10 @@
 #include <memory>
 
 namespace tapeflow::kernels {
-namespace internal::isa_avx2 {
+namespace internal {
 template <class T>
-class PackedB;  // internal/gemm_avx2.h
-}  // namespace internal::isa_avx2
+class PackedB;  // gemm/internal/packed.h
+}  // namespace internal
 
 // Multiply-adds below which a product runs on the calling thread, and the least work per task.
 inline constexpr std::int64_t kMatmulSerialWork = 128 * 1024;
@@ -59,7 +59,7 @@ class MatmulRhs {
   const T* b_;
   std::int64_t k_, n_;
   bool tb_;
-  std::unique_ptr<internal::isa_avx2::PackedB<T>> packed_;  // null: every product goes through matmul
+  std::unique_ptr<internal::PackedB<T>> packed_;  // null: every product goes through matmul
 };
 
 // Sets Eigen's L1/L2/L3 cache sizes from /sys/devices/system/cpu/cpu0/cache (the VM reports a bogus

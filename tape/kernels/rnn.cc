@@ -13,7 +13,7 @@
 #include "tape/core/cpu_isa.h"
 #include "tape/core/tensor.h"
 #include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
-#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/gemm/internal/packed.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/ukernels/internal/lstm_cell.h"
@@ -172,7 +172,7 @@ void lstm_sequence(const T* x, const T* wx, const T* wh, const T* b, const T* h0
   // takes the packed GEMM as the whole one would (the same bits, and no [steps, rows, 4u] round
   // trip through memory); else all steps in one GEMM up front.
   const std::int64_t least_rows = rows / row_block_count(rows, rows * 4 * u * u);
-  const bool per_block = internal::gemm_avx2_runs() && in > 0 && 4 * u >= internal::kGemmMR &&
+  const bool per_block = internal::packed_gemm_runs() && in > 0 && 4 * u >= internal::kGemmMR &&
                          least_rows >= internal::kGemmMR && least_rows * 4 * u * in >= kMatmulSerialWork;
   std::optional<Scratch<T>> xp;
   std::optional<MatmulRhs<T>> rhs_x;
@@ -225,7 +225,7 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
     return;
   }
   // With the packed GEMM, dz goes straight into the dW GEMM's panels (a row-major copy only for dx).
-  const bool panels = internal::gemm_avx2_runs();
+  const bool panels = internal::packed_gemm_runs();
   const std::int64_t k = in + u + 1;  // rows of [dwx; dwh; db]
   std::optional<DzPanels<T>> dzp;
   if (panels) dzp.emplace(n, 4 * u);
@@ -293,7 +293,7 @@ void lstm_sequence_grad(const T* x, const T* wx, const T* wh, const T* h0, const
         const std::int64_t p0 = np * q / parts, p1 = np * (q + 1) / parts;
         const std::int64_t c0 = p0 * DzPanels<T>::NR, c1 = std::min(4 * u, p1 * DzPanels<T>::NR);
         const typename DzPanels<T>::Part part{&*dzp, p0};
-        internal::gemm_avx2<T>(k, c1 - c0, n, a.get(), k, true, &DzPanels<T>::pack, &part, dw.get() + c0, 4 * u);
+        internal::packed_gemm<T>(k, c1 - c0, n, a.get(), k, true, &DzPanels<T>::pack, &part, dw.get() + c0, 4 * u);
       }
     });
   } else {

@@ -14,7 +14,7 @@
 
 #include "tape/core/cpu_isa.h"
 #include "tape/core/random.h"
-#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/gemm/internal/packed.h"
 #include "tape/kernels/parallel.h"
 #include "tests/kernels/reference.h"
 
@@ -185,23 +185,23 @@ TEST(Matmul, BitwiseEqualAcrossThreadCounts) {
   same_bits_for_any_thread_count<double>(7, 30, 40, 5, true, false, false);     // thin batch (Eigen)
 }
 
-// gemm_avx2 runs only at cpu_isa() >= kAvx2 (tape/core/cpu_isa.h): below, these tests skip.
+// packed_gemm runs only at cpu_isa() >= kAvx2 (tape/core/cpu_isa.h): below, these tests skip.
 #define SKIP_BELOW_AVX2() \
-  if (!internal::gemm_avx2_runs()) GTEST_SKIP() << "kernels' level " << cpu_isa_name(cpu_isa()) << " is below avx2"
+  if (!internal::packed_gemm_runs()) GTEST_SKIP() << "kernels' level " << cpu_isa_name(cpu_isa()) << " is below avx2"
 
-// The property the parallel split relies on: any partition of C into gemm_avx2 calls gives the
+// The property the parallel split relies on: any partition of C into packed_gemm calls gives the
 // bits of one call.
 template <class T>
 void blocks_equal_whole(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb) {
   auto a = random_vector<T>(m * k, 31), b = random_vector<T>(k * n, 32);
   const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
   std::vector<T> whole(m * n), parts(m * n);
-  internal::gemm_avx2(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n);
+  internal::packed_gemm(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n);
   const std::int64_t rows[] = {0, 5, 17, m}, cols[] = {0, 3, 40, n};
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) {
       const std::int64_t r0 = rows[i], c0 = cols[j];
-      internal::gemm_avx2(rows[i + 1] - r0, cols[j + 1] - c0, k, ta ? a.data() + r0 : a.data() + r0 * lda, lda, ta,
+      internal::packed_gemm(rows[i + 1] - r0, cols[j + 1] - c0, k, ta ? a.data() + r0 : a.data() + r0 * lda, lda, ta,
                           tb ? b.data() + c0 * ldb : b.data() + c0, ldb, tb, parts.data() + r0 * n + c0, n);
     }
   EXPECT_EQ(0, std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(T))) << "m" << m << " k" << k << " n" << n;
@@ -215,14 +215,14 @@ TEST(GemmAvx2, AnyPartitionOfCGivesTheSameBits) {
   }
 }
 
-// gemm_avx2 directly (matmul sends thin products to Eigen): every edge of the micro-tile with one
+// packed_gemm directly (matmul sends thin products to Eigen): every edge of the micro-tile with one
 // and with several K blocks, C with a row stride wider than n whose extra columns stay untouched.
 template <class T>
-void check_gemm_avx2(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb) {
+void check_packed_gemm(std::int64_t m, std::int64_t k, std::int64_t n, bool ta, bool tb) {
   auto a = random_vector<T>(m * k, 41), b = random_vector<T>(k * n, 42);
   const std::int64_t ldc = n + 3;
   std::vector<T> c(m * ldc, std::numeric_limits<T>::quiet_NaN());
-  internal::gemm_avx2(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
+  internal::packed_gemm(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
   const auto want = ref_matmul(a.data(), b.data(), m, k, n, ta, tb);
   for (std::int64_t i = 0; i < m; ++i) {
     for (std::int64_t j = 0; j < n; ++j)
@@ -237,14 +237,14 @@ TEST(GemmAvx2, EveryEdgeOfTheMicroTile) {
   for (std::int64_t m = 1; m <= 13; ++m)
     for (std::int64_t n = 1; n <= 33; ++n)
       for (int f = 0; f < 4; ++f) {
-        check_gemm_avx2<float>(m, 1 + (m * n) % 11, n, f & 1, f & 2);
-        if (n <= 17) check_gemm_avx2<double>(m, 1 + (m + n) % 7, n, f & 1, f & 2);
+        check_packed_gemm<float>(m, 1 + (m * n) % 11, n, f & 1, f & 2);
+        if (n <= 17) check_packed_gemm<double>(m, 1 + (m + n) % 7, n, f & 1, f & 2);
       }
   // Several K blocks: every kind of edge tile also accumulates into C.
   for (int f = 0; f < 4; ++f)
     for (std::int64_t m : {1, 5, 6, 7, 13}) {
-      for (std::int64_t n : {3, 8, 12, 16, 24, 35}) check_gemm_avx2<float>(m, 700, n, f & 1, f & 2);
-      for (std::int64_t n : {3, 4, 6, 8, 12, 19}) check_gemm_avx2<double>(m, 600, n, f & 1, f & 2);
+      for (std::int64_t n : {3, 8, 12, 16, 24, 35}) check_packed_gemm<float>(m, 700, n, f & 1, f & 2);
+      for (std::int64_t n : {3, 4, 6, 8, 12, 19}) check_packed_gemm<double>(m, 600, n, f & 1, f & 2);
     }
 }
 

@@ -1,6 +1,6 @@
 // The filter gradient on the packed GEMM with the patches packed straight from x (conv/algorithms.h),
 // or with both operands read in place by the AVX-512 tile (ukernels/filter.cc). AVX2 + FMA copy
-// only (the packed GEMM, internal/gemm_avx2.h).
+// only (the packed GEMM, gemm/internal/packed.h).
 #ifndef TAPEFLOW_KERNEL_ISA
 #error "compiled per instruction-set level with -DTAPEFLOW_KERNEL_ISA=isa_<level> (tape/CMakeLists.txt)"
 #endif
@@ -182,9 +182,9 @@ void conv2d_backprop_filter_packed(const T* x, const T* dy, T* dfilter, const Co
         const auto product = [&](std::int64_t k0, std::int64_t kr, const PatchSource<T>& src, T* out,
                                  std::int64_t ldc) {
           if (compact)
-            internal::gemm_avx2<T>(g.f, n, kr, dy, g.f, kept_rows.data() + k0, pack_patches<T>, &src, out, ldc);
+            internal::packed_gemm<T>(g.f, n, kr, dy, g.f, kept_rows.data() + k0, pack_patches<T>, &src, out, ldc);
           else
-            internal::gemm_avx2<T>(g.f, n, kr, dy + k0 * g.f, g.f, true, pack_patches<T>, &src, out, ldc);
+            internal::packed_gemm<T>(g.f, n, kr, dy + k0 * g.f, g.f, true, pack_patches<T>, &src, out, ldc);
         };
         for (std::int64_t r0 = 0; r0 < rows; r0 += chunk) {
           const auto [k0, k1] = run_of(r0);

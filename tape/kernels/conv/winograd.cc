@@ -65,7 +65,7 @@ bool any_nonfinite(const P& sums) {
 // per (c, f). Bᵀ = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 -1 0 1], G = [1 0; .5 .5; .5 -.5; 0 1],
 // Aᵀ = [1 1 1 0; 0 1 -1 0; 0 1 1 1].
 // The blocks run in fixed units of whole images; per unit and k one FMA chain per element of S_k
-// from 0 (the in-place filter tile on AVX-512, gemm_avx2 otherwise: the same chain), added in unit order
+// from 0 (the in-place filter tile on AVX-512, packed_gemm otherwise: the same chain), added in unit order
 // within fixed groups of units, the groups' sums then added in group order: the same bits for any
 // thread count (threads own groups; every split depends on the shape only) and on either tile.
 constexpr std::int64_t kWinogradFilterUnitBlocks = 48;  // dy blocks per unit at least (whole images)
@@ -168,7 +168,7 @@ bool conv2d_backprop_filter_winograd(const T* x, const T* dy, T* dfilter, const 
             continue;
           }
 #endif
-        internal::gemm_avx2<T>(C, F, blocks, vq, C, true, wq, F, false, first ? sk : part, F);
+        internal::packed_gemm<T>(C, F, blocks, vq, C, true, wq, F, false, first ? sk : part, F);
         if (!first)
           for (std::int64_t e = 0; e < C * F; ++e) sk[e] += part[e];
       }

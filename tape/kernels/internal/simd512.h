@@ -2,11 +2,11 @@
 // CPU with AVX-512 they multiply 32 columns per register row instead of 16, which doubles the FMA
 // width on cores with full 512-bit FMA units (Zen 5 here: 109 -> 218 GFLOP/s per core on a loop of
 // independent FMAs).
-// Facts:    They live in tape/kernels/ukernels/: the convolutions' tiles compiled for the avx512
-//           level (ukernels/internal/vec.h), the packed GEMM's marked TAPEFLOW_AVX512 (a target
-//           attribute) in ukernels/gemm_tiles_512.cc; called by the AVX2 + FMA copies of the
-//           drivers when cpu_isa() is kAvx512 (tape/core/cpu_isa.h). TAPEFLOW_HAVE_AVX512_KERNELS
-//           says whether the copy being compiled may call them.
+// Facts:    They live in tape/kernels/ukernels/, compiled for the avx512 level over
+//           ukernels/internal/vec.h; the convolutions' AVX2 + FMA drivers call them when cpu_isa()
+//           is kAvx512 (tape/core/cpu_isa.h), the packed GEMM's loops (gemm/packed.cc) pick the
+//           level's gemm_block per call. TAPEFLOW_HAVE_AVX512_KERNELS says whether the copy being
+//           compiled may call them.
 //           Every element they produce is the same FMA chain, in the same order, as the AVX2
 //           tiles': results are bit for bit the same at kAvx2 and kAvx512 (tests compare).
 // Switch:   TAPEFLOW_MAX_CPU_ISA=avx2 (or set_max_cpu_isa(CpuIsa::kAvx2)) keeps them off.
@@ -19,10 +19,8 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(TAPEFLOW_NO_AVX512_TILES)
 #define TAPEFLOW_HAVE_AVX512_KERNELS 1
-#define TAPEFLOW_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 #else
 #define TAPEFLOW_HAVE_AVX512_KERNELS 0
-#define TAPEFLOW_AVX512
 #endif
 
 namespace tapeflow::kernels::internal {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tape/kernels/conv.h"
-#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/gemm/internal/packed.h"
 #include "tape/kernels/parallel.h"
 #include "tests/kernels/reference.h"
 #include "tests/testing/isa_cap.h"
@@ -61,7 +61,7 @@ TEST(Avx512Tiles, GemmSameBitsAsAvx2AndRightValues) {
           const std::int64_t ldc = n + 5;
           const auto run = [&] {
             std::vector<float> c(m * ldc, 3.0f);
-            internal::gemm_avx2(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
+            internal::packed_gemm(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
             return c;
           };
           char what[96];
@@ -92,7 +92,7 @@ TEST(Avx512Tiles, PackedBSameBitsAsAvx2) {
     expect_same_bits_both_ways(
         [&] {
           std::vector<float> c(m * n);
-          internal::gemm_avx2(m, a.data(), k, false, packed, c.data(), n);
+          internal::packed_gemm(m, a.data(), k, false, packed, c.data(), n);
           return c;
         },
         what);

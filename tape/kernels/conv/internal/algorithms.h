@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "tape/kernels/conv.h"
-#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/gemm/internal/packed.h"
 
 namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA {
 

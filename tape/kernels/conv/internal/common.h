@@ -23,7 +23,7 @@
 #include <tbb/scalable_allocator.h>
 
 #include "tape/kernels/conv.h"
-#include "tape/kernels/internal/gemm_avx2.h"
+#include "tape/kernels/gemm/internal/packed.h"
 #include "tape/kernels/internal/simd512.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/nn.h"

@@ -1,33 +1,16 @@
-// Eigen's GEMM path of kernels::matmul (portable back end, and the baseline of the benchmarks).
+// Eigen's GEMM path of kernels::matmul (gemm/internal/eigen.h).
 #define EIGEN_DONT_PARALLELIZE
-#include "tape/kernels/internal/gemm.h"
+#include "tape/kernels/gemm/internal/eigen.h"
 
 #include <Eigen/Core>
 
 #include <algorithm>
-#include <cctype>
-#include <fstream>
-#include <string>
 
-#include "tape/kernels/internal/gemm_eigen.h"
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 
 namespace tapeflow::kernels::internal {
 namespace {
-
-// Reads a cache size like "32K" or "32768K" or "1M"; 0 if absent.
-std::int64_t read_cache_size(const std::string& path) {
-  std::ifstream f(path);
-  std::string s;
-  if (!(f >> s) || s.empty()) return 0;
-  std::int64_t v = 0;
-  std::size_t i = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) v = v * 10 + (s[i++] - '0');
-  if (i < s.size() && (s[i] == 'K' || s[i] == 'k')) v *= 1024;
-  else if (i < s.size() && (s[i] == 'M' || s[i] == 'm')) v *= 1024 * 1024;
-  return v;
-}
 
 // Eigen's GEMM blocking with packing buffers that stay allocated per thread. Eigen's own
 // blocking allocates them per product; above 128 KiB that is malloc'd, and glibc trims and
@@ -117,25 +100,6 @@ void gemm_block(const T* a, const T* b, T* c, std::int64_t m, std::int64_t k, st
 constexpr std::int64_t kPerThreadSerialWork = 32 * 1024;
 
 }  // namespace
-
-const CacheSizes& cpu_cache_sizes() {
-  static const CacheSizes sizes = [] {
-    CacheSizes s;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-      std::ifstream lf(dir + "level"), tf(dir + "type");
-      int level = 0;
-      std::string type;
-      if (!(lf >> level) || !(tf >> type) || type == "Instruction") continue;
-      const std::int64_t size = read_cache_size(dir + "size");
-      if (level == 1) s.l1 = size;
-      else if (level == 2) s.l2 = size;
-      else if (level == 3) s.l3 = size;
-    }
-    return s;
-  }();
-  return sizes;
-}
 
 template <class T>
 void matmul_eigen(const T* a, const T* b, T* c, std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n,

@@ -1,22 +1,27 @@
-// Internal pieces of kernels::matmul shared by its two back ends.
-// Facts:    cpu_cache_sizes reads /sys/devices/system/cpu/cpu0/cache once (thread-safe); a level
-//           that is absent reads 0. (The VM reports a bogus L3 through cpuid, so /sys is the source.)
-//           matmul_eigen is matmul on Eigen's products (GEMM with per-thread packing buffers; lazy
+// The Eigen back end of kernels::matmul (gemm/eigen.cc): the portable product, run at the
+// baseline level and for the shapes Eigen multiplies faster (matmul.cc), and the A/B baseline of
+// the benchmarks.
+// Facts:    matmul_eigen is matmul on Eigen's products (GEMM with per-thread packing buffers; lazy
 //           product or GEMV for thin blocks), with matmul's signature and contract. The split:
 //           kFixed cuts the larger output dimension into parts fixed by the shape alone (parts of
 //           >= kEigenPartWork multiply-adds), so results do not depend on the thread count;
-//           kPerThread (the path before the AVX2 kernel, kept for A/B benchmarks) cuts it into
+//           kPerThread (the path before the packed GEMM, kept for A/B benchmarks) cuts it into
 //           one block per thread, and the last bits then change with the thread count.
+//           RowMat, ConstMap and Map are row-major Eigen views of raw buffers.
 #pragma once
+
+#include <Eigen/Core>
 
 #include <cstdint>
 
 namespace tapeflow::kernels::internal {
 
-struct CacheSizes {
-  std::int64_t l1 = 0, l2 = 0, l3 = 0;  // data caches, bytes
-};
-const CacheSizes& cpu_cache_sizes();
+template <class T>
+using RowMat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstMap = Eigen::Map<const RowMat<T>>;
+template <class T>
+using Map = Eigen::Map<RowMat<T>>;
 
 inline constexpr std::int64_t kEigenPartWork = 256 * 1024;
 enum class EigenSplit { kFixed, kPerThread };

@@ -1,17 +1,26 @@
-// The packed GEMM's packing (internal/gemm_pack_avx2.h). Compiled for AVX2 + FMA only
-// (tape/CMakeLists.txt), as internal/gemm_avx2.cc.
-#include "tape/kernels/internal/gemm_pack_avx2.h"
+// The packed GEMM's packing (gemm/internal/tiles.h: pack_a, pack_a_rows, pack_b): 8 x 8 (4 x 4)
+// register transposes for the transposed operands. Compiled for the avx2 level only
+// (tape/CMakeLists.txt): it copies values, so the level that runs it changes no bit.
+#include "tape/kernels/gemm/internal/tiles.h"
 
-#if !TAPEFLOW_GEMM_AVX2
-#error "gemm_pack_avx2.cc is compiled with -mavx2 -mfma only (tape/CMakeLists.txt)"
-#endif
+#include <immintrin.h>
 
 #include <algorithm>
 
-namespace tapeflow::kernels::internal::isa_avx2 {
+#if !defined(TAPEFLOW_KERNEL_LEVEL_avx2)
+#error "ukernels/gemm_pack.cc is compiled for the avx2 level only (tape/CMakeLists.txt)"
+#endif
+
+namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA::uk {
 namespace {
 
-constexpr std::int64_t kMR = kGemmMR;
+constexpr std::int64_t kMR = internal::kGemmMR;
+
+// The B panel's two vectors per p: 8 floats or 4 doubles.
+inline __m256 load2(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256d load2(const double* p) { return _mm256_loadu_pd(p); }
+inline void store2(float* p, __m256 v) { _mm256_store_ps(p, v); }
+inline void store2(double* p, __m256d v) { _mm256_store_pd(p, v); }
 
 // Transposes 8 rows of 8 floats in place: afterwards r[q] = (r0[q], r1[q], ..., r7[q]).
 inline void transpose8(__m256 r[8]) {
@@ -159,9 +168,7 @@ void pack_a_rows(std::int64_t mc, std::int64_t kc, const T* a, std::int64_t lda,
 // padded past nc.
 template <class T>
 void pack_b(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t ldb, bool tb, T* dst) {
-  constexpr std::int64_t NR = kGemmNR<T>;
-  using S = Simd<T>;
-  constexpr int L = S::kLanes;
+  constexpr std::int64_t NR = internal::kGemmNR<T>, L = NR / 2;
   for (std::int64_t j = 0; j < nc; j += NR, dst += NR * kc) {
     const std::int64_t nr = std::min(NR, nc - j);
     if (nr < NR) {
@@ -172,8 +179,8 @@ void pack_b(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t ldb, bool
       const T* src = b + j;
       T* d = dst;
       for (std::int64_t p = 0; p < kc; ++p, d += NR, src += ldb) {
-        S::store(d, S::loadu(src));
-        S::store(d + L, S::loadu(src + L));
+        store2(d, load2(src));
+        store2(d + L, load2(src + L));
       }
     }
   }
@@ -187,4 +194,4 @@ TAPEFLOW_INSTANTIATE(float)
 TAPEFLOW_INSTANTIATE(double)
 #undef TAPEFLOW_INSTANTIATE
 
-}  // namespace tapeflow::kernels::internal::isa_avx2
+}  // namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA::uk
