@@ -5,11 +5,23 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <mutex>
 
+#include "tape/kernels/gemm/internal/packed.h"  // cpu_cache_sizes
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/parallel.h"
 
-namespace tapeflow::kernels::internal {
+namespace tapeflow::kernels {
+
+void configure_eigen_cache() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const internal::CacheSizes& s = internal::cpu_cache_sizes();
+    if (s.l1 > 0 && s.l2 > 0) Eigen::setCpuCacheSizes(s.l1, s.l2, s.l3 > 0 ? s.l3 : s.l2);
+  });
+}
+
+namespace internal {
 namespace {
 
 // Eigen's GEMM blocking with packing buffers that stay allocated per thread. Eigen's own
@@ -96,7 +108,7 @@ void gemm_block(const T* a, const T* b, T* c, std::int64_t m, std::int64_t k, st
   else gemm_colmajor<T, kRow, kRow>(rows, cols, k, lhs, k, rhs, m, res, n);
 }
 
-// kPerThread keeps the thresholds it had before the AVX2 kernel (the A/B baseline).
+// kPerThread keeps the thresholds it had before the packed GEMM (the A/B baseline).
 constexpr std::int64_t kPerThreadSerialWork = 32 * 1024;
 
 }  // namespace
@@ -168,4 +180,5 @@ TAPEFLOW_INSTANTIATE(float)
 TAPEFLOW_INSTANTIATE(double)
 #undef TAPEFLOW_INSTANTIATE
 
-}  // namespace tapeflow::kernels::internal
+}  // namespace internal
+}  // namespace tapeflow::kernels
