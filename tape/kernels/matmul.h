@@ -6,7 +6,7 @@
 //           solve: a [n, n], b [n, nrhs] -> x [n, nrhs].
 // DTypes:   float, double.
 // Facts:    With AVX2 + FMA (gemm/internal/packed.h) products run on a packed GEMM with 6 x 16
-//           (float) / 6 x 8 (double) register tiles, 6 x 32 floats with AVX-512 (same bits); thin
+//           (float) / 6 x 8 (double) register tiles, 6 x 32 / 6 x 16 with AVX-512 (same bits); thin
 //           ones (m < 6 or n < 6) on Eigen's GEMV / lazy products, which measure faster there.
 //           Without AVX2 + FMA everything runs on Eigen's GEMM (gemm/internal/eigen.h). Tiny products (m*n*k <= 2048, e.g. the thousands of
 //           7 x 5 x 8 products of a small batched Hessian) run as plain loops on any target:

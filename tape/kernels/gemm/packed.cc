@@ -11,7 +11,6 @@
 #include <new>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 
 #include "tape/kernels/gemm/internal/tiles.h"
 #include "tape/kernels/internal/conv_isa.h"  // TAPEFLOW_HAS_AVX2_KERNELS
@@ -42,8 +41,7 @@ using BlockFn = void (*)(const GemmBlock<T>&, GemmPrefetch&);
 template <class T>
 BlockFn<T> block_fn() {
 #if !defined(TAPEFLOW_NO_AVX512_TILES)
-  if constexpr (std::is_same_v<T, float>)
-    if (cpu_isa() == CpuIsa::kAvx512) return static_cast<BlockFn<T>>(&isa_avx512::uk::gemm_block);
+  if (cpu_isa() == CpuIsa::kAvx512) return static_cast<BlockFn<T>>(&isa_avx512::uk::gemm_block);
 #endif
   return static_cast<BlockFn<T>>(&isa_avx2::uk::gemm_block);
 }

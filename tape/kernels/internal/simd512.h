@@ -27,8 +27,9 @@ namespace tapeflow::kernels::internal {
 
 // Whether the AVX-512 tiles run: cpu_isa() is kAvx512. Cheap (one relaxed atomic load).
 inline bool avx512_enabled() { return cpu_isa() == CpuIsa::kAvx512; }
-// Whether the tiles for element type T run: avx512_enabled() for floats, never for doubles (their
-// kernels keep the AVX2 tiles). The one place kernels ask.
+// Whether the convolutions' tiles for element type T run: avx512_enabled() for floats, never for
+// doubles (their kernels keep the AVX2 tiles). The one place they ask; the packed GEMM has AVX-512
+// tiles for both (gemm/packed.cc picks them at kAvx512).
 template <class T>
 bool avx512_tiles() {
   if constexpr (std::is_same_v<T, float>) return avx512_enabled();

@@ -1,6 +1,6 @@
 // The packed GEMM's register tiles and the loop over one block's tiles (gemm/internal/tiles.h:
-// gemm_block), one template over ukernels/internal/vec.h compiled for the avx2 level (floats and
-// doubles: 6 x 16 / 6 x 8 tiles) and the avx512 level (floats: 6 x 32 tiles over two adjacent B
+// gemm_block), one template over ukernels/internal/vec.h compiled for the avx2 level (6 x 16 floats,
+// 6 x 8 doubles: one B panel) and the avx512 level (6 x 32 floats, 6 x 16 doubles: two adjacent B
 // panels; tape/CMakeLists.txt).
 #include "tape/kernels/gemm/internal/tiles.h"
 
@@ -162,10 +162,8 @@ void gemm_block_t(const internal::GemmBlock<T>& blk, internal::GemmPrefetch& pf)
 void gemm_block(const internal::GemmBlock<float>& block, internal::GemmPrefetch& prefetch) {
   gemm_block_t(block, prefetch);
 }
-#if !TAPEFLOW_UK_FLOAT_ONLY
 void gemm_block(const internal::GemmBlock<double>& block, internal::GemmPrefetch& prefetch) {
   gemm_block_t(block, prefetch);
 }
-#endif
 
 }  // namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA::uk

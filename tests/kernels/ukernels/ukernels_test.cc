@@ -1,4 +1,4 @@
-// The AVX-512 register tiles (tape/kernels/ukernels/, internal/simd512.h) against the AVX2 ones: the same bits, on every
+// The AVX-512 register tiles (tape/kernels/ukernels/, internal/simd512.h, gemm/internal/tiles.h) against the AVX2 ones: the same bits, on every
 // edge the wide tiles meet (row tiles short of 6, a single panel left after the pairs, a partial
 // panel, several K blocks accumulating through C), and against float64 loops. The levels are forced with set_max_cpu_isa (tape/core/cpu_isa.h).
 #include "tape/kernels/internal/simd512.h"
@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <stdexcept>
 #include <vector>
 
@@ -45,40 +46,68 @@ void expect_same_bits_both_ways(F f, const char* what) {
   EXPECT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float))) << what;
 }
 
-#define SKIP_WITHOUT_AVX512()                                                       \
+#define SKIP_WITHOUT_AVX512() \
   if (host_cpu_isa() < CpuIsa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512F/BW/VL"
+
+// f(m, n, k, ta, tb) over every combination of the sizes and both transpose flags.
+template <class F>
+void for_gemm_cases(std::initializer_list<std::int64_t> ms, std::initializer_list<std::int64_t> ns,
+                    std::initializer_list<std::int64_t> ks, F f) {
+  for (std::int64_t m : ms)
+    for (std::int64_t n : ns)
+      for (std::int64_t k : ks)
+        for (int flags = 0; flags < 4; ++flags) f(m, n, k, (flags & 1) != 0, (flags & 2) != 0);
+}
 
 TEST(Avx512Tiles, GemmSameBitsAsAvx2AndRightValues) {
   SKIP_WITHOUT_AVX512();
   // n: one pair of panels, a pair and a partial panel, a pair and a single, several pairs and a
   // partial one; m: short row tiles; k: one K block and several (C accumulates between them).
-  for (std::int64_t m : {1, 5, 6, 13, 64})
-    for (std::int64_t n : {32, 33, 47, 48, 80, 97})
-      for (std::int64_t k : {1, 19, 700})
-        for (int flags = 0; flags < 4; ++flags) {
-          const bool ta = flags & 1, tb = flags & 2;
-          const auto a = random_vector<float>(m * k, 7), b = random_vector<float>(k * n, 8);
-          const std::int64_t ldc = n + 5;
-          const auto run = [&] {
-            std::vector<float> c(m * ldc, 3.0f);
-            internal::packed_gemm(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
-            return c;
-          };
-          char what[96];
-          std::snprintf(what, sizeof what, "m%ld n%ld k%ld ta%d tb%d", long(m), long(n), long(k), int(ta), int(tb));
-          expect_same_bits_both_ways(run, what);
-          const IsaCap on(CpuIsa::kAvx512);
-          const std::vector<float> c = run();
-          for (std::int64_t i = 0; i < m; ++i) {
-            for (std::int64_t j = 0; j < n; ++j) {
-              double want = 0;
-              for (std::int64_t p = 0; p < k; ++p)
-                want += double(ta ? a[p * m + i] : a[i * k + p]) * double(tb ? b[j * k + p] : b[p * n + j]);
-              ASSERT_NEAR(c[i * ldc + j], want, 1e-5 * (1 + std::sqrt(double(k)))) << what << " at " << i << "," << j;
-            }
-            for (std::int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 3.0f) << what << ": wrote past n";
+  for_gemm_cases(
+      {1, 5, 6, 13, 64}, {32, 33, 47, 48, 80, 97}, {1, 19, 700},
+      [](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb) {
+        const auto a = random_vector<float>(m * k, 7), b = random_vector<float>(k * n, 8);
+        const std::int64_t ldc = n + 5;
+        const auto run = [&] {
+          std::vector<float> c(m * ldc, 3.0f);
+          internal::packed_gemm(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
+          return c;
+        };
+        char what[96];
+        std::snprintf(what, sizeof what, "m%ld n%ld k%ld ta%d tb%d", long(m), long(n), long(k), int(ta), int(tb));
+        expect_same_bits_both_ways(run, what);
+        const IsaCap on(CpuIsa::kAvx512);
+        const std::vector<float> c = run();
+        for (std::int64_t i = 0; i < m; ++i) {
+          for (std::int64_t j = 0; j < n; ++j) {
+            double want = 0;
+            for (std::int64_t p = 0; p < k; ++p)
+              want += double(ta ? a[p * m + i] : a[i * k + p]) * double(tb ? b[j * k + p] : b[p * n + j]);
+            ASSERT_NEAR(c[i * ldc + j], want, 1e-5 * (1 + std::sqrt(double(k)))) << what << " at " << i << "," << j;
           }
+          for (std::int64_t j = n; j < ldc; ++j) ASSERT_EQ(c[i * ldc + j], 3.0f) << what << ": wrote past n";
         }
+      });
+}
+
+// The double tiles of the packed GEMM (6 x 16 at avx512: two panels of 8) against the avx2 ones
+// (6 x 8), on the same edges: short row tiles, a pair and a partial or single panel, several K blocks.
+TEST(Avx512Tiles, GemmDoubleSameBitsAsAvx2) {
+  SKIP_WITHOUT_AVX512();
+  for_gemm_cases({1, 5, 6, 13}, {16, 17, 23, 24, 40, 49}, {1, 19, 600},
+                 [](std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb) {
+                   const auto a = random_vector<double>(m * k, 11), b = random_vector<double>(k * n, 12);
+                   const std::int64_t ldc = n + 3;
+                   const auto run = [&](CpuIsa isa) {
+                     const IsaCap cap(isa);
+                     std::vector<double> c(m * ldc, 3.0);
+                     internal::packed_gemm(m, n, k, a.data(), ta ? m : k, ta, b.data(), tb ? k : n, tb, c.data(), ldc);
+                     return c;
+                   };
+                   const std::vector<double> wide = run(CpuIsa::kAvx512), narrow = run(CpuIsa::kAvx2);
+                   EXPECT_EQ(0, std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(double)))
+                       << "m" << m << " n" << n << " k" << k << " ta" << ta << " tb" << tb;
+                 });
 }
 
 TEST(Avx512Tiles, PackedBSameBitsAsAvx2) {

@@ -7,8 +7,8 @@
 // Facts:    Runs at the kernels' level avx2 or better (packed_gemm_runs(): callers check first).
 //           The loops, packing buffers and blocking are gemm/packed.cc; the register tiles are
 //           one source over ukernels/internal/vec.h (ukernels/gemm.cc), compiled per level:
-//           kGemmMR x 2 vectors, i.e. 6 x 16 floats / 6 x 8 doubles at avx2 and 6 x 32 floats at
-//           avx512 (two adjacent B panels; doubles keep the avx2 tiles there); the packing is
+//           kGemmMR x 2 vectors, i.e. 6 x 16 floats / 6 x 8 doubles at avx2 and 6 x 32 / 6 x 16
+//           at avx512 (two adjacent B panels); the packing is
 //           ukernels/gemm_pack.cc (avx2). B is packed in KC x NR panels, A in MC x KC blocks of
 //           MR-row panels (read in place when n <= 2 NR and A is not transposed); KC, MC, NC from
 //           the cache sizes in /sys (cpu_cache_sizes).

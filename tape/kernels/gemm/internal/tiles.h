@@ -1,8 +1,8 @@
 // The packed GEMM's per-level parts (gemm/internal/packed.h: the product), between its loops
 // (gemm/packed.cc) and the micro-kernel library (tape/kernels/ukernels/):
 //   gemm_block (ukernels/gemm.cc): the macro kernel, all register tiles of one packed block,
-//     one template over ukernels/internal/vec.h compiled per level: isa_avx2::uk (float, double)
-//     and isa_avx512::uk (float);
+//     one template over ukernels/internal/vec.h compiled per level: isa_avx2::uk and
+//     isa_avx512::uk, float and double;
 //   pack_a, pack_a_rows, pack_b (ukernels/gemm_pack.cc): the packing, AVX2 only (isa_avx2::uk;
 //     a copy, so its level changes no bit).
 // Layouts:  pack_a writes kc groups of kGemmMR values per row panel (zero padded past mc), pack_b
@@ -10,8 +10,8 @@
 //           aligned; pack_a and pack_a_rows may write up to 8 values past the end (callers leave
 //           that slack).
 // Facts:    Every element of a tile is the same FMA chain at every level (packed.h); the avx512
-//           float tile spans two adjacent B panels (32 columns) and is the only one with AVX-512
-//           instructions (CTest kernels.avx512_only_in_per_isa_objects).
+//           tiles span two adjacent B panels (32 floats / 16 doubles) and are the only ones with
+//           AVX-512 instructions (CTest kernels.avx512_only_in_per_isa_objects).
 #pragma once
 
 #include <xmmintrin.h>
@@ -81,6 +81,7 @@ void pack_b(std::int64_t kc, std::int64_t nc, const T* b, std::int64_t ldb, bool
 }  // namespace isa_avx2::uk
 namespace isa_avx512::uk {
 TAPEFLOW_GEMM_BLOCK_DECLARE(float)
+TAPEFLOW_GEMM_BLOCK_DECLARE(double)
 }  // namespace isa_avx512::uk
 
 #undef TAPEFLOW_GEMM_BLOCK_DECLARE

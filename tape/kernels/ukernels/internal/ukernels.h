@@ -3,6 +3,7 @@
 // kernels::isa_<level>::uk (tape/CMakeLists.txt), so the same source gives the baseline (SSE), the
 // AVX2 + FMA and the AVX-512 tiles. The drivers (tape/kernels/conv/) call their own level's tiles,
 // and the AVX2 + FMA drivers call isa_avx512::uk's float tiles when avx512_tiles<float>() holds.
+// (The packed GEMM's tiles, ukernels/gemm.cc, are declared with its loops: gemm/internal/tiles.h.)
 // Shapes:   every tile is 2 vectors of columns wide (kTileVectors): NB = 2 x the level's lanes
 //           (baseline 8 floats / 4 doubles, AVX2 16 / 8, AVX-512 32 floats), the drivers' blocks.
 // Facts:    Per output element each tile is one FMA chain in a fixed order that does not depend on

@@ -2,7 +2,7 @@
 // vector of T that the file's compile flags allow, with the few operations the tiles use.
 // Facts:    Included only by ukernels/*.cc, which tape/CMakeLists.txt compiles once per level:
 //           baseline (x86-64-v2: SSE, 4 floats / 2 doubles, no FMA), avx2 (AVX2 + FMA: 8 / 4),
-//           avx512 (AVX-512F/BW/VL: 16 floats; no double tiles at this level).
+//           avx512 (AVX-512F/BW/VL: 16 / 8; the convolutions have no double tiles at this level).
 //           fmadd is one fused multiply-add where the level has FMA, else a multiply then an add
 //           (Eigen's pmadd on the same level: the drivers' packet code rounds alike); relu keeps
 //           v where 0 < v, else 0 (a NaN gives 0), as Eigen's pselect(pcmp_lt(0, v), v, 0).
@@ -29,7 +29,9 @@ template <class T>
 struct Vec;
 
 #if defined(__AVX512F__)
-#define TAPEFLOW_UK_FLOAT_ONLY 1  // AVX-512 tiles for floats only (doubles keep the AVX2 tiles)
+// The convolutions' AVX-512 tiles are for floats only (their doubles keep the AVX2 tiles); the
+// packed GEMM's tiles (ukernels/gemm.cc) use Vec<double> too.
+#define TAPEFLOW_UK_FLOAT_ONLY 1
 template <>
 struct Vec<float> {
   using V = __m512;
@@ -42,6 +44,19 @@ struct Vec<float> {
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V relu(V v) { return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_setzero_ps(), v, _CMP_LT_OQ), v); }
   static void pin(V&, V&) {}  // 32 zmm registers: GCC keeps the operands without help
+};
+template <>
+struct Vec<double> {
+  using V = __m512d;
+  static constexpr int kLanes = 8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V loadu(const double* p) { return _mm512_loadu_pd(p); }
+  static void storeu(double* p, V v) { _mm512_storeu_pd(p, v); }
+  static V set1(double x) { return _mm512_set1_pd(x); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static V relu(V v) { return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(_mm512_setzero_pd(), v, _CMP_LT_OQ), v); }
+  static void pin(V&, V&) {}
 };
 #elif defined(__AVX2__) && defined(__FMA__)
 #define TAPEFLOW_UK_FLOAT_ONLY 0
