@@ -9,16 +9,10 @@
 #include "tape/kernels/reduce.h"
 #include "tape/kernels/ukernels/internal/elementwise_loops.h"
 
-// The copies of ukernels/elementwise_loops.cc (tape/CMakeLists.txt).
-#define TAPEFLOW_ELEMENTWISE_DECLARE(level, unused)                  \
-  namespace tapeflow::kernels::level {                                 \
-  template <class T>                                                   \
-  void fill_elementwise_loops(internal::ElementwiseLoops<T>& loops);  \
-  }
-TAPEFLOW_ISA_LEVELS(TAPEFLOW_ELEMENTWISE_DECLARE, )
-#undef TAPEFLOW_ELEMENTWISE_DECLARE
-
 namespace tapeflow::kernels {
+
+// The copies of ukernels/elementwise_loops.cc (tape/CMakeLists.txt).
+TAPEFLOW_ISA_DECLARE_FILL(ElementwiseLoops, fill_elementwise_loops)
 
 template <class T>
 void broadcast_to(const T* x, const Shape& sx, T* y, const Shape& sy) {

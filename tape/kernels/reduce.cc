@@ -11,16 +11,10 @@
 #include "tape/kernels/ukernels/internal/reduce_loops.h"
 #include "tape/kernels/parallel.h"
 
-// The copies of ukernels/reduce_loops.cc (tape/CMakeLists.txt).
-#define TAPEFLOW_REDUCE_DECLARE(level, unused)     \
-  namespace tapeflow::kernels::level {                     \
-  template <class T>                                       \
-  void fill_reduce_loops(internal::ReduceLoops<T>& loops); \
-  }
-TAPEFLOW_ISA_LEVELS(TAPEFLOW_REDUCE_DECLARE, )
-#undef TAPEFLOW_REDUCE_DECLARE
-
 namespace tapeflow::kernels {
+
+// The copies of ukernels/reduce_loops.cc (tape/CMakeLists.txt).
+TAPEFLOW_ISA_DECLARE_FILL(ReduceLoops, fill_reduce_loops)
 
 namespace internal {
 TAPEFLOW_ISA_TABLE(ReduceLoops, reduce_loops, fill_reduce_loops)

@@ -30,20 +30,27 @@
   LIST(TAPEFLOW_ISA_DECLARE_ONE)                         \
   }
 
-// TAPEFLOW_ISA_LEVELS(X, a): X(isa_<level>, a) for every level this build compiled, lowest first (in
-// CpuIsa order), for kernels that pick their copy otherwise (a table of loops per level).
+// TAPEFLOW_ISA_LEVELS(X, ...): X(isa_<level>, ...) for every level this build compiled, lowest first
+// (in CpuIsa order), for kernels that pick their copy otherwise (a table of loops per level).
 #if TAPEFLOW_HAS_AVX2_KERNELS && !defined(TAPEFLOW_NO_AVX512_TILES)
-#define TAPEFLOW_ISA_LEVELS(X, a) X(isa_baseline, a) X(isa_avx2, a) X(isa_avx512, a)
+#define TAPEFLOW_ISA_LEVELS(X, ...) X(isa_baseline, __VA_ARGS__) X(isa_avx2, __VA_ARGS__) X(isa_avx512, __VA_ARGS__)
 #elif TAPEFLOW_HAS_AVX2_KERNELS
-#define TAPEFLOW_ISA_LEVELS(X, a) X(isa_baseline, a) X(isa_avx2, a)
+#define TAPEFLOW_ISA_LEVELS(X, ...) X(isa_baseline, __VA_ARGS__) X(isa_avx2, __VA_ARGS__)
 #else
-#define TAPEFLOW_ISA_LEVELS(X, a) X(isa_baseline, a)
+#define TAPEFLOW_ISA_LEVELS(X, ...) X(isa_baseline, __VA_ARGS__)
 #endif
 
 // A table of loops per level, for a kernel whose per-level source fills one (isa_<level>::fill<T>
-// (Table<T>&)): inside namespace tapeflow::kernels::internal, TAPEFLOW_ISA_TABLE(Table, getter,
-// fill) defines template <class T> const Table<T>& getter(), the table of cpu_isa()'s level (all
-// filled on the first call).
+// (internal::Table<T>&)): inside namespace tapeflow::kernels, TAPEFLOW_ISA_DECLARE_FILL(Table, fill)
+// declares the per-level fill functions; inside namespace tapeflow::kernels::internal,
+// TAPEFLOW_ISA_TABLE(Table, getter, fill) defines template <class T> const Table<T>& getter(), the
+// table of cpu_isa()'s level (all filled on the first call).
+#define TAPEFLOW_ISA_DECLARE_FILL_ONE(level, Table, fill) \
+  namespace level {                                       \
+  template <class T>                                      \
+  void fill(internal::Table<T>& loops);                   \
+  }
+#define TAPEFLOW_ISA_DECLARE_FILL(Table, fill) TAPEFLOW_ISA_LEVELS(TAPEFLOW_ISA_DECLARE_FILL_ONE, Table, fill)
 #define TAPEFLOW_ISA_FILL_ONE(level, fill) level::fill<T>(tables.emplace_back());
 #define TAPEFLOW_ISA_TABLE(Table, getter, fill)                                                        \
   template <class T>                                                                                   \
