@@ -1,5 +1,6 @@
 #include "tape/core/cpu_isa.h"
 
+#include <algorithm>
 #include <atomic>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
@@ -28,6 +29,15 @@ CpuIsa detect() {
 #endif
 }
 
+// The best level this build compiled kernels for (cmake/tapeflow_isa.cmake): the opt-in native build
+// with GCC < 13 has no avx512 level. Its drivers must not see kAvx512: they would lay data out for
+// AVX-512 tiles that the build lacks (wrong convolution results at avx512 in that build).
+#if defined(TAPEFLOW_NO_AVX512_TILES)
+constexpr int kBuildBest = static_cast<int>(CpuIsa::kAvx2);
+#else
+constexpr int kBuildBest = static_cast<int>(CpuIsa::kAvx512);
+#endif
+
 // The cap: -1 until the first cpu_isa() reads TAPEFLOW_MAX_CPU_ISA.
 std::atomic<int> g_cap{-1};
 
@@ -36,7 +46,7 @@ std::string known_names() { return "baseline, avx2, avx512"; }
 }  // namespace
 
 CpuIsa host_cpu_isa() {
-  static const CpuIsa host = detect();
+  static const CpuIsa host = static_cast<CpuIsa>(std::min(static_cast<int>(detect()), kBuildBest));
   return host;
 }
 
@@ -53,7 +63,7 @@ CpuIsa parse_cpu_isa(std::string_view name, const std::string& what) {
   for (CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512})
     if (name == cpu_isa_name(isa)) {
       if (static_cast<int>(isa) > static_cast<int>(host_cpu_isa()))
-        throw std::invalid_argument(what + ": \"" + std::string(name) + "\" is not supported by this CPU (best: " +
+        throw std::invalid_argument(what + ": \"" + std::string(name) + "\" is not supported by this CPU and build (best: " +
                                     std::string(cpu_isa_name(host_cpu_isa())) + ")");
       return isa;
     }
@@ -74,7 +84,7 @@ CpuIsa cpu_isa() {
 CpuIsa set_max_cpu_isa(CpuIsa isa) {
   if (static_cast<int>(isa) > static_cast<int>(host_cpu_isa()))
     throw std::invalid_argument("set_max_cpu_isa: \"" + std::string(cpu_isa_name(isa)) +
-                                "\" is not supported by this CPU (best: " + std::string(cpu_isa_name(host_cpu_isa())) +
+                                "\" is not supported by this CPU and build (best: " + std::string(cpu_isa_name(host_cpu_isa())) +
                                 ")");
   const CpuIsa previous = cpu_isa();
   g_cap.store(static_cast<int>(isa), std::memory_order_relaxed);

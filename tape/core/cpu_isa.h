@@ -14,11 +14,13 @@
 //           maps excepted: the same bits at every level). At every
 //           level results are the same for any thread count.
 //           On a non-x86-64 build, or with the opt-in TAPEFLOW_NATIVE build, what kBaseline runs is
-//           whatever the compiler targets.
+//           whatever the compiler targets. A build without the avx512 level (TAPEFLOW_NATIVE with
+//           GCC < 13: AVX-512 off, CMakeLists.txt) runs kAvx2 at most: host_cpu_isa() (and so
+//           cpu_isa()) never exceeds the best level the build compiled, whatever the CPU.
 // Env:      TAPEFLOW_MAX_CPU_ISA=baseline|avx2|avx512 caps the level (as ONEDNN_MAX_CPU_ISA /
 //           ATEN_CPU_CAPABILITY do), read on the first call of cpu_isa().
 // Errors:   std::invalid_argument, naming the variable or function and the value, for an unknown
-//           level name or a level this CPU lacks (thrown by cpu_isa(), so by the first kernel call,
+//           level name or a level this CPU (or build) lacks (thrown by cpu_isa(), so by the first kernel call,
 //           for a bad TAPEFLOW_MAX_CPU_ISA; by set_max_cpu_isa / parse_cpu_isa otherwise).
 // Ref:      oneDNN dnnl::set_max_cpu_isa / ONEDNN_MAX_CPU_ISA; PyTorch ATEN_CPU_CAPABILITY.
 #pragma once
@@ -34,7 +36,7 @@ enum class CpuIsa { kBaseline = 0, kAvx2 = 1, kAvx512 = 2 };
 
 // The level the kernels run at now: the best one the CPU supports, capped.
 CpuIsa cpu_isa();
-// The best level this CPU (and OS) supports, ignoring any cap.
+// The best level this CPU (and OS) supports and this build compiled, ignoring any cap.
 CpuIsa host_cpu_isa();
 // Caps the level for the kernels that run from now on (not while kernels run); returns the
 // previous cap. Errors: std::invalid_argument if the CPU lacks `isa`.
