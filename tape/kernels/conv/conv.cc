@@ -5,21 +5,39 @@
 //   conv2d_backprop_filter: Winograd F(3x3, 2x2) | packed GEMM in place | direct | im2col
 //   conv2d_max_pool2d:      direct rows pooled in cache | Winograd F(2x2, 3x3) | indirect GEMM or
 //                           conv2d, then max_pool2d_with_argmax
-// The algorithms live one per file beside this one (conv/algorithms.h).
+// The algorithms live one per file beside this one (conv/algorithms.h). A benchmark or test can force
+// one instead (conv/internal/forced_algorithm.h: forced(), which is kAuto otherwise).
 #ifndef TAPEFLOW_KERNEL_ISA
 #error "compiled per instruction-set level with -DTAPEFLOW_KERNEL_ISA=isa_<level> (tape/CMakeLists.txt)"
 #endif
 #include "tape/kernels/conv/internal/algorithms.h"
 #include "tape/kernels/conv/internal/direct.h"
+#include "tape/kernels/conv/internal/forced_algorithm.h"
 #include "tape/kernels/conv/internal/igemm.h"
 #include "tape/kernels/internal/pool_windows.h"
 
 namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA {
 
+using internal::ConvAlgorithm;
+using internal::throw_forced_conv_algorithm;
+
+namespace {
+ConvAlgorithm forced() { return internal::forced_conv_algorithm(); }
+}  // namespace
+
 template <class T>
 void conv2d(const T* x, const T* filter, T* y, const Conv2DGeometry& g, ConvEpilogue<T> epilogue) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size();
   if (rows == 0 || g.f == 0) return;
+  if (const ConvAlgorithm a = forced(); a != ConvAlgorithm::kAuto) {
+    if (a == ConvAlgorithm::kDirect)
+      conv2d_direct(x, filter, y, g, epilogue);
+    else if (a == ConvAlgorithm::kIgemm)
+      conv2d_igemm(x, filter, y, g, epilogue);
+    else
+      throw_forced_conv_algorithm("conv2d", "is not a forward algorithm (direct, igemm)");
+    return;
+  }
   if (direct(g)) {
     conv2d_direct(x, filter, y, g, epilogue);
     return;
@@ -42,6 +60,15 @@ void conv2d_backprop_input(const T* filter, const T* dy, T* dx, const Conv2DGeom
     std::fill(dx, dx + g.n * g.h * g.w * g.c, T(0));
     return;
   }
+  if (const ConvAlgorithm a = forced(); a != ConvAlgorithm::kAuto) {
+    if (a == ConvAlgorithm::kIgemm)
+      conv2d_backprop_input_igemm(filter, dy, dx, g);
+    else if (a == ConvAlgorithm::kIm2col)
+      conv2d_backprop_input_im2col(filter, dy, dx, g);
+    else
+      throw_forced_conv_algorithm("conv2d_backprop_input", "is not an input-gradient algorithm (igemm, im2col)");
+    return;
+  }
   if (pointwise(g)) {
     matmul(dy, filter, dx, 1, rows, g.f, k, false, true, 0, 0);
     return;
@@ -57,6 +84,39 @@ template <class T>
 void conv2d_backprop_filter(const T* x, const T* dy, T* dfilter, const Conv2DGeometry& g) {
   const std::int64_t rows = g.out_pixels(), k = g.patch_size(), kf = k * g.f;
   [[maybe_unused]] const bool pw = pointwise(g);  // the pointwise case takes the GEMM on x itself
+  const ConvAlgorithm a = forced();
+  if (a != ConvAlgorithm::kAuto && rows > 0 && kf > 0) {
+    const char* kernel = "conv2d_backprop_filter";
+    if (a == ConvAlgorithm::kWinograd || a == ConvAlgorithm::kFilterGemm) {
+#if TAPEFLOW_GEMM_AVX2
+      if (a == ConvAlgorithm::kFilterGemm) {
+        if (!filter_packed<T>(g)) throw_forced_conv_algorithm(kernel, "does not take this shape (C, F)");
+        conv2d_backprop_filter_packed(x, dy, dfilter, g);
+        return;
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        const auto [kh, kw] = winograd_filter<T>(g) ? filter_kept_extent(x, dy, g) : std::pair<std::int64_t, std::int64_t>{1, 1};
+        if (kh % 2 != 0 || kw % 2 != 0 || kh == 0 || kw == 0)
+          throw_forced_conv_algorithm(kernel, "does not take this shape (or dy's nonzero extent is odd)");
+        if (conv2d_backprop_filter_winograd(x, dy, dfilter, g, kh, kw)) return;
+        std::fill(dfilter, dfilter + kf, T(0));
+        conv2d_backprop_filter_direct(x, dy, dfilter, g);  // an inf or NaN: as the direct product gives it
+        return;
+      }
+      throw_forced_conv_algorithm(kernel, "is for float only");
+#else
+      throw_forced_conv_algorithm(kernel, "needs the AVX2 copy (cpu_isa() >= avx2)");
+#endif
+    }
+    std::fill(dfilter, dfilter + kf, T(0));
+    if (a == ConvAlgorithm::kDirect)
+      conv2d_backprop_filter_direct(x, dy, dfilter, g);
+    else if (a == ConvAlgorithm::kIm2col)
+      conv2d_backprop_filter_im2col(x, dy, dfilter, g);
+    else
+      throw_forced_conv_algorithm(kernel, "is not a filter-gradient algorithm (winograd, filter_gemm, direct, im2col)");
+    return;
+  }
 #if TAPEFLOW_GEMM_AVX2
   if constexpr (std::is_same_v<T, float>)
     if (rows > 0 && winograd_filter<T>(g)) {
@@ -88,7 +148,16 @@ void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxI
                        const Conv2DGeometry& g, const Conv2DGeometry& pool, bool relu) {
   if (pool.n * pool.ho * pool.wo * pool.c == 0) return;
   const ConvEpilogue<T> epilogue{bias, false}, activation{nullptr, relu};
-  if (direct(g) && pool_2x2(pool)) {
+  const ConvAlgorithm a = forced();
+  if (a == ConvAlgorithm::kPoolFused && !(direct(g) && pool_2x2(pool)))
+    throw_forced_conv_algorithm("conv2d_max_pool2d", "does not take this shape (C <= 4, a 2x2 stride-2 pool)");
+  if (a == ConvAlgorithm::kWinograd && !winograd_pool<T>(g, pool))
+    throw_forced_conv_algorithm("conv2d_max_pool2d", "does not take this shape (float 3x3 VALID, C and F packets)");
+  if (a != ConvAlgorithm::kAuto && a != ConvAlgorithm::kPoolFused && a != ConvAlgorithm::kWinograd &&
+      a != ConvAlgorithm::kDirect && a != ConvAlgorithm::kIgemm)
+    throw_forced_conv_algorithm("conv2d_max_pool2d", "is not a pooled-forward algorithm (pool_fused, winograd, direct, igemm)");
+  const bool forced_unfused = a == ConvAlgorithm::kDirect || a == ConvAlgorithm::kIgemm;
+  if ((a == ConvAlgorithm::kPoolFused || a == ConvAlgorithm::kAuto) && direct(g) && pool_2x2(pool)) {
     const DirectConv<T> conv(x, filter, g);
     const std::int64_t row = g.wo * g.f;
     parallel_for(pool.n * pool.ho, std::max<std::int64_t>(1, conv.grain() / 2), [&](std::int64_t b, std::int64_t e) {
@@ -105,14 +174,14 @@ void conv2d_max_pool2d(const T* x, const T* filter, const T* bias, T* y, ArgmaxI
     return;
   }
   if constexpr (std::is_same_v<T, float>)
-    if (winograd_pool<T>(g, pool) && conv2d_max_pool2d_winograd(x, filter, bias, y, argmax, g, pool, relu)) return;
+    if (!forced_unfused && winograd_pool<T>(g, pool) && conv2d_max_pool2d_winograd(x, filter, bias, y, argmax, g, pool, relu)) return;
   // From TBB's allocator, as tensors are: it keeps large blocks mapped between calls (operator new
   // went to mmap and paid ~1000 page faults per call for W8's conv2).
   const std::unique_ptr<T, void (*)(void*)> z(
       static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(g.out_pixels() * g.f) * sizeof(T), 64)),
       scalable_aligned_free);
   if (!z) throw std::bad_alloc();
-  if (!direct(g) && !pointwise(g)) {
+  if (a == ConvAlgorithm::kIgemm || (a != ConvAlgorithm::kDirect && !direct(g) && !pointwise(g))) {
     // Only the rows and columns some window reads: a VALID pool drops W8's conv2's last row and
     // column (11 -> 5), a sixth of the product.
     const NeededLines need{std::min(g.ho, (pool.ho - 1) * pool.sh - pool.pad_top + pool.kh),

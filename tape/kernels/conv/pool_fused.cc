@@ -5,6 +5,7 @@
 #error "compiled per instruction-set level with -DTAPEFLOW_KERNEL_ISA=isa_<level> (tape/CMakeLists.txt)"
 #endif
 #include "tape/kernels/conv/internal/direct.h"
+#include "tape/kernels/conv/internal/forced_algorithm.h"
 #include "tape/kernels/internal/pool_windows.h"
 
 namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA {
@@ -27,7 +28,14 @@ bool conv2d_backprop_filter_bias_with_argmax(const T* x, const T* dy, const Argm
     std::fill(dbias, dbias + F, T(0));
     return true;
   }
-  if (!direct(g) || !pool_2x2(pool) || F == 1) {
+  // A forced algorithm (conv/internal/forced_algorithm.h): kPoolFused takes the fast path below or
+  // throws; any other runs conv2d_backprop_filter, which applies it, on a materialised dz.
+  const internal::ConvAlgorithm forced = internal::forced_conv_algorithm();
+  const bool fast = direct(g) && pool_2x2(pool) && F != 1;
+  if (forced == internal::ConvAlgorithm::kPoolFused && !fast)
+    internal::throw_forced_conv_algorithm("conv2d_backprop_filter_bias_with_argmax",
+                                          "does not take this shape (C <= 4, a 2x2 stride-2 pool, F > 1)");
+  if (!fast || (forced != internal::ConvAlgorithm::kAuto && forced != internal::ConvAlgorithm::kPoolFused)) {
     const std::unique_ptr<T, void (*)(void*)> z(
         static_cast<T*>(scalable_aligned_malloc(static_cast<std::size_t>(pixels * F) * sizeof(T), 64)),
         scalable_aligned_free);

@@ -10,9 +10,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tape/core/cpu_isa.h"
+#include "tape/kernels/conv/internal/forced_algorithm.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
 #include "tape/kernels/reduce.h"
@@ -691,5 +694,132 @@ TEST(PoolKernel, TiesGoToTheFirstMaximumAndSameAverageCountsUnpaddedOnly) {
   EXPECT_EQ(picked[9 + 4], ddx[(0 * 4 + 2) * 9 + 4]);  // window (0, 1), channel 4: tap (0, 2)
 }
 
+// The benchmark hook (conv/internal/forced_algorithm.h): every algorithm forced on W8-like shapes it
+// takes matches the naive loops at every level (pooled products: the automatic choice's pool), and
+// forcing one that a kernel, a shape or a level lacks throws, naming the kernel and the algorithm.
+namespace forced_algorithm_test {
+
+using internal::ConvAlgorithm;
+
+struct Forced {
+  explicit Forced(ConvAlgorithm a) : prev(internal::force_conv_algorithm(a)) {}
+  ~Forced() { internal::force_conv_algorithm(prev); }
+  ConvAlgorithm prev;
+};
+
+// Runs f, expecting std::invalid_argument whose message names `kernel` and `algorithm`.
+template <class F>
+void expect_refused(F&& f, const std::string& kernel, ConvAlgorithm algorithm) {
+  Forced force(algorithm);
+  try {
+    f();
+    ADD_FAILURE() << kernel << " ran the forced " << internal::conv_algorithm_name(algorithm);
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(kernel), std::string::npos) << what;
+    EXPECT_NE(what.find(internal::conv_algorithm_name(algorithm)), std::string::npos) << what;
+  }
+}
+
+TEST(ConvForcedAlgorithm, EachAlgorithmMatchesTheNaiveLoopsAtEveryLevel) {
+  using A = ConvAlgorithm;
+  // conv1-like (C = 1: direct) and conv2-like (C = 16: igemm, Winograd, packed) 3x3 VALID, odd outputs.
+  const std::vector<Case> cases = {{2, 12, 11, 1, 3, 3, 20, 1, 1, 1, 1, "VALID"},
+                                   {2, 11, 11, 16, 3, 3, 16, 1, 1, 1, 1, "VALID"}};
+  const CpuIsa host = host_cpu_isa();
+  for (const CpuIsa isa : {CpuIsa::kBaseline, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (isa > host) continue;
+    const CpuIsa previous = set_max_cpu_isa(isa);
+    for (const Case& k : cases) {
+      SCOPED_TRACE(::testing::Message() << cpu_isa_name(isa) << " C=" << k.c);
+      const Conv2DGeometry g = geometry(k);
+      const Conv2DGeometry pg = geometry({g.n, g.ho, g.wo, g.f, 2, 2, g.f, 2, 2, 1, 1, "VALID"});
+      const auto x = random_vector<float>(g.n * g.h * g.w * g.c, 41), f = random_vector<float>(g.patch_size() * g.f, 42);
+      auto dy = random_vector<float>(g.out_pixels() * g.f, 43);
+      for (std::int64_t p = 0; p < g.out_pixels(); ++p)  // a 2x2 pool's gradient: the last row and column zero
+        if (p / g.wo % g.ho >= 2 * pg.ho || p % g.wo >= 2 * pg.wo) std::fill_n(dy.data() + p * g.f, g.f, 0.0f);
+      const std::vector<double> xd(x.begin(), x.end()), fd(f.begin(), f.end()), dyd(dy.begin(), dy.end());
+      const bool wide = k.c >= 16, packed = wide && isa >= CpuIsa::kAvx2;
+      std::vector<float> y(g.out_pixels() * g.f), dx(x.size()), df(f.size()), py(pg.out_pixels() * g.f),
+          want_py(py.size());
+      std::vector<std::int32_t> am(py.size()), want_am(py.size());
+      conv2d_max_pool2d(x.data(), f.data(), static_cast<const float*>(nullptr), want_py.data(), want_am.data(), g, pg);
+      for (const A a : {A::kDirect, A::kIgemm}) {
+        SCOPED_TRACE(internal::conv_algorithm_name(a));
+        Forced force(a);
+        conv2d(x.data(), f.data(), y.data(), g);
+        expect_near(y, ref_conv(xd, fd, g), 2e-5);
+        conv2d_max_pool2d(x.data(), f.data(), static_cast<const float*>(nullptr), py.data(), am.data(), g, pg);
+        expect_near(py, std::vector<double>(want_py.begin(), want_py.end()), 2e-5);
+      }
+      for (const A a : {A::kIgemm, A::kIm2col}) {
+        SCOPED_TRACE(internal::conv_algorithm_name(a));
+        Forced force(a);
+        conv2d_backprop_input(f.data(), dy.data(), dx.data(), g);
+        expect_near(dx, ref_backprop_input(fd, dyd, g), 2e-5);
+      }
+      std::vector<A> filter_algorithms = {A::kDirect, A::kIm2col};
+      if (packed) filter_algorithms.insert(filter_algorithms.end(), {A::kWinograd, A::kFilterGemm});
+      for (const A a : filter_algorithms) {
+        SCOPED_TRACE(internal::conv_algorithm_name(a));
+        Forced force(a);
+        std::fill(df.begin(), df.end(), 7.0f);
+        conv2d_backprop_filter(x.data(), dy.data(), df.data(), g);
+        expect_near(df, ref_backprop_filter(xd, dyd, g), 2e-5);
+      }
+      // The pooled forward's fused algorithms, each where it applies.
+      const A fused = wide ? A::kWinograd : A::kPoolFused;
+      {
+        Forced force(fused);
+        conv2d_max_pool2d(x.data(), f.data(), static_cast<const float*>(nullptr), py.data(), am.data(), g, pg);
+        expect_near(py, std::vector<double>(want_py.begin(), want_py.end()), 2e-5);
+      }
+      // The filter and bias gradients through the argmax: pool_fused (C = 1) and a materialised dz.
+      const auto pdy = random_vector<float>(pg.out_pixels() * g.f, 44);
+      std::vector<float> want_df(df.size()), want_db(g.f), db(g.f);
+      ASSERT_TRUE(conv2d_backprop_filter_bias_with_argmax(x.data(), pdy.data(), want_am.data(), want_df.data(),
+                                                          want_db.data(), g, pg, static_cast<const float*>(nullptr)));
+      for (const A a : {wide ? A::kIm2col : A::kPoolFused, A::kDirect}) {
+        SCOPED_TRACE(internal::conv_algorithm_name(a));
+        Forced force(a);
+        ASSERT_TRUE(conv2d_backprop_filter_bias_with_argmax(x.data(), pdy.data(), want_am.data(), df.data(),
+                                                            db.data(), g, pg, static_cast<const float*>(nullptr)));
+        expect_near(df, std::vector<double>(want_df.begin(), want_df.end()), 2e-5);
+        expect_near(db, std::vector<double>(want_db.begin(), want_db.end()), 2e-5);
+      }
+      // Refusals: not an algorithm of that kernel, not for that shape, not at that level.
+      expect_refused([&] { conv2d(x.data(), f.data(), y.data(), g); }, "conv2d", A::kWinograd);
+      expect_refused([&] { conv2d_backprop_input(f.data(), dy.data(), dx.data(), g); }, "conv2d_backprop_input",
+                     A::kDirect);
+      expect_refused([&] { conv2d_backprop_filter(x.data(), dy.data(), df.data(), g); }, "conv2d_backprop_filter",
+                     A::kPoolFused);
+      if (!packed)
+        for (const A a : {A::kWinograd, A::kFilterGemm})
+          expect_refused([&] { conv2d_backprop_filter(x.data(), dy.data(), df.data(), g); }, "conv2d_backprop_filter",
+                         a);
+      expect_refused(
+          [&] {
+            conv2d_max_pool2d(x.data(), f.data(), static_cast<const float*>(nullptr), py.data(), am.data(), g, pg);
+          },
+          "conv2d_max_pool2d", wide ? A::kPoolFused : A::kWinograd);
+      expect_refused(
+          [&] {
+            conv2d_max_pool2d(x.data(), f.data(), static_cast<const float*>(nullptr), py.data(), am.data(), g, pg);
+          },
+          "conv2d_max_pool2d", A::kIm2col);
+      if (wide)
+        expect_refused(
+            [&] {
+              conv2d_backprop_filter_bias_with_argmax(x.data(), pdy.data(), want_am.data(), df.data(), db.data(), g,
+                                                      pg, static_cast<const float*>(nullptr));
+            },
+            "conv2d_backprop_filter_bias_with_argmax", A::kPoolFused);
+    }
+    set_max_cpu_isa(previous);
+  }
+  EXPECT_EQ(internal::forced_conv_algorithm(), ConvAlgorithm::kAuto);  // every Forced restored it
+}
+
+}  // namespace forced_algorithm_test
 }  // namespace
 }  // namespace tapeflow::kernels
