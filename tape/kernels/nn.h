@@ -95,6 +95,20 @@ void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon
 // dx = r · (dy - mean(dy) - y · mean(dy · y)) per row, r and y recomputed from x (see above).
 template <class T>
 void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx);
+// y = (x - mean) · rsqrt(var + epsilon) · gamma + beta per row (gamma, beta [cols]): layer_norm and
+// the affine in one pass over the row (the same float operations in the same order as layer_norm,
+// then · gamma, then + beta, so without FMA contraction the bits equal the three-op form).
+template <class T>
+void layer_norm_affine(const T* x, const T* gamma, const T* beta, std::int64_t rows, std::int64_t cols,
+                       double epsilon, T* y);
+// layer_norm_affine's gradient from x, gamma and dy, the row moments recomputed from x (each row is
+// read from memory once and stays in L1): dx = layer_norm_grad(x, dy · gamma),
+// dgamma = Σ_rows dy · y, dbeta = Σ_rows dy (dgamma, dbeta [cols]; y = layer_norm(x)). The column
+// sums are taken per fixed chunk of rows (kReduceChunk / cols), chunk partials added in order in
+// double: the bits do not depend on the thread count.
+template <class T>
+void layer_norm_affine_grad(const T* x, const T* gamma, const T* dy, std::int64_t rows, std::int64_t cols,
+                            double epsilon, T* dx, T* dgamma, T* dbeta);
 // y = x · Φ(x), the exact (erf) GELU.
 template <class T>
 void gelu(const T* x, T* y, std::int64_t n);
