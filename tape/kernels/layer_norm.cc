@@ -1,117 +1,61 @@
-// Layer normalization over the last axis (nn.h): the plain and the affine forms, forward and gradient.
+// kernels::layer_norm{,_grad} and layer_norm_affine{,_grad} (nn.h): blocks of rows in parallel,
+// each running the copy of ukernels/layer_norm_loops.cc compiled for cpu_isa()'s level.
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
 
-#include "tape/kernels/internal/row_sums.h"
+#include "tape/kernels/internal/isa_dispatch.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
 
+// X(name, (parameters), (arguments)) for the row loops of every level; T is the element type.
+// gamma null: the plain layer_norm (beta, pg, pb unused).
+#define TAPEFLOW_LAYER_NORM_LOOPS(X)                                                                             \
+  X(layer_norm_rows,                                                                                             \
+    (const T* x, const T* gamma, const T* beta, std::int64_t r0, std::int64_t r1, std::int64_t cols, double eps, \
+     T* y),                                                                                                      \
+    (x, gamma, beta, r0, r1, cols, eps, y))                                                                      \
+  X(layer_norm_grad_rows,                                                                                        \
+    (const T* x, const T* gamma, const T* dy, std::int64_t r0, std::int64_t r1, std::int64_t cols, double eps,   \
+     T* dx, T* pg, T* pb),                                                                                       \
+    (x, gamma, dy, r0, r1, cols, eps, dx, pg, pb))
+
 namespace tapeflow::kernels {
+
+TAPEFLOW_ISA_DECLARE(TAPEFLOW_LAYER_NORM_LOOPS)
+
 namespace {
 
-using internal::for_rows;
-using internal::row_sum16;
+TAPEFLOW_LAYER_NORM_LOOPS(TAPEFLOW_ISA_DISPATCH)
 
-
-// Mean and 1 / sqrt(var + epsilon) of one row, two passes, accumulated in double.
-void row_moments(const double* x, std::int64_t cols, double epsilon, double& mean, double& rstd) {
-  double s = 0;
-  for (std::int64_t j = 0; j < cols; ++j) s += x[j];
-  mean = cols ? s / static_cast<double>(cols) : 0.0;
-  double v = 0;
-  for (std::int64_t j = 0; j < cols; ++j) {
-    const double d = x[j] - mean;
-    v += d * d;
-  }
-  v = cols ? v / static_cast<double>(cols) : 0.0;
-  rstd = 1.0 / std::sqrt(v + epsilon);
-}
-
-// The float moments: two passes (mean, then the centred squares) of 16 float partial sums each;
-// rstd = 1 / sqrt(var + epsilon) in double.
-void row_moments(const float* __restrict x, std::int64_t cols, double epsilon, float& mean, float& rstd) {
-  const float inv_n = cols ? 1.f / static_cast<float>(cols) : 0.f;
-  const float m = row_sum16(cols, [x](std::int64_t j) { return x[j]; }) * inv_n;
-  const float v = row_sum16(cols, [x, m](std::int64_t j) {
-                    const float d = x[j] - m;
-                    return d * d;
-                  }) *
-                  inv_n;
-  mean = m;
-  rstd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(v) + epsilon));
-}
-
-// Σ f(j) over one row: 16 float partials for float, one chain for double.
-template <class T, class F>
-T row_sum(std::int64_t cols, F f) {
-  if constexpr (std::is_same_v<T, float>) {
-    return row_sum16(cols, f);
-  } else {
-    T s = 0;
-    for (std::int64_t j = 0; j < cols; ++j) s += f(j);
-    return s;
-  }
-}
-
-// One row of y = (x - mean) r (· gamma + beta when kAffine).
-template <bool kAffine, class T>
-void forward_row(const T* __restrict xr, const T* __restrict gamma, const T* __restrict beta, std::int64_t cols,
-                 double epsilon, T* __restrict yr) {
-  T m, s;
-  row_moments(xr, cols, epsilon, m, s);
-  if constexpr (kAffine) {
-    for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * s * gamma[j] + beta[j];
-  } else {
-    for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * s;
-  }
-}
-
-// One row of dx = r (u - mean(u) - y mean(u y)) with u = dy (· gamma when kAffine); kAffine also
-// adds dy y to pg and dy to pb (the row's share of dgamma and dbeta).
-template <bool kAffine, class T>
-void grad_row(const T* __restrict xr, const T* __restrict gamma, const T* __restrict gr, std::int64_t cols,
-              double epsilon, T* __restrict dr, T* __restrict pg, T* __restrict pb) {
-  T m, rs;
-  row_moments(xr, cols, epsilon, m, rs);
-  const auto u = [=](std::int64_t j) {
-    if constexpr (kAffine) return gr[j] * gamma[j];
-    else return gr[j];
-  };
-  const T inv_n = T(1) / static_cast<T>(cols);
-  const T mg = row_sum<T>(cols, u) * inv_n;
-  const T mgy = row_sum<T>(cols, [=](std::int64_t j) { return u(j) * ((xr[j] - m) * rs); }) * inv_n;
-  for (std::int64_t j = 0; j < cols; ++j) {
-    const T y = (xr[j] - m) * rs;
-    dr[j] = rs * (u(j) - mg - y * mgy);
-    if constexpr (kAffine) {
-      pg[j] += gr[j] * y;
-      pb[j] += gr[j];
-    }
-  }
+// Runs f(r0, r1) over blocks of rows with about kElementwiseGrain / 8 elements each.
+template <class F>
+void for_row_blocks(std::int64_t rows, std::int64_t cols, F&& f) {
+  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / std::max<std::int64_t>(1, cols)), f);
 }
 
 }  // namespace
 
 template <class T>
 void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y) {
-  for_rows(rows, cols, [&](std::int64_t r) { forward_row<false>(x + r * cols, x, x, cols, epsilon, y + r * cols); });
+  for_row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+    layer_norm_rows<T>(x, nullptr, nullptr, r0, r1, cols, epsilon, y);
+  });
 }
 
 template <class T>
 void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx) {
-  for_rows(rows, cols, [&](std::int64_t r) {
-    grad_row<false, T>(x + r * cols, nullptr, dy + r * cols, cols, epsilon, dx + r * cols, nullptr, nullptr);
+  for_row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+    layer_norm_grad_rows<T>(x, nullptr, dy, r0, r1, cols, epsilon, dx, nullptr, nullptr);
   });
 }
 
 template <class T>
 void layer_norm_affine(const T* x, const T* gamma, const T* beta, std::int64_t rows, std::int64_t cols,
                        double epsilon, T* y) {
-  for_rows(rows, cols,
-           [&](std::int64_t r) { forward_row<true>(x + r * cols, gamma, beta, cols, epsilon, y + r * cols); });
+  for_row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) {
+    layer_norm_rows<T>(x, gamma, beta, r0, r1, cols, epsilon, y);
+  });
 }
 
 template <class T>
@@ -128,8 +72,8 @@ void layer_norm_affine_grad(const T* x, const T* gamma, const T* dy, std::int64_
   parallel_for(chunks, 1, [&](std::int64_t b, std::int64_t e) {
     for (std::int64_t c = b; c < e; ++c) {
       T* pg = part.data() + c * 2 * cols;
-      for (std::int64_t r = c * chunk; r < std::min(rows, (c + 1) * chunk); ++r)
-        grad_row<true>(x + r * cols, gamma, dy + r * cols, cols, epsilon, dx + r * cols, pg, pg + cols);
+      layer_norm_grad_rows<T>(x, gamma, dy, c * chunk, std::min(rows, (c + 1) * chunk), cols, epsilon, dx, pg,
+                              pg + cols);
     }
   });
   std::vector<double> sum(static_cast<std::size_t>(2 * cols), 0.0);

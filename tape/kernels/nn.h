@@ -88,7 +88,9 @@ void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n);
 //           Jacobian of layer_norm (symmetric) applied to dy, with r and y recomputed from x.
 //           gelu: x · Φ(x) with Φ(x) = (1 + erf(x / √2)) / 2; gelu_grad: dx = dy · (Φ(x) + x φ(x)).
 //           Rows / elements are independent, so results do not depend on the thread count.
-//           Outputs must not alias inputs.
+//           The layer_norm row loops are compiled per instruction-set level
+//           (ukernels/layer_norm_loops.cc, no multiply-add contraction): every level gives the
+//           baseline's bits. Outputs must not alias inputs.
 // Ref:      keras.ops.layer_normalization, keras.activations.gelu (approximate=False)
 template <class T>
 void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y);

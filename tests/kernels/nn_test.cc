@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tape/core/cpu_isa.h"
 #include "tests/kernels/reference.h"
 
 namespace tapeflow::kernels {
@@ -147,6 +148,46 @@ TEST(LayerNormAffine, MatchesThreeOpFormAndRepeatsOnAnyThreadCount) {
   check_affine<float>(3000, 64, 1e-6);  // 12 row chunks, parallel
   check_affine<double>(3000, 33, 1e-13);
   check_affine<double>(1, 1, 1e-13);
+}
+
+// The row loops are compiled per instruction-set level (ukernels/layer_norm_loops.cc, no FMA
+// contraction): every level this CPU has gives the baseline's bits, forward and backward.
+template <class T>
+void check_levels_agree(std::int64_t rows, std::int64_t cols) {
+  SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+  const auto x = random_vector<T>(rows * cols, 21, -3, 5), dy = random_vector<T>(rows * cols, 22, -1, 1);
+  const auto gamma = random_vector<T>(cols, 23, -2, 2), beta = random_vector<T>(cols, 24, -1, 1);
+  struct Out {
+    std::vector<T> ln, lg, y, dx, dg, db;
+  };
+  const auto run = [&](CpuIsa isa) {
+    const CpuIsa before = set_max_cpu_isa(isa);
+    Out o{std::vector<T>(x.size()), std::vector<T>(x.size()), std::vector<T>(x.size()), std::vector<T>(x.size()),
+          std::vector<T>(cols), std::vector<T>(cols)};
+    layer_norm(x.data(), rows, cols, 1e-3, o.ln.data());
+    layer_norm_grad(x.data(), dy.data(), rows, cols, 1e-3, o.lg.data());
+    layer_norm_affine(x.data(), gamma.data(), beta.data(), rows, cols, 1e-3, o.y.data());
+    layer_norm_affine_grad(x.data(), gamma.data(), dy.data(), rows, cols, 1e-3, o.dx.data(), o.dg.data(), o.db.data());
+    set_max_cpu_isa(before);
+    return o;
+  };
+  const Out base = run(CpuIsa::kBaseline);
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (host_cpu_isa() < isa) continue;
+    SCOPED_TRACE(std::string(cpu_isa_name(isa)));
+    const Out o = run(isa);
+    EXPECT_EQ(o.ln, base.ln);
+    EXPECT_EQ(o.lg, base.lg);
+    EXPECT_EQ(o.y, base.y);
+    EXPECT_EQ(o.dx, base.dx);
+    EXPECT_EQ(o.dg, base.dg);
+    EXPECT_EQ(o.db, base.db);
+  }
+}
+
+TEST(LayerNormKernels, EveryInstructionSetLevelGivesTheBaselineBits) {
+  for (std::int64_t cols : {1, 15, 16, 33, 64, 200}) check_levels_agree<float>(37, cols);
+  check_levels_agree<double>(37, 33);
 }
 
 template <class T, class I>

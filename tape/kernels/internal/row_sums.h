@@ -1,5 +1,6 @@
-// The row loops of nn.cc and layer_norm.cc. for_rows: rows in parallel, each row one f(r). The float sums: kParts independent partial results (lane k takes
-// the elements j ≡ k mod kParts), combined pairwise in a fixed tree, then the tail in index order.
+// The row loops of nn.cc and ukernels/layer_norm_loops.cc: for_rows runs rows in parallel; the
+// float row sums take kParts independent partial results (lane k takes the elements j ≡ k mod
+// kParts), combined pairwise in a fixed tree, then the tail in index order.
 // Facts:    one accumulator is one dependency chain (an add or max latency per element); kParts of
 //           them vectorize. The order depends on neither the thread count, the ISA nor the row's
 //           alignment, so a row's bits repeat wherever it is computed.
