@@ -54,7 +54,6 @@ struct LayerNormAffineGrads {
 // Errors:   as layer_norm_affine; std::invalid_argument when x and dy differ in shape or dtype.
 // Gradient: for upstream (hx, hg, hb) and J h = layer_norm_grad(x, h): d dy = gamma J hx + hg y + hb;
 //           d gamma = Σ dy J hx; dx = LayerNormGrad's x-gradient at (x, gamma dy, hx) + J (dy hg).
-Tensor layer_norm_affine_grad_dx_only(const Tensor&) = delete;
 LayerNormAffineGrads layer_norm_affine_grad(const Tensor& x, const Tensor& gamma, const Tensor& dy,
                                             double epsilon = 1e-3);
 
