@@ -4,7 +4,8 @@
 // Shapes:   any rank >= 1 -> same shape.
 // Weights:  "<name>/gamma:0" (if scale) then "<name>/beta:0" (if center), of shape
 //           [input_shape[a] for a in axis] (gamma_initializer ones, beta_initializer zeros).
-// Facts:    the fused layer_norm op (tape/ops/normalization_ops.h) over the flattened axes (moved
+// Facts:    for axis [-1] with center and scale the fused layer_norm_affine op; otherwise the
+//           fused layer_norm op (tape/ops/normalization_ops.h) over the flattened axes (moved
 //           last by a transpose when they are not the trailing ones), then * gamma + beta: Keras 3's
 //           (x - mean) · rsqrt(var + epsilon) · gamma + beta with the biased variance. Default
 //           epsilon 1e-3 as Keras. Computes in the layer's dtype: Keras 3 computes in

@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tape/kernels/internal/row_sums.h"
 #include "tape/kernels/parallel.h"
 
 namespace tapeflow::kernels {
@@ -23,18 +24,10 @@ T row_max(const T* x, std::int64_t cols) {
   return m;
 }
 
-// The float row loops: kParts independent partial results (lane k takes the elements j ≡ k mod
-// kParts), combined pairwise in a fixed tree, then the tail in index order. One accumulator is one
-// dependency chain (an add or max latency per element); kParts of them vectorize. The order does
-// not depend on the thread count or the ISA.
-constexpr int kParts = 16;
-
-template <class Op>
-float combine_parts(float (&part)[kParts], Op op) {
-  for (int w = kParts / 2; w >= 1; w /= 2)
-    for (int k = 0; k < w; ++k) part[k] = op(part[k], part[k + w]);
-  return part[0];
-}
+using internal::combine_parts;
+using internal::kParts;
+using internal::for_rows;
+using internal::row_sum16;
 
 // max of x[0, cols) (cols >= 1); a NaN is skipped as in row_max (the row's result is NaN anyway).
 float row_max16(const float* __restrict x, std::int64_t cols) {
@@ -66,18 +59,6 @@ void exp_shifted(const float* __restrict x, float m, float* __restrict y, std::i
   }
 }
 
-// Σ f(j) over [0, cols) with kParts float partial sums.
-template <class F>
-float row_sum16(std::int64_t cols, F f) {
-  float part[kParts] = {};
-  std::int64_t j = 0;
-  for (; j + kParts <= cols; j += kParts)
-    for (int k = 0; k < kParts; ++k) part[k] += f(j + k);
-  float s = combine_parts(part, [](float a, float b) { return a + b; });
-  for (; j < cols; ++j) s += f(j);
-  return s;
-}
-
 // log(sum(exp(x))) over one row, shifted by the row max for stability.
 template <class T>
 T log_sum_exp(const T* x, std::int64_t cols) {
@@ -87,13 +68,6 @@ T log_sum_exp(const T* x, std::int64_t cols) {
   return m + std::log(s);
 }
 
-template <class F>
-void for_rows(std::int64_t rows, std::int64_t cols, F&& f) {
-  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / std::max<std::int64_t>(1, cols)),
-               [&](std::int64_t b, std::int64_t e) {
-                 for (std::int64_t r = b; r < e; ++r) f(r);
-               });
-}
 
 // Runs f(begin, end) over [0, n) in parallel chunks of at least kElementwiseGrain.
 template <class F>
@@ -313,87 +287,6 @@ template void sparse_softmax_xent<double, std::int32_t>(const double*, const std
 template void sparse_softmax_xent<double, std::int64_t>(const double*, const std::int64_t*, std::int64_t,
                                                         std::int64_t, double*, double*);
 
-// Mean and 1 / sqrt(var + epsilon) of one row, two passes, accumulated in double.
-template <class T>
-static void row_moments(const T* x, std::int64_t cols, double epsilon, double& mean, double& rstd) {
-  double s = 0;
-  for (std::int64_t j = 0; j < cols; ++j) s += static_cast<double>(x[j]);
-  mean = cols ? s / static_cast<double>(cols) : 0.0;
-  double v = 0;
-  for (std::int64_t j = 0; j < cols; ++j) {
-    const double d = static_cast<double>(x[j]) - mean;
-    v += d * d;
-  }
-  v = cols ? v / static_cast<double>(cols) : 0.0;
-  rstd = 1.0 / std::sqrt(v + epsilon);
-}
-
-// The float moments: two passes (mean, then the centred squares) of 16 float partial sums each;
-// rstd = 1 / sqrt(var + epsilon) in double.
-static void row_moments16(const float* __restrict x, std::int64_t cols, double epsilon, float& mean, float& rstd) {
-  const float inv_n = cols ? 1.f / static_cast<float>(cols) : 0.f;
-  const float m = row_sum16(cols, [x](std::int64_t j) { return x[j]; }) * inv_n;
-  const float v = row_sum16(cols, [x, m](std::int64_t j) {
-                    const float d = x[j] - m;
-                    return d * d;
-                  }) *
-                  inv_n;
-  mean = m;
-  rstd = static_cast<float>(1.0 / std::sqrt(static_cast<double>(v) + epsilon));
-}
-
-template <class T>
-void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y) {
-  for_rows(rows, cols, [&](std::int64_t r) {
-    const T* __restrict xr = x + r * cols;
-    T* __restrict yr = y + r * cols;
-    T m, s;
-    if constexpr (std::is_same_v<T, float>) {
-      row_moments16(xr, cols, epsilon, m, s);
-    } else {
-      row_moments(xr, cols, epsilon, m, s);
-    }
-    for (std::int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * s;
-  });
-}
-
-template <class T>
-void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx) {
-  if constexpr (std::is_same_v<T, float>) {
-    for_rows(rows, cols, [&](std::int64_t r) {
-      const float* __restrict xr = x + r * cols;
-      const float* __restrict gr = dy + r * cols;
-      float* __restrict dr = dx + r * cols;
-      float m, rs;
-      row_moments16(xr, cols, epsilon, m, rs);
-      const float inv_n = 1.f / static_cast<float>(cols);
-      const float mg = row_sum16(cols, [gr](std::int64_t j) { return gr[j]; }) * inv_n;
-      const float mgy = row_sum16(cols, [=](std::int64_t j) { return gr[j] * ((xr[j] - m) * rs); }) * inv_n;
-      for (std::int64_t j = 0; j < cols; ++j) dr[j] = rs * (gr[j] - mg - ((xr[j] - m) * rs) * mgy);
-    });
-    return;
-  }
-  for_rows(rows, cols, [&](std::int64_t r) {
-    const T* xr = x + r * cols;
-    const T* gr = dy + r * cols;
-    T* dr = dx + r * cols;
-    double mean, rstd;
-    row_moments(xr, cols, epsilon, mean, rstd);
-    double sg = 0, sgy = 0;
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const double yj = (static_cast<double>(xr[j]) - mean) * rstd;
-      sg += static_cast<double>(gr[j]);
-      sgy += static_cast<double>(gr[j]) * yj;
-    }
-    const double n = static_cast<double>(cols);
-    const double mg = sg / n, mgy = sgy / n;
-    for (std::int64_t j = 0; j < cols; ++j) {
-      const double yj = (static_cast<double>(xr[j]) - mean) * rstd;
-      dr[j] = static_cast<T>(rstd * (static_cast<double>(gr[j]) - mg - yj * mgy));
-    }
-  });
-}
-
 // Eigen's arrays evaluate erf and exp in packets for float (its rational erf approximation);
 // double goes through the same expressions (Eigen calls std::erf per element there).
 template <class T>
@@ -418,13 +311,11 @@ void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n) {
   });
 }
 
-#define TAPEFLOW_NORMALIZATION_KERNELS(T)                                                            \
-  template void layer_norm<T>(const T*, std::int64_t, std::int64_t, double, T*);                     \
-  template void layer_norm_grad<T>(const T*, const T*, std::int64_t, std::int64_t, double, T*);      \
+#define TAPEFLOW_GELU_KERNELS(T)                                                            \
   template void gelu<T>(const T*, T*, std::int64_t);                                                 \
   template void gelu_grad<T>(const T*, const T*, T*, std::int64_t);
-TAPEFLOW_NORMALIZATION_KERNELS(float)
-TAPEFLOW_NORMALIZATION_KERNELS(double)
-#undef TAPEFLOW_NORMALIZATION_KERNELS
+TAPEFLOW_GELU_KERNELS(float)
+TAPEFLOW_GELU_KERNELS(double)
+#undef TAPEFLOW_GELU_KERNELS
 
 }  // namespace tapeflow::kernels

@@ -88,13 +88,29 @@ void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n);
 //           Jacobian of layer_norm (symmetric) applied to dy, with r and y recomputed from x.
 //           gelu: x · Φ(x) with Φ(x) = (1 + erf(x / √2)) / 2; gelu_grad: dx = dy · (Φ(x) + x φ(x)).
 //           Rows / elements are independent, so results do not depend on the thread count.
-//           Outputs must not alias inputs.
+//           The layer_norm row loops are compiled per instruction-set level
+//           (ukernels/layer_norm_loops.cc, no multiply-add contraction): every level gives the
+//           baseline's bits. Outputs must not alias inputs.
 // Ref:      keras.ops.layer_normalization, keras.activations.gelu (approximate=False)
 template <class T>
 void layer_norm(const T* x, std::int64_t rows, std::int64_t cols, double epsilon, T* y);
 // dx = r · (dy - mean(dy) - y · mean(dy · y)) per row, r and y recomputed from x (see above).
 template <class T>
 void layer_norm_grad(const T* x, const T* dy, std::int64_t rows, std::int64_t cols, double epsilon, T* dx);
+// y = (x - mean) · rsqrt(var + epsilon) · gamma + beta per row (gamma, beta [cols]): layer_norm and
+// the affine in one pass over the row (the same float operations in the same order as layer_norm,
+// then · gamma, then + beta, so without FMA contraction the bits equal the three-op form).
+template <class T>
+void layer_norm_affine(const T* x, const T* gamma, const T* beta, std::int64_t rows, std::int64_t cols,
+                       double epsilon, T* y);
+// layer_norm_affine's gradient from x, gamma and dy, the row moments recomputed from x (each row is
+// read from memory once and stays in L1): dx = layer_norm_grad(x, dy · gamma),
+// dgamma = Σ_rows dy · y, dbeta = Σ_rows dy (dgamma, dbeta [cols]; y = layer_norm(x)). The column
+// sums are taken per fixed chunk of rows (kReduceChunk / cols), chunk partials added in order in
+// double: the bits do not depend on the thread count.
+template <class T>
+void layer_norm_affine_grad(const T* x, const T* gamma, const T* dy, std::int64_t rows, std::int64_t cols,
+                            double epsilon, T* dx, T* dgamma, T* dbeta);
 // y = x · Φ(x), the exact (erf) GELU.
 template <class T>
 void gelu(const T* x, T* y, std::int64_t n);

@@ -37,9 +37,9 @@ void register_conv_ops(OpRegistry& registry);
 // MaxPoolGradGrad, MaxPoolGradWithArgmax, MaxPoolGradGradWithArgmax, AvgPoolGrad) to `registry`.
 // Errors: std::invalid_argument if one of its op names is already registered (OpRegistry::add).
 void register_pool_ops(OpRegistry& registry);
-// Adds the ops of tape/ops/normalization_ops.h (LayerNorm, LayerNormGrad, Gelu, GeluGrad) to
-// `registry`. Errors: std::invalid_argument if one of its op names is already registered
-// (OpRegistry::add).
+// Adds the ops of tape/ops/normalization_ops.h (LayerNorm, LayerNormGrad, LayerNormAffine,
+// LayerNormAffineGrad, Gelu, GeluGrad) to `registry`. Errors: std::invalid_argument if one of its
+// op names is already registered (OpRegistry::add).
 void register_normalization_ops(OpRegistry& registry);
 // Adds the recurrent ops of tape/ops/rnn_ops.h (LSTMBlockCell) to `registry`. Errors:
 // std::invalid_argument if one of its op names is already registered (OpRegistry::add).

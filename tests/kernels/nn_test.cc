@@ -2,6 +2,7 @@
 
 #include <Eigen/Core>  // EIGEN_VECTORIZE_FMA
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tape/core/cpu_isa.h"
 #include "tests/kernels/reference.h"
 
 namespace tapeflow::kernels {
@@ -93,6 +95,99 @@ void check_float_rows(std::int64_t rows, std::int64_t cols) {
 TEST(FloatRowKernels, MatchDoubleReferencesAndRepeatRowByRow) {
   for (std::int64_t cols : {1, 7, 15, 16, 17, 49, 64, 100, 1000}) check_float_rows(3, cols);
   check_float_rows(4000, 64);  // parallel over rows
+}
+
+// layer_norm_affine against layer_norm then · gamma + beta (the same float operations: equal bits
+// unless FMA contracts them), and layer_norm_affine_grad against layer_norm_grad of dy · gamma and
+// double column sums; dgamma and dbeta bit-identical on 1, 2 and 3 threads (fixed row chunks).
+template <class T>
+void check_affine(std::int64_t rows, std::int64_t cols, double tol) {
+  SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+  const auto x = random_vector<T>(rows * cols, 11, 97, 103), dy = random_vector<T>(rows * cols, 12, -1, 1);
+  const auto gamma = random_vector<T>(cols, 13, -2, 2), beta = random_vector<T>(cols, 14, -1, 1);
+  const double eps = 1e-3;
+  std::vector<T> y(x.size()), ln(x.size()), dx(x.size()), u(x.size()), lg(x.size());
+  layer_norm_affine(x.data(), gamma.data(), beta.data(), rows, cols, eps, y.data());
+  layer_norm(x.data(), rows, cols, eps, ln.data());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::size_t j = i % static_cast<std::size_t>(cols);
+    const T want = ln[i] * gamma[j] + beta[j];
+#ifdef EIGEN_VECTORIZE_FMA
+    ASSERT_NEAR(double(y[i]), double(want), tol * (1 + std::abs(double(want))));
+#else
+    ASSERT_EQ(y[i], want) << "element " << i;
+#endif
+    u[i] = dy[i] * gamma[j];
+  }
+  layer_norm_grad(x.data(), u.data(), rows, cols, eps, lg.data());
+  std::vector<T> dg(cols), db(cols);
+  layer_norm_affine_grad(x.data(), gamma.data(), dy.data(), rows, cols, eps, dx.data(), dg.data(), db.data());
+  ASSERT_EQ(0, std::memcmp(dx.data(), lg.data(), x.size() * sizeof(T)));
+  for (std::int64_t j = 0; j < cols; ++j) {
+    double sg = 0, sb = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      sg += double(dy[r * cols + j]) * double(ln[r * cols + j]);
+      sb += double(dy[r * cols + j]);
+    }
+    ASSERT_NEAR(double(dg[j]), sg, tol * (1 + std::abs(sg)) * std::sqrt(double(rows)));
+    ASSERT_NEAR(double(db[j]), sb, tol * (1 + std::abs(sb)) * std::sqrt(double(rows)));
+  }
+  for (int threads : {1, 2, 3}) {
+    std::vector<T> dx2(x.size()), dg2(cols), db2(cols);
+    tbb::task_arena(threads).execute([&] {
+      layer_norm_affine_grad(x.data(), gamma.data(), dy.data(), rows, cols, eps, dx2.data(), dg2.data(), db2.data());
+    });
+    ASSERT_EQ(0, std::memcmp(dx2.data(), dx.data(), x.size() * sizeof(T))) << threads << " threads";
+    ASSERT_EQ(0, std::memcmp(dg2.data(), dg.data(), cols * sizeof(T))) << threads << " threads";
+    ASSERT_EQ(0, std::memcmp(db2.data(), db.data(), cols * sizeof(T))) << threads << " threads";
+  }
+}
+
+TEST(LayerNormAffine, MatchesThreeOpFormAndRepeatsOnAnyThreadCount) {
+  for (std::int64_t cols : {1, 7, 16, 17, 64, 100}) check_affine<float>(5, cols, 1e-6);
+  check_affine<float>(3000, 64, 1e-6);  // 12 row chunks, parallel
+  check_affine<double>(3000, 33, 1e-13);
+  check_affine<double>(1, 1, 1e-13);
+}
+
+// The row loops are compiled per instruction-set level (ukernels/layer_norm_loops.cc, no FMA
+// contraction): every level this CPU has gives the baseline's bits, forward and backward.
+template <class T>
+void check_levels_agree(std::int64_t rows, std::int64_t cols) {
+  SCOPED_TRACE("rows " + std::to_string(rows) + " cols " + std::to_string(cols));
+  const auto x = random_vector<T>(rows * cols, 21, -3, 5), dy = random_vector<T>(rows * cols, 22, -1, 1);
+  const auto gamma = random_vector<T>(cols, 23, -2, 2), beta = random_vector<T>(cols, 24, -1, 1);
+  struct Out {
+    std::vector<T> ln, lg, y, dx, dg, db;
+  };
+  const auto run = [&](CpuIsa isa) {
+    const CpuIsa before = set_max_cpu_isa(isa);
+    Out o{std::vector<T>(x.size()), std::vector<T>(x.size()), std::vector<T>(x.size()), std::vector<T>(x.size()),
+          std::vector<T>(cols), std::vector<T>(cols)};
+    layer_norm(x.data(), rows, cols, 1e-3, o.ln.data());
+    layer_norm_grad(x.data(), dy.data(), rows, cols, 1e-3, o.lg.data());
+    layer_norm_affine(x.data(), gamma.data(), beta.data(), rows, cols, 1e-3, o.y.data());
+    layer_norm_affine_grad(x.data(), gamma.data(), dy.data(), rows, cols, 1e-3, o.dx.data(), o.dg.data(), o.db.data());
+    set_max_cpu_isa(before);
+    return o;
+  };
+  const Out base = run(CpuIsa::kBaseline);
+  for (CpuIsa isa : {CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (host_cpu_isa() < isa) continue;
+    SCOPED_TRACE(std::string(cpu_isa_name(isa)));
+    const Out o = run(isa);
+    EXPECT_EQ(o.ln, base.ln);
+    EXPECT_EQ(o.lg, base.lg);
+    EXPECT_EQ(o.y, base.y);
+    EXPECT_EQ(o.dx, base.dx);
+    EXPECT_EQ(o.dg, base.dg);
+    EXPECT_EQ(o.db, base.db);
+  }
+}
+
+TEST(LayerNormKernels, EveryInstructionSetLevelGivesTheBaselineBits) {
+  for (std::int64_t cols : {1, 15, 16, 33, 64, 200}) check_levels_agree<float>(37, cols);
+  check_levels_agree<double>(37, 33);
 }
 
 template <class T, class I>

@@ -28,6 +28,30 @@ TEST(LayerNormalizationLayer, Errors) {
                   HasSubstr("LayerNormalization 'ln2': expected the normalized axes to have shape [3] (as built), got input shape [2, 4]")));
 }
 
+TEST(LayerNormalizationLayer, FusedPathEqualsTheComposedOps) {
+  // axis -1 with center and scale runs layer_norm_affine: its output and gradients (x, gamma, beta)
+  // equal layer_norm(x) * gamma + beta, float32 and float64; the other settings keep the general path.
+  for (tf::DType dt : {tf::DType::kFloat32, tf::DType::kFloat64}) {
+    const double tol = dt == tf::DType::kFloat32 ? 1e-5 : 1e-12;
+    tf::Generator g(3);
+    const tf::Tensor x = tf::cast(tf::random_normal({4, 5, 24}, g), dt), w = tf::cast(tf::random_normal({4, 5, 24}, g), dt);
+    L::LayerNormalization ln({.epsilon = 1e-2, .dtype = dt});
+    ln.build(x.shape());
+    const std::vector<tf::Variable> vars = ln.trainable_variables();  // gamma, beta
+    vars[0].assign(tf::cast(tf::random_normal({24}, g), dt));
+    vars[1].assign(tf::cast(tf::random_normal({24}, g), dt));
+    tf::GradientTape fused({.persistent = true}), composed({.persistent = true});
+    fused.watch(x);
+    composed.watch(x);
+    const tf::Tensor y = ln(x);
+    const tf::Tensor want = tf::layer_norm(x, 1e-2) * vars[0].read() + vars[1].read();
+    EXPECT_TRUE(tf::testing::all_close(y, want, tol, tol));
+    const auto gy = fused.gradient(tf::reduce_sum(y * w), {x, vars[0], vars[1]});
+    const auto gw = composed.gradient(tf::reduce_sum(want * w), {x, vars[0], vars[1]});
+    for (int i = 0; i < 3; ++i) EXPECT_TRUE(tf::testing::all_close(*gy[i], *gw[i], tol, tol)) << i;
+  }
+}
+
 TEST(MultiHeadAttentionLayer, Errors) {
   EXPECT_THAT([] { L::MultiHeadAttention({.num_heads = 0, .key_dim = 2}); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("num_heads and key_dim must be >= 1")));
