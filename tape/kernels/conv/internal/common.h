@@ -1,6 +1,6 @@
 // Helpers shared by the convolution algorithms (tape/kernels/conv/*.cc) and the pooling kernels,
 // compiled into each per-level copy (namespace isa_<level>, TAPEFLOW_KERNEL_ISA): output tiles,
-// panels, the epilogue, streaming stores, the nonzero extent of a gradient.
+// panels, the epilogue, the nonzero extent of a gradient (streaming stores: ukernels/internal/stream.h).
 #pragma once
 #ifndef TAPEFLOW_KERNEL_ISA
 #error "compiled per instruction-set level with -DTAPEFLOW_KERNEL_ISA=isa_<level> (tape/CMakeLists.txt)"
@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <immintrin.h>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -28,6 +27,7 @@
 #include "tape/kernels/matmul.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
+#include "tape/kernels/ukernels/internal/stream.h"
 #include "tape/kernels/reduce.h"
 #include "tape/kernels/internal/conv_isa.h"
 #include "tape/kernels/ukernels/internal/ukernels.h"
@@ -104,32 +104,6 @@ template <class T>
 bool stream_output(const T* out, std::int64_t bytes) {
   constexpr std::size_t P = sizeof(typename ei::packet_traits<T>::type);
   return bytes >= kConvStreamBytes && reinterpret_cast<std::uintptr_t>(out) % P == 0;
-}
-
-// Orders a task's streaming stores before whatever follows it (they are weakly ordered).
-struct StreamFence {
-  bool active;
-  explicit StreamFence(bool a) : active(a) {}
-  StreamFence(const StreamFence&) = delete;
-  StreamFence& operator=(const StreamFence&) = delete;
-  ~StreamFence() {
-    if (active) _mm_sfence();
-  }
-};
-
-// Non-temporal store of a packet to a packet-aligned address (a plain aligned store without AVX).
-template <class T, class P>
-void stream_packet(T* p, const P& v) {
-#if defined(__AVX__)
-  if constexpr (sizeof(P) == 32 && std::is_same_v<T, float>) {
-    _mm256_stream_ps(p, v);
-    return;
-  } else if constexpr (sizeof(P) == 32 && std::is_same_v<T, double>) {
-    _mm256_stream_pd(p, v);
-    return;
-  }
-#endif
-  ei::pstore(p, v);
 }
 
 // panel[i][q][c] = x[n, oh*sh - pad_top + i*dh, q - pad_left, c] for q < width, 0 in the padding.

@@ -40,7 +40,7 @@ struct GemmPrefetch {
   // After each tile.
   void step() {
     for (std::int64_t s = 0; s < per_step && row < rows; ++s) {
-      _mm_prefetch(base + row * stride + line * 64, _MM_HINT_T1);
+      __builtin_prefetch(base + row * stride + line * 64, 0, 2);  // prefetcht1: into L2
       if (++line == lines_per_row) line = 0, ++row;
     }
   }
