@@ -14,7 +14,6 @@
 //           AVX-512 instructions (CTest kernels.avx512_only_in_per_isa_objects).
 #pragma once
 
-#include <xmmintrin.h>
 
 #include <cstdint>
 
