@@ -16,8 +16,10 @@ CC_CLANG="${CXX_CLANG/clang++/clang}"
 JOBS="${JOBS:-$(nproc)}"
 echo "build_clang: $("$CXX_CLANG" --version | head -1)"
 start=$(date +%s)
-cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAPEFLOW_BUILD_BENCH=OFF \
-  -DCMAKE_C_COMPILER="$CC_CLANG" -DCMAKE_CXX_COMPILER="$CXX_CLANG" >/dev/null
+# Warnings are errors here too; the interoperability tests use the venv scripts/setup.sh made.
+venv="$(cd "$(dirname "${TAPEFLOW_VENV:-build/venv}")" && pwd)/$(basename "${TAPEFLOW_VENV:-build/venv}")"
+cmake -S . -B build-clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DTAPEFLOW_BUILD_BENCH=OFF -DTAPEFLOW_WERROR=ON \
+  -DTAPEFLOW_VENV="$venv" -DCMAKE_C_COMPILER="$CC_CLANG" -DCMAKE_CXX_COMPILER="$CXX_CLANG" >/dev/null
 cmake --build build-clang -j "$JOBS"
 echo "build_clang: built in $(( $(date +%s) - start )) s"
 cd build-clang

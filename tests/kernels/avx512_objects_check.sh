@@ -9,7 +9,8 @@ set -euo pipefail
 objdump="$1"; allowed="$2"; shift 2
 bad=0
 for ar in "$@"; do
-  # "In archive X:" then per member "<member>:     file format ..."; count per member.
+  # "In archive X:" then per member "<member>:     file format ..." (GNU objdump) or
+  # "X(<member>):     file format ..." (llvm-objdump, in the clang build); count per member.
   while read -r member count; do
     if [[ "$member" =~ $allowed ]]; then
       echo "ok: $member: $count AVX-512 instructions (allowed)"
@@ -17,7 +18,7 @@ for ar in "$@"; do
       echo "FAIL: $ar($member): $count AVX-512 instructions outside the per-ISA kernel objects"; bad=1
     fi
   done < <("$objdump" -d --no-show-raw-insn "$ar" | awk '
-    /file format/ { m = $1; sub(/:$/, "", m); next }
+    /file format/ { m = $1; sub(/:$/, "", m); if (match(m, /\([^()]*\)$/)) m = substr(m, RSTART + 1, RLENGTH - 2); next }
     /%zmm|%k[0-7]|%[xy]mm(1[6-9]|2[0-9]|3[01])/ { n[m]++ }
     END { for (k in n) print k, n[k] }')
 done
