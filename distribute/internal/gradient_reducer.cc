@@ -262,7 +262,9 @@ bool GradientReducer::net_advance(Buffer& b) {
     return false;
   }
   if (b.net == 2) {  // every part's sum is here
-    if (b.half)
+    if (b.half && b.target == b.data.data())
+      b.deferred = true;  // finish() converts straight into the output tensors: one pass less
+    else if (b.half)
       kernels::half_to_float(reinterpret_cast<const std::uint16_t*>(b.wire.data()), reinterpret_cast<float*>(b.target), b.n);
     else if (!b.wire.empty())
       std::memcpy(b.target, b.wire.data(), static_cast<std::size_t>(b.n) * dtype_size(b.dtype));
@@ -361,6 +363,7 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
     b.started = false;
     b.phase = 0;
     b.net = 0;
+    b.deferred = false;
     b.request = MPI_REQUEST_NULL;
   }
   if (shared_step_) {
@@ -471,6 +474,10 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
       const int r = static_cast<int>(pos / chunk);
       return {segment(r, b) + static_cast<std::size_t>(pos) * esize, slice(b, r).second - pos};
     };
+    if (b.deferred) {
+      copy_out_half(b, divisor, out);
+      continue;
+    }
     for (std::size_t s = 0; s < b.vars.size(); ++s) {
       const std::size_t k = b.vars[s];
       const unsigned char* flag = piece(b.elements - static_cast<std::int64_t>(b.vars.size() - s)).first;
@@ -491,6 +498,28 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
     }
   }
   return out;
+}
+
+void GradientReducer::copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const {
+  // Chunks small enough to stay in L1 between the conversion and the division (the same bits as
+  // converting the whole buffer first: both steps are element-wise and exactly rounded).
+  constexpr std::int64_t kChunk = 2048;
+  const auto* sums = reinterpret_cast<const std::uint16_t*>(b.wire.data());
+  for (std::size_t s = 0; s < b.vars.size(); ++s) {
+    const std::size_t k = b.vars[s];
+    float present = 0;
+    kernels::half_to_float(sums + b.elements - static_cast<std::int64_t>(b.vars.size() - s), &present, 1);
+    if (present == 0.0f) continue;  // no rank had a gradient
+    Tensor g = Tensor::empty(shapes_[k], b.dtype);
+    float* dst = static_cast<float*>(g.mutable_raw_data());
+    const std::int64_t n = shapes_[k].num_elements();
+    for (std::int64_t at = 0; at < n; at += kChunk) {
+      const std::int64_t m = std::min(kChunk, n - at);
+      kernels::half_to_float(sums + b.offsets[s] + at, dst + at, m);
+      scale_copy<float>(dst + at, m, divisor, dst + at);
+    }
+    out[k] = g;
+  }
 }
 
 }  // namespace tapeflow::distribute::internal
