@@ -53,6 +53,12 @@ constexpr std::int64_t kAlign = 64;  // bytes: buffers and slices start on their
 
 std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
 
+// Elements of each of the p parts of an n-element network sum whose elements travel as wsize
+// bytes: parts start on their own cache lines.
+std::int64_t net_part(std::int64_t n, std::int64_t p, std::int64_t wsize) {
+  return round_up(std::max<std::int64_t>((n + p - 1) / p, 1), kAlign / wsize);
+}
+
 }  // namespace
 
 GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_memory, int group_limit)
@@ -214,14 +220,15 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
   const std::size_t esize = dtype_size(b.dtype);
   b.half = compress_ && b.dtype == DType::kFloat32;
   const std::size_t wsize = b.half ? sizeof(std::uint16_t) : esize;
-  const std::int64_t per_line = kAlign / static_cast<std::int64_t>(wsize);
-  b.part = round_up(std::max<std::int64_t>((n + p - 1) / p, 1), per_line);
+  b.part = net_part(n, p, static_cast<std::int64_t>(wsize));
   b.target = target;
   b.n = n;
   b.gather = gather;
   const std::size_t wire_bytes = static_cast<std::size_t>(p * b.part) * wsize;
   b.inbox.resize(wire_bytes);
-  if (b.half) {
+  if (b.half && b.prefilled && target == b.data.data()) {
+    // set() wrote the halves (the padding stays zeros: summed, never read)
+  } else if (b.half) {
     b.wire.resize(wire_bytes);  // new bytes are zeros: the padding is summed, never read
     kernels::float_to_half(reinterpret_cast<const float*>(target), reinterpret_cast<std::uint16_t*>(b.wire.data()), n);
   } else if (target == b.data.data() && b.data.size() >= wire_bytes) {
@@ -355,10 +362,14 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
       b.window_offset = window_bytes;
       window_bytes += round_up(nbytes, kAlign);
     } else {  // padded to P equal parts of cache lines (the network sum's layout, in place)
-      const std::int64_t p = comm_.size(), per_line = kAlign / static_cast<std::int64_t>(dtype_size(b.dtype));
-      const std::int64_t part = round_up(std::max<std::int64_t>((b.elements + p - 1) / p, 1), per_line);
+      const std::int64_t p = comm_.size();
+      const std::int64_t part = net_part(b.elements, p, static_cast<std::int64_t>(dtype_size(b.dtype)));
       b.data.resize(static_cast<std::size_t>(p * part) * dtype_size(b.dtype));
+      b.prefilled = compress_ && b.dtype == DType::kFloat32;
+      // The half copies are written by set() straight from the gradients (net_start's layout).
+      if (b.prefilled) b.wire.resize(static_cast<std::size_t>(p * net_part(b.elements, p, 2)) * 2);
     }
+    if (shared_step_) b.prefilled = false;
     b.missing = b.vars.size();
     b.started = false;
     b.phase = 0;
@@ -383,24 +394,34 @@ void GradientReducer::set(std::size_t i, const Tensor& gradient) {
   Buffer& b = buffers_[buffer_of_[i]];
   const std::size_t slot = slot_of_[i];
   const std::size_t esize = dtype_size(b.dtype);
-  unsigned char* dst = data(b) + static_cast<std::size_t>(b.offsets[slot]) * esize;
-  const std::size_t nbytes = static_cast<std::size_t>(shapes_[i].num_elements()) * esize;
-  unsigned char* flag = data(b) + (static_cast<std::size_t>(b.elements) - b.vars.size() + slot) * esize;
-  if (gradient.defined()) {
-    if (gradient.shape() != shapes_[i] || gradient.dtype() != dtypes_[i])
-      throw std::invalid_argument("distribute: gradient " + std::to_string(i) + " has shape " +
-                                  gradient.shape().to_string() + " " + dtype_name(gradient.dtype()) +
-                                  ", its variable " + shapes_[i].to_string() + " " + dtype_name(dtypes_[i]));
-    std::memcpy(dst, gradient.raw_data(), nbytes);
-  } else {
-    std::memset(dst, 0, nbytes);  // reduced as zeros, never skipped
-  }
-  if (b.dtype == DType::kFloat32) {
+  if (gradient.defined() && (gradient.shape() != shapes_[i] || gradient.dtype() != dtypes_[i]))
+    throw std::invalid_argument("distribute: gradient " + std::to_string(i) + " has shape " +
+                                gradient.shape().to_string() + " " + dtype_name(gradient.dtype()) +
+                                ", its variable " + shapes_[i].to_string() + " " + dtype_name(dtypes_[i]));
+  if (b.prefilled) {  // the MPI path, compressed: this rank's copy goes to the wire as half at once
+    auto* halves = reinterpret_cast<std::uint16_t*>(b.wire.data());
+    const std::int64_t n = shapes_[i].num_elements();
+    if (gradient.defined())
+      kernels::float_to_half(static_cast<const float*>(gradient.raw_data()), halves + b.offsets[slot], n);
+    else
+      std::fill_n(halves + b.offsets[slot], n, std::uint16_t{0});  // reduced as zeros, never skipped
     const float one = gradient.defined() ? 1.0f : 0.0f;
-    std::memcpy(flag, &one, sizeof one);
+    kernels::float_to_half(&one, halves + b.elements - static_cast<std::int64_t>(b.vars.size() - slot), 1);
   } else {
-    const double one = gradient.defined() ? 1.0 : 0.0;
-    std::memcpy(flag, &one, sizeof one);
+    unsigned char* dst = data(b) + static_cast<std::size_t>(b.offsets[slot]) * esize;
+    const std::size_t nbytes = static_cast<std::size_t>(shapes_[i].num_elements()) * esize;
+    unsigned char* flag = data(b) + (static_cast<std::size_t>(b.elements) - b.vars.size() + slot) * esize;
+    if (gradient.defined())
+      std::memcpy(dst, gradient.raw_data(), nbytes);
+    else
+      std::memset(dst, 0, nbytes);  // reduced as zeros, never skipped
+    if (b.dtype == DType::kFloat32) {
+      const float one = gradient.defined() ? 1.0f : 0.0f;
+      std::memcpy(flag, &one, sizeof one);
+    } else {
+      const double one = gradient.defined() ? 1.0 : 0.0;
+      std::memcpy(flag, &one, sizeof one);
+    }
   }
   set_[i] = 1;
   --b.missing;

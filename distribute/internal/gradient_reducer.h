@@ -120,6 +120,7 @@ class GradientReducer {
     unsigned char* target = nullptr;
     std::int64_t n = 0, part = 0;      // elements; elements of each rank's part (padded)
     bool half = false;                 // the parts travel as half (compression)
+    bool prefilled = false;            // the MPI path, compressed: set() writes the halves to `wire`
     bool deferred = false;             // the MPI path's half sums stay in `wire` until the copy-out,
                                        // which converts and averages them straight into the outputs
     std::vector<unsigned char> wire;   // sent, then the gathered sums (target itself when possible)
