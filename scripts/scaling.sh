@@ -8,7 +8,8 @@
 # with the reduction skipped ("local": the machine's own bound) and reports "% of local" medians.
 # Load averages are printed before and after every run: on a shared machine, rerun when it is quiet.
 #   scripts/scaling.sh [BUILD_DIR]       (REPEATS=2 STEPS=20 by default; output on stdout)
-# Then, on 2 test hosts, W1 at 512 per rank and W8 over the slow link (5 ms each way, 1 Gbit).
+# Then, on 2 test hosts, the transport's floor (bench_transport_floor: plain MPI, W1's sizes), and W1
+# at 512 per rank and W8 over the slow link (5 ms each way, 1 Gbit).
 # The test hosts use the prefix $TAPEFLOW_TEST_HOSTS (default tfsc), made here and removed at the end.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -43,6 +44,13 @@ for rep in $(seq 1 "$REPEATS"); do
     }
   done
 done
+FLOOR="$BUILD/bench/distribute/bench_transport_floor"
+if [ "$two_hosts" = 1 ] && [ -x "$FLOOR" ]; then
+  # The transport's own floor: plain MPI moving the same bytes between the 2 test hosts, to set
+  # against the comm-only figures above (what the reducer adds to the wire's cost).
+  echo "== transport floor, 2 test hosts (TCP over veth); load $(cut -d' ' -f1-3 /proc/loadavg)"
+  bash "$HERE/test_hosts.sh" mpirun --host "${P}1:1,${P}2:1" -np 2 "$FLOOR" --bytes 1081384 540692 401408 139284
+fi
 if [ "$two_hosts" = 1 ]; then
   # The slow link of issue 33 (host 2 behind a 5 ms-each-way relay and a 1 Gbit token bucket; see
   # test_hosts.sh shape): the step time when the reduction crosses it.

@@ -12,6 +12,8 @@
 //   no-overlap   every buffer starts after the backward pass (what overlap is compared against)
 //   local        the same step without any communication (this rank's compute)
 //   comm-only    only the reductions of precomputed gradients (the communication's own cost)
+//   local+sync   the local step followed by an 8-byte allreduce: what any synchronous step pays on
+//                top of local when the ranks' step times vary (each step waits for the slower rank)
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
 // Where the ranks share machines (shared-memory groups), the modes with communication run twice,
@@ -122,7 +124,7 @@ int main(int argc, char** argv) {
     adam.apply_gradients(grads, vars);
   };
   // One block of `steps` steps in a mode; returns per-step figures.
-  enum Mode { kOverlap, kNoOverlap, kLocal, kCommOnly };
+  enum Mode { kOverlap, kNoOverlap, kLocal, kCommOnly, kLocalSync };
   std::vector<tf::Variable> vars = model->trainable_variables();
   std::vector<std::optional<tf::Tensor>> fixed;
   auto run_block = [&](Mode mode, bool shared_memory) {
@@ -138,6 +140,13 @@ int main(int argc, char** argv) {
     for (int s = 0; s < steps; ++s) {
       if (mode == kCommOnly) {
         ctx.reduce_gradients(fixed, vars);
+      } else if (mode == kLocalSync) {  // the same, then one 8-byte allreduce: the ranks wait for the slowest
+        const tf::data::Example& b = batches[static_cast<std::size_t>(step_index++ % 50)];
+        tf::GradientTape tape;
+        const tf::Tensor loss = (*loss_fn)(b[1], (*model)(b[0], true));
+        adam.apply_gradients(tape.gradient(loss, vars), vars);
+        std::vector<double> token{1};
+        ctx.all_reduce(token, tf::models::ReduceOp::kSum, "bench: step end");
       } else if (mode == kLocal) {  // this rank's step without any communication
         const tf::data::Example& b = batches[static_cast<std::size_t>(step_index++ % 50)];
         tf::GradientTape tape;
@@ -157,11 +166,11 @@ int main(int argc, char** argv) {
   const bool have_shared = ctx.uses_shared_memory();
   // Modes interleaved block by block, so that a change of machine load hits them alike; runs[t][m]
   // for transport t (0 shared memory, 1 the network sum).
-  std::vector<std::vector<std::vector<Phase>>> runs(2, std::vector<std::vector<Phase>>(4));
+  std::vector<std::vector<std::vector<Phase>>> runs(2, std::vector<std::vector<Phase>>(5));
   for (int block = 0; block < 7; ++block)
-    for (Mode m : {kOverlap, kNoOverlap, kLocal, kCommOnly})
+    for (Mode m : {kOverlap, kNoOverlap, kLocal, kCommOnly, kLocalSync})
       for (int t = have_shared ? 0 : 1; t < 2; ++t)
-        if (t == 1 || m != kLocal) runs[static_cast<std::size_t>(t)][m].push_back(run_block(m, t == 0));
+        if (t == 1 || (m != kLocal && m != kLocalSync)) runs[static_cast<std::size_t>(t)][m].push_back(run_block(m, t == 0));
   auto med = [&](int t, Mode m, double Phase::*field) {
     std::vector<double> v;
     for (const Phase& p : runs[static_cast<std::size_t>(t)][m]) v.push_back(p.*field);
@@ -187,6 +196,12 @@ int main(int argc, char** argv) {
                 static_cast<long long>(global), real ? "Fashion-MNIST" : "random", static_cast<long long>(fusion));
     std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)\n",
                 1e3 * static_cast<double>(global) / local_ms, local_ms);
+    if (ctx.size() > 1) {
+      const double sync_ms = med(1, kLocalSync, &Phase::step_ms);
+      std::printf("  local+sync: %8.0f examples/s  %7.3f ms/step  %5.1f%% of local (the same step, then an 8-byte "
+                  "allreduce: every step waits for the slower rank)\n",
+                  1e3 * static_cast<double>(global) / sync_ms, sync_ms, 100 * local_ms / sync_ms);
+    }
   }
   for (int t = have_shared ? 0 : 1; t < 2; ++t) {
     const Phase ov{med(t, kOverlap, &Phase::step_ms), med(t, kOverlap, &Phase::wait_ms),

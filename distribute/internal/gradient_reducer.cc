@@ -53,6 +53,12 @@ constexpr std::int64_t kAlign = 64;  // bytes: buffers and slices start on their
 
 std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
 
+// Elements of each of the p parts of an n-element network sum whose elements travel as wsize
+// bytes: parts start on their own cache lines.
+std::int64_t net_part(std::int64_t n, std::int64_t p, std::int64_t wsize) {
+  return round_up(std::max<std::int64_t>((n + p - 1) / p, 1), kAlign / wsize);
+}
+
 }  // namespace
 
 GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_memory, int group_limit)
@@ -214,14 +220,15 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
   const std::size_t esize = dtype_size(b.dtype);
   b.half = compress_ && b.dtype == DType::kFloat32;
   const std::size_t wsize = b.half ? sizeof(std::uint16_t) : esize;
-  const std::int64_t per_line = kAlign / static_cast<std::int64_t>(wsize);
-  b.part = round_up(std::max<std::int64_t>((n + p - 1) / p, 1), per_line);
+  b.part = net_part(n, p, static_cast<std::int64_t>(wsize));
   b.target = target;
   b.n = n;
   b.gather = gather;
   const std::size_t wire_bytes = static_cast<std::size_t>(p * b.part) * wsize;
   b.inbox.resize(wire_bytes);
-  if (b.half) {
+  if (b.half && b.prefilled && target == b.data.data()) {
+    // set() wrote the halves (the padding stays zeros: summed, never read)
+  } else if (b.half) {
     b.wire.resize(wire_bytes);  // new bytes are zeros: the padding is summed, never read
     kernels::float_to_half(reinterpret_cast<const float*>(target), reinterpret_cast<std::uint16_t*>(b.wire.data()), n);
   } else if (target == b.data.data() && b.data.size() >= wire_bytes) {
@@ -262,7 +269,9 @@ bool GradientReducer::net_advance(Buffer& b) {
     return false;
   }
   if (b.net == 2) {  // every part's sum is here
-    if (b.half)
+    if (b.half && b.target == b.data.data())
+      b.deferred = true;  // finish() converts straight into the output tensors: one pass less
+    else if (b.half)
       kernels::half_to_float(reinterpret_cast<const std::uint16_t*>(b.wire.data()), reinterpret_cast<float*>(b.target), b.n);
     else if (!b.wire.empty())
       std::memcpy(b.target, b.wire.data(), static_cast<std::size_t>(b.n) * dtype_size(b.dtype));
@@ -353,14 +362,19 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
       b.window_offset = window_bytes;
       window_bytes += round_up(nbytes, kAlign);
     } else {  // padded to P equal parts of cache lines (the network sum's layout, in place)
-      const std::int64_t p = comm_.size(), per_line = kAlign / static_cast<std::int64_t>(dtype_size(b.dtype));
-      const std::int64_t part = round_up(std::max<std::int64_t>((b.elements + p - 1) / p, 1), per_line);
+      const std::int64_t p = comm_.size();
+      const std::int64_t part = net_part(b.elements, p, static_cast<std::int64_t>(dtype_size(b.dtype)));
       b.data.resize(static_cast<std::size_t>(p * part) * dtype_size(b.dtype));
+      b.prefilled = compress_ && b.dtype == DType::kFloat32;
+      // The half copies are written by set() straight from the gradients (net_start's layout).
+      if (b.prefilled) b.wire.resize(static_cast<std::size_t>(p * net_part(b.elements, p, 2)) * 2);
     }
+    if (shared_step_) b.prefilled = false;
     b.missing = b.vars.size();
     b.started = false;
     b.phase = 0;
     b.net = 0;
+    b.deferred = false;
     b.request = MPI_REQUEST_NULL;
   }
   if (shared_step_) {
@@ -380,24 +394,34 @@ void GradientReducer::set(std::size_t i, const Tensor& gradient) {
   Buffer& b = buffers_[buffer_of_[i]];
   const std::size_t slot = slot_of_[i];
   const std::size_t esize = dtype_size(b.dtype);
-  unsigned char* dst = data(b) + static_cast<std::size_t>(b.offsets[slot]) * esize;
-  const std::size_t nbytes = static_cast<std::size_t>(shapes_[i].num_elements()) * esize;
-  unsigned char* flag = data(b) + (static_cast<std::size_t>(b.elements) - b.vars.size() + slot) * esize;
-  if (gradient.defined()) {
-    if (gradient.shape() != shapes_[i] || gradient.dtype() != dtypes_[i])
-      throw std::invalid_argument("distribute: gradient " + std::to_string(i) + " has shape " +
-                                  gradient.shape().to_string() + " " + dtype_name(gradient.dtype()) +
-                                  ", its variable " + shapes_[i].to_string() + " " + dtype_name(dtypes_[i]));
-    std::memcpy(dst, gradient.raw_data(), nbytes);
-  } else {
-    std::memset(dst, 0, nbytes);  // reduced as zeros, never skipped
-  }
-  if (b.dtype == DType::kFloat32) {
+  if (gradient.defined() && (gradient.shape() != shapes_[i] || gradient.dtype() != dtypes_[i]))
+    throw std::invalid_argument("distribute: gradient " + std::to_string(i) + " has shape " +
+                                gradient.shape().to_string() + " " + dtype_name(gradient.dtype()) +
+                                ", its variable " + shapes_[i].to_string() + " " + dtype_name(dtypes_[i]));
+  if (b.prefilled) {  // the MPI path, compressed: this rank's copy goes to the wire as half at once
+    auto* halves = reinterpret_cast<std::uint16_t*>(b.wire.data());
+    const std::int64_t n = shapes_[i].num_elements();
+    if (gradient.defined())
+      kernels::float_to_half(static_cast<const float*>(gradient.raw_data()), halves + b.offsets[slot], n);
+    else
+      std::fill_n(halves + b.offsets[slot], n, std::uint16_t{0});  // reduced as zeros, never skipped
     const float one = gradient.defined() ? 1.0f : 0.0f;
-    std::memcpy(flag, &one, sizeof one);
+    kernels::float_to_half(&one, halves + b.elements - static_cast<std::int64_t>(b.vars.size() - slot), 1);
   } else {
-    const double one = gradient.defined() ? 1.0 : 0.0;
-    std::memcpy(flag, &one, sizeof one);
+    unsigned char* dst = data(b) + static_cast<std::size_t>(b.offsets[slot]) * esize;
+    const std::size_t nbytes = static_cast<std::size_t>(shapes_[i].num_elements()) * esize;
+    unsigned char* flag = data(b) + (static_cast<std::size_t>(b.elements) - b.vars.size() + slot) * esize;
+    if (gradient.defined())
+      std::memcpy(dst, gradient.raw_data(), nbytes);
+    else
+      std::memset(dst, 0, nbytes);  // reduced as zeros, never skipped
+    if (b.dtype == DType::kFloat32) {
+      const float one = gradient.defined() ? 1.0f : 0.0f;
+      std::memcpy(flag, &one, sizeof one);
+    } else {
+      const double one = gradient.defined() ? 1.0 : 0.0;
+      std::memcpy(flag, &one, sizeof one);
+    }
   }
   set_[i] = 1;
   --b.missing;
@@ -471,6 +495,10 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
       const int r = static_cast<int>(pos / chunk);
       return {segment(r, b) + static_cast<std::size_t>(pos) * esize, slice(b, r).second - pos};
     };
+    if (b.deferred) {
+      copy_out_half(b, divisor, out);
+      continue;
+    }
     for (std::size_t s = 0; s < b.vars.size(); ++s) {
       const std::size_t k = b.vars[s];
       const unsigned char* flag = piece(b.elements - static_cast<std::int64_t>(b.vars.size() - s)).first;
@@ -491,6 +519,28 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
     }
   }
   return out;
+}
+
+void GradientReducer::copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const {
+  // Chunks small enough to stay in L1 between the conversion and the division (the same bits as
+  // converting the whole buffer first: both steps are element-wise and exactly rounded).
+  constexpr std::int64_t kChunk = 2048;
+  const auto* sums = reinterpret_cast<const std::uint16_t*>(b.wire.data());
+  for (std::size_t s = 0; s < b.vars.size(); ++s) {
+    const std::size_t k = b.vars[s];
+    float present = 0;
+    kernels::half_to_float(sums + b.elements - static_cast<std::int64_t>(b.vars.size() - s), &present, 1);
+    if (present == 0.0f) continue;  // no rank had a gradient
+    Tensor g = Tensor::empty(shapes_[k], b.dtype);
+    float* dst = static_cast<float*>(g.mutable_raw_data());
+    const std::int64_t n = shapes_[k].num_elements();
+    for (std::int64_t at = 0; at < n; at += kChunk) {
+      const std::int64_t m = std::min(kChunk, n - at);
+      kernels::half_to_float(sums + b.offsets[s] + at, dst + at, m);
+      scale_copy<float>(dst + at, m, divisor, dst + at);
+    }
+    out[k] = g;
+  }
 }
 
 }  // namespace tapeflow::distribute::internal

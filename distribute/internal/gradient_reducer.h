@@ -120,6 +120,9 @@ class GradientReducer {
     unsigned char* target = nullptr;
     std::int64_t n = 0, part = 0;      // elements; elements of each rank's part (padded)
     bool half = false;                 // the parts travel as half (compression)
+    bool prefilled = false;            // the MPI path, compressed: set() writes the halves to `wire`
+    bool deferred = false;             // the MPI path's half sums stay in `wire` until the copy-out,
+                                       // which converts and averages them straight into the outputs
     std::vector<unsigned char> wire;   // sent, then the gathered sums (target itself when possible)
     std::vector<unsigned char> inbox;  // the alltoall's P copies of this rank's part
     int net = 0;                       // 0 none, 1 alltoall issued, 2 allgather issued, 3 done
@@ -131,6 +134,8 @@ class GradientReducer {
   // or copies the sums to the target (net 2). True when the sum is done.
   bool net_advance(Buffer& b);
   unsigned char* wire(Buffer& b) { return b.wire.empty() ? b.target : b.wire.data(); }
+  // finish(), a deferred buffer: its half sums converted and divided by `divisor` into out's tensors.
+  void copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const;
   void progress_net();  // the MPI path: advances buffers' network sums, allgathers in buffer order
   void start(Buffer& b);
   void progress();

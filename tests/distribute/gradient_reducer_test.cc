@@ -104,5 +104,54 @@ TEST(GradientReducerTest, Fp16CompressionRoundsEachCopyAndTheSumTheSameOnEveryRa
   }
 }
 
+
+// fp16 compression, several variables in one buffer, averaged: the half sums are converted and
+// divided straight into each output tensor (finish's copy-out), so each variable's offset, the
+// divisor and the presence flags must come out as on the float32 path. The values are exact in
+// half (multiples of 1/4 up to 47.25, sums up to 94.5), so both paths give the same bits; `absent`
+// has no gradient on any rank (no result), `partial` none on rank 0 (reduced as zeros there).
+TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) {
+  Context& c = context();
+  if (c.size() == 1) GTEST_SKIP() << "needs two ranks";
+  internal::Communicator comm(60, c.rank(), c.size());
+  internal::GradientReducer reducer(comm, true, false);
+  const std::vector<std::int64_t> lengths{1037, 5, 70001, 3};
+  const char* names[] = {"v0", "v1", "v2", "v3"};
+  std::vector<Variable> vars;
+  for (std::size_t k = 0; k < lengths.size(); ++k)
+    vars.emplace_back(zeros(Shape{lengths[k]}), VariableOptions{.name = names[k]});
+  auto gradient = [&](std::size_t k) {
+    std::vector<float> g(static_cast<std::size_t>(lengths[k]));
+    for (std::size_t i = 0; i < g.size(); ++i)
+      g[i] = static_cast<float>((c.rank() + 1) * static_cast<int>((i + 7 * k) % 64)) / 4;
+    return constant(g, Shape{lengths[k]});
+  };
+  std::vector<std::vector<std::optional<Tensor>>> results;
+  for (bool fp16 : {false, true}) {
+    reducer.set_compression(fp16);
+    reducer.begin(vars, ReduceOp::kAverage, 1 << 20);
+    reducer.set(0, gradient(0));
+    reducer.set(1, Tensor());  // absent everywhere
+    reducer.set(2, gradient(2));
+    reducer.set(3, c.rank() == 0 ? Tensor() : gradient(3));  // absent on rank 0 only
+    results.push_back(reducer.finish());
+  }
+  const auto& f32 = results[0];
+  const auto& f16 = results[1];
+  EXPECT_FALSE(f16[1].has_value()) << "no rank had a gradient for v1";
+  for (std::size_t k : {std::size_t{0}, std::size_t{2}, std::size_t{3}}) {
+    SCOPED_TRACE(names[k]);
+    ASSERT_TRUE(f32[k].has_value() && f16[k].has_value());
+    const auto want = f32[k]->to_vector<float>();
+    const auto got = f16[k]->to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+  }
+  // The float32 path itself: v0's element 1 is the average of (r + 1) / 4 over the ranks.
+  const int n = c.size();
+  EXPECT_EQ(f32[0]->to_vector<float>()[1], static_cast<float>(n * (n + 1) / 2) / 4 / static_cast<float>(n));
+  EXPECT_TRUE(same_on_every_rank(hash_bytes({*f16[0], *f16[2], *f16[3]})));
+}
+
 }  // namespace
 }  // namespace tapeflow::distribute::testing
