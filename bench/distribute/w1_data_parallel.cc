@@ -14,6 +14,7 @@
 //   comm-only    only the reductions of precomputed gradients (the communication's own cost)
 //   local+sync   the local step followed by an 8-byte allreduce: what any synchronous step pays on
 //                top of local when the ranks' step times vary (each step waits for the slower rank)
+// cpu = this rank's CPU time per step, all its threads (a progress thread's polling shows here).
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
 // Where the ranks share machines (shared-memory groups), the modes with communication run twice,
@@ -30,6 +31,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -48,8 +50,15 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Phase {
-  double step_ms = 0, wait_ms = 0, backward_ms = 0, early_buffers = 0;
+  double step_ms = 0, wait_ms = 0, backward_ms = 0, early_buffers = 0, cpu_ms = 0;
 };
+
+// CPU time of this process, all threads (the progress thread's polling shows here, not in wall time alone).
+double process_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return 1e3 * static_cast<double>(ts.tv_sec) + 1e-6 * static_cast<double>(ts.tv_nsec);
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -136,6 +145,7 @@ int main(int argc, char** argv) {
     std::vector<double> barrier{0};
     ctx.all_reduce(barrier, tf::models::ReduceOp::kSum, "bench: block start");
     ctx.reset_timings();
+    const double c0 = process_cpu_ms();
     const auto t0 = Clock::now();
     for (int s = 0; s < steps; ++s) {
       if (mode == kCommOnly) {
@@ -159,7 +169,7 @@ int main(int argc, char** argv) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     const auto& t = ctx.timings();
     return Phase{ms / steps, 1e3 * t.wait_seconds / steps, 1e3 * t.backward_seconds / steps,
-                 static_cast<double>(t.started_in_backward) / steps};
+                 static_cast<double>(t.started_in_backward) / steps, (process_cpu_ms() - c0) / steps};
   };
   for (int i = 0; i < 5; ++i) train_step();  // warm-up (builds the model and the optimizer's slots)
   ctx.set_shared_memory(true);
@@ -194,8 +204,8 @@ int main(int argc, char** argv) {
                 "fusion %lld bytes\n",
                 cnn ? "W8" : "W1", ctx.size(), threads, layout.c_str(), static_cast<long long>(local),
                 static_cast<long long>(global), real ? "Fashion-MNIST" : "random", static_cast<long long>(fusion));
-    std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)\n",
-                1e3 * static_cast<double>(global) / local_ms, local_ms);
+    std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)  cpu %7.3f ms/step\n",
+                1e3 * static_cast<double>(global) / local_ms, local_ms, med(1, kLocal, &Phase::cpu_ms));
     if (ctx.size() > 1) {
       const double sync_ms = med(1, kLocalSync, &Phase::step_ms);
       std::printf("  local+sync: %8.0f examples/s  %7.3f ms/step  %5.1f%% of local (the same step, then an 8-byte "
@@ -205,19 +215,21 @@ int main(int argc, char** argv) {
   }
   for (int t = have_shared ? 0 : 1; t < 2; ++t) {
     const Phase ov{med(t, kOverlap, &Phase::step_ms), med(t, kOverlap, &Phase::wait_ms),
-                   med(t, kOverlap, &Phase::backward_ms), med(t, kOverlap, &Phase::early_buffers)};
+                   med(t, kOverlap, &Phase::backward_ms), med(t, kOverlap, &Phase::early_buffers),
+                   med(t, kOverlap, &Phase::cpu_ms)};
     const Phase no{med(t, kNoOverlap, &Phase::step_ms), med(t, kNoOverlap, &Phase::wait_ms),
-                   med(t, kNoOverlap, &Phase::backward_ms), 0};
+                   med(t, kNoOverlap, &Phase::backward_ms), 0, med(t, kNoOverlap, &Phase::cpu_ms)};
     const double comm_ms = med(t, kCommOnly, &Phase::step_ms);
     if (ctx.rank() != 0) continue;
     std::printf(" %s:\n", t == 0 ? "shared-memory window" : "network sum (alltoall + allgather)");
     std::printf("  overlap:    %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms  "
-                "buffers started in backward %.1f\n",
+                "buffers started in backward %.1f  cpu %7.3f ms/step\n",
                 1e3 * static_cast<double>(global) / ov.step_ms, ov.step_ms, 100 * local_ms / ov.step_ms, ov.backward_ms,
-                ov.wait_ms, ov.early_buffers);
-    std::printf("  no-overlap: %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms\n",
+                ov.wait_ms, ov.early_buffers, ov.cpu_ms);
+    std::printf("  no-overlap: %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms  "
+                "cpu %7.3f ms/step\n",
                 1e3 * static_cast<double>(global) / no.step_ms, no.step_ms, 100 * local_ms / no.step_ms, no.backward_ms,
-                no.wait_ms);
+                no.wait_ms, no.cpu_ms);
     std::printf("  comm-only:  %7.3f ms per reduction of all gradients (%lld bytes%s)\n", comm_ms,
                 static_cast<long long>(gradient_bytes), compression == "fp16" ? ", as half over the network" : "");
     if (ctx.size() > 1)

@@ -280,28 +280,43 @@ bool GradientReducer::net_advance(Buffer& b) {
   return b.net == 3;
 }
 
-void GradientReducer::progress_net() {
+bool GradientReducer::progress_net() {
   // Allgathers in buffer order (each communicator sees its collectives in one order everywhere).
+  bool moved = false;
   while (gathered_ < issued_) {
     Buffer& b = buffers_[gathered_];
     if (b.net != 1 || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) break;
     net_advance(b);
     ++gathered_;
+    moved = true;
   }
   for (std::size_t k = 0; k < gathered_; ++k) {
     Buffer& b = buffers_[k];
-    if (b.net == 2 && comm_.test_all(std::span<MPI_Request>(&b.request, 1))) net_advance(b);
+    if (b.net == 2 && comm_.test_all(std::span<MPI_Request>(&b.request, 1))) {
+      net_advance(b);
+      moved = true;
+    }
   }
+  return moved;
 }
 
 void GradientReducer::progress_loop() {
+  // The pause between tests doubles from kFirstPause up to kLongestPause while nothing moves, and
+  // starts again at kFirstPause when a buffer was started or advanced: every wakeup takes a core
+  // from the compute threads when they use all of them (W1 over TCP on 2 cores: polling every
+  // 50 us cost ~0.7 ms of CPU per 5 ms step; issue 33's notes).
+  constexpr std::chrono::microseconds kFirstPause{50}, kLongestPause{1000};
+  std::chrono::microseconds pause = kFirstPause;
+  std::size_t seen = 0;
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || active_; });
     if (stop_) return;
-    progress_net();
+    const bool moved = progress_net() || issued_ != seen;
+    seen = issued_;
+    pause = moved ? kFirstPause : std::min(2 * pause, kLongestPause);
     lock.unlock();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    std::this_thread::sleep_for(pause);
     lock.lock();
   }
 }

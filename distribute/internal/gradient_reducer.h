@@ -44,10 +44,11 @@ namespace tapeflow::distribute::internal {
 // rank still gets the same bits, with half the bytes on the wire (Horovod's Compression.fp16).
 //
 // Progress: Open MPI advances a non-blocking collective only inside MPI calls. With
-// MPI_THREAD_SERIALIZED (threaded = true) a progress thread tests the buffers in flight every
-// ~50 us while the backward pass computes, and does the part sums and issues the allgathers (the
-// two threads take turns through a mutex; it sleeps on a condition variable when nothing is in
-// flight); otherwise they progress only when a gradient is reported final.
+// MPI_THREAD_SERIALIZED (threaded = true) a progress thread tests the buffers in flight while the
+// backward pass computes (50 us after a change, backing off to 1 ms while nothing moves), does the
+// part sums and issues the allgathers (the two threads take turns through a mutex; it sleeps on a
+// condition variable when nothing is in flight); otherwise they progress only when a gradient is
+// reported final.
 //
 // Shared memory (set_shared_memory(true), and the ranks form groups of one size > 1: see below):
 // the buffers live in this rank's segment of an MPI_Win_allocate_shared window shared by its group.
@@ -136,7 +137,8 @@ class GradientReducer {
   unsigned char* wire(Buffer& b) { return b.wire.empty() ? b.target : b.wire.data(); }
   // finish(), a deferred buffer: its half sums converted and divided by `divisor` into out's tensors.
   void copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const;
-  void progress_net();  // the MPI path: advances buffers' network sums, allgathers in buffer order
+  // The MPI path: advances buffers' network sums, allgathers in buffer order; true when one moved.
+  bool progress_net();
   void start(Buffer& b);
   void progress();
   void progress_loop();
