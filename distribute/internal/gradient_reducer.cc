@@ -218,7 +218,8 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
   int p = 1;
   MPI_Comm_size(a2a, &p);
   const std::size_t esize = dtype_size(b.dtype);
-  b.half = compress_ && b.dtype == DType::kFloat32;
+  // A prefilled buffer holds halves already (set_compression changed since begin() or not).
+  b.half = b.prefilled || (compress_ && b.dtype == DType::kFloat32);
   const std::size_t wsize = b.half ? sizeof(std::uint16_t) : esize;
   b.part = net_part(n, p, static_cast<std::int64_t>(wsize));
   b.target = target;
