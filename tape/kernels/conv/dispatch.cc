@@ -28,6 +28,7 @@ std::string_view conv_algorithm_name(ConvAlgorithm algorithm) {
     case ConvAlgorithm::kFilterGemm: return "filter_gemm";
     case ConvAlgorithm::kWinograd: return "winograd";
     case ConvAlgorithm::kPoolFused: return "pool_fused";
+    case ConvAlgorithm::kPointwise: return "pointwise";
   }
   return "?";
 }

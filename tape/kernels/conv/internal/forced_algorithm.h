@@ -12,7 +12,7 @@
 //                                      kDirect / kIgemm (the convolution alone, then the pool)
 //             conv2d_backprop_filter_bias_with_argmax: kPoolFused (dz rows made in cache), or any
 //                                      conv2d_backprop_filter algorithm on a materialised dz
-//           A Winograd product that meets an inf or NaN still falls back to the direct product.
+//           A Winograd product that meets an inf or NaN falls back to the shape rule's next choice.
 // Errors:   std::invalid_argument naming the kernel and the algorithm when the forced algorithm does
 //           not exist for that kernel, at this level, or for that shape.
 #pragma once
@@ -22,13 +22,15 @@
 namespace tapeflow::kernels::internal {
 
 // The convolution algorithms, one file each in tape/kernels/conv/; kAuto: conv.cc's shape rule.
-enum class ConvAlgorithm { kAuto, kDirect, kIgemm, kIm2col, kFilterGemm, kWinograd, kPoolFused };
+// kPointwise (a 1x1 stride-1 convolution as one GEMM on x itself) is chosen by the rule only: no
+// kernel takes it forced.
+enum class ConvAlgorithm { kAuto, kDirect, kIgemm, kIm2col, kFilterGemm, kWinograd, kPoolFused, kPointwise };
 
 // Forces `algorithm` for the convolution calls from now on; returns the previous setting.
 ConvAlgorithm force_conv_algorithm(ConvAlgorithm algorithm);
 // The setting now (kAuto unless forced).
 ConvAlgorithm forced_conv_algorithm();
-// "auto", "direct", "igemm", "im2col", "filter_gemm", "winograd", "pool_fused".
+// "auto", "direct", "igemm", "im2col", "filter_gemm", "winograd", "pool_fused", "pointwise".
 std::string_view conv_algorithm_name(ConvAlgorithm algorithm);
 // Throws std::invalid_argument: `kernel` cannot run the forced algorithm (`why`: for that shape, ...).
 [[noreturn]] void throw_forced_conv_algorithm(std::string_view kernel, std::string_view why);
