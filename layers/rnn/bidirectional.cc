@@ -110,8 +110,9 @@ std::vector<Tensor> Bidirectional::call_with_state(const Tensor& sequences_in, c
 }
 
 Generator* Bidirectional::training_generator() {
-  // Both copies draw dropout masks; the forward one's generator stands for the pair only when the
-  // backward one has none (checkpoints save one generator per layer).
+  // Both copies draw dropout masks. Checkpoints visit the copies as sublayers too, so each copy's
+  // generator is saved on its own (the forward one's twice: here and as the sublayer's; the
+  // numbering of existing checkpoint files depends on it).
   return forward_->training_generator();
 }
 
