@@ -227,7 +227,7 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
   b.gather = gather;
   const std::size_t wire_bytes = static_cast<std::size_t>(p * b.part) * wsize;
   b.inbox.resize(wire_bytes);
-  if (b.half && b.prefilled && target == b.data.data()) {
+  if (b.prefilled && target == b.data.data()) {
     // set() wrote the halves (the padding stays zeros: summed, never read)
   } else if (b.half) {
     b.wire.resize(wire_bytes);  // new bytes are zeros: the padding is summed, never read
@@ -381,11 +381,13 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
       const std::int64_t p = comm_.size();
       const std::int64_t part = net_part(b.elements, p, static_cast<std::int64_t>(dtype_size(b.dtype)));
       b.data.resize(static_cast<std::size_t>(p * part) * dtype_size(b.dtype));
-      b.prefilled = compress_ && b.dtype == DType::kFloat32;
-      // The half copies are written by set() straight from the gradients (net_start's layout).
-      if (b.prefilled) b.wire.resize(static_cast<std::size_t>(p * net_part(b.elements, p, 2)) * 2);
     }
-    if (shared_step_) b.prefilled = false;
+    // The MPI path, compressed: set() writes the half copies straight into the wire (net_start's layout).
+    b.prefilled = !shared_step_ && compress_ && b.dtype == DType::kFloat32;
+    if (b.prefilled) {
+      const std::int64_t p = comm_.size();
+      b.wire.resize(static_cast<std::size_t>(p * net_part(b.elements, p, 2)) * 2);
+    }
     b.missing = b.vars.size();
     b.started = false;
     b.phase = 0;
