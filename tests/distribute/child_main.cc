@@ -3,7 +3,8 @@
 //   mismatch  ranks hold differently shaped variables (every rank throws; explicit abort)
 //   throw     rank 1 throws; the exception unwinds through the Context (its destructor aborts)
 //   kill      rank 1 kills itself with SIGKILL (mpirun ends the job)
-//   hang      rank 1 sleeps forever; the others time out and name the missing rank
+//   hang      rank 1 says "rank 1 hangs at step 3" and sleeps forever; the others time out and name
+//             the missing rank
 //   ok        everyone trains 2 epochs and exits 0
 #include <signal.h>
 #include <unistd.h>
@@ -42,7 +43,13 @@ void train(tf::distribute::Context& ctx, const std::string& mode) {
             if (ctx.rank() == 1 && ++steps == 3) {
               if (mode == "throw") throw std::runtime_error("injected failure on rank 1");
               if (mode == "kill") ::raise(SIGKILL);
-              if (mode == "hang") ::sleep(600);
+              if (mode == "hang") {
+                // Said first, so a test can act (pull a link) once the other ranks are in the step's
+                // collective and their timeout runs.
+                std::fprintf(stderr, "distribute_child: rank 1 hangs at step 3\n");
+                std::fflush(stderr);
+                ::sleep(600);
+              }
             }
             return e;
           });
