@@ -206,7 +206,7 @@ Config& Config::erase(std::string_view key) {
   return *this;
 }
 
-template <class T>
+template <ConfigValue T>
 T Config::get(std::string_view key) const {
   const nlohmann::json& j = json_of(*this);
   if (!j.is_object())

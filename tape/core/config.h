@@ -20,6 +20,7 @@
 // Ref:      keras.layers.Layer.get_config, keras.saving.serialize_keras_object (configs as dicts)
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -38,6 +39,15 @@ namespace tapeflow {
 inline constexpr int kMaxConfigDepth = 512;
 
 class Config;
+
+// The types Config::get<T> reads (defined for these in config.cc).
+template <class T>
+concept ConfigValue =
+    std::same_as<T, bool> || std::same_as<T, int> || std::same_as<T, std::int64_t> || std::same_as<T, std::uint64_t> ||
+    std::same_as<T, double> || std::same_as<T, std::string> || std::same_as<T, Config> ||
+    std::same_as<T, std::vector<std::int64_t>> || std::same_as<T, std::vector<double>> ||
+    std::same_as<T, std::vector<std::string>>;
+
 namespace internal {
 struct ConfigAccess;  // the library's view of the JSON inside (tape/core/internal/config_json.h)
 }  // namespace internal
@@ -47,10 +57,10 @@ class Config {
  public:
   Config();  // {}
   ~Config();
-  Config(const Config& other);
-  Config(Config&& other) noexcept;
-  Config& operator=(const Config& other);
-  Config& operator=(Config&& other) noexcept;
+  Config(const Config& other);  // a deep copy (Config is a value, not a handle)
+  Config(Config&& other) noexcept;  // `other` is left as {}
+  Config& operator=(const Config& other);  // a deep copy
+  Config& operator=(Config&& other) noexcept;  // `other` is left as {}
 
   // The value of JSON text. Errors: std::invalid_argument with the parser's message and position,
   // or for nesting deeper than kMaxConfigDepth.
@@ -58,8 +68,8 @@ class Config {
   // JSON text; indent < 0 gives one line, else pretty-printed with `indent` spaces.
   std::string to_json_string(int indent = -1) const;
 
-  bool is_object() const;
-  bool is_null() const;
+  bool is_object() const;  // a JSON object (what get_config() returns)
+  bool is_null() const;  // JSON null (a key set to nullptr, read with get<Config>)
   // Keys of an object, sorted; empty for any other value.
   std::vector<std::string> keys() const;
   // Whether an object has `key` (also when its value is null); false for any other value.
@@ -70,27 +80,29 @@ class Config {
   // Adds or replaces key = value in an object. Errors: std::invalid_argument if this is not an
   // object, or for a NaN or infinite double.
   Config& set(std::string_view key, bool value);
-  Config& set(std::string_view key, int value);
-  Config& set(std::string_view key, long value);
-  Config& set(std::string_view key, long long value);
-  Config& set(std::string_view key, unsigned long value);
-  Config& set(std::string_view key, unsigned long long value);
-  Config& set(std::string_view key, double value);
-  Config& set(std::string_view key, const char* value);
-  Config& set(std::string_view key, std::string value);
-  Config& set(std::string_view key, Config value);
-  Config& set(std::string_view key, std::nullptr_t);
-  Config& set(std::string_view key, const std::vector<std::int64_t>& values);
-  Config& set(std::string_view key, const std::vector<double>& values);
-  Config& set(std::string_view key, const std::vector<std::string>& values);
+  Config& set(std::string_view key, int value);  // an integer
+  Config& set(std::string_view key, long value);  // an integer
+  Config& set(std::string_view key, long long value);  // an integer
+  Config& set(std::string_view key, unsigned long value);  // an integer
+  Config& set(std::string_view key, unsigned long long value);  // an integer
+  Config& set(std::string_view key, double value);  // a number (finite)
+  Config& set(std::string_view key, const char* value);  // a string (not a bool)
+  Config& set(std::string_view key, std::string value);  // a string
+  Config& set(std::string_view key, Config value);  // a nested value (an object, a list, ...)
+  Config& set(std::string_view key, std::nullptr_t);  // JSON null (Keras's None)
+  Config& set(std::string_view key, const std::vector<std::int64_t>& values);  // a list of integers
+  Config& set(std::string_view key, const std::vector<double>& values);  // a list of numbers (finite)
+  Config& set(std::string_view key, const std::vector<std::string>& values);  // a list of strings
   // Removes `key` from an object (nothing if absent). Errors: std::invalid_argument if not an object.
   Config& erase(std::string_view key);
 
-  // The value at `key` as T (see the file comment for the types). Errors: std::invalid_argument
-  // naming the key for a missing key, a null, or a value of another type.
-  template <class T>
+  // The value at `key` as T (ConfigValue: see the file comment for the types). Errors:
+  // std::invalid_argument naming the key for a missing key, a null (but for T = Config), or a value
+  // of another type.
+  template <ConfigValue T>
   T get(std::string_view key) const;
 
+  // Equal JSON values (objects compare key by key, numbers by value: 1 == 1.0).
   friend bool operator==(const Config& a, const Config& b);
 
  private:
@@ -98,16 +110,5 @@ class Config {
   std::unique_ptr<Impl> impl_;  // null only when moved from (then read as {})
   friend struct internal::ConfigAccess;
 };
-
-extern template bool Config::get<bool>(std::string_view) const;
-extern template int Config::get<int>(std::string_view) const;
-extern template std::int64_t Config::get<std::int64_t>(std::string_view) const;
-extern template std::uint64_t Config::get<std::uint64_t>(std::string_view) const;
-extern template double Config::get<double>(std::string_view) const;
-extern template std::string Config::get<std::string>(std::string_view) const;
-extern template Config Config::get<Config>(std::string_view) const;
-extern template std::vector<std::int64_t> Config::get<std::vector<std::int64_t>>(std::string_view) const;
-extern template std::vector<double> Config::get<std::vector<double>>(std::string_view) const;
-extern template std::vector<std::string> Config::get<std::vector<std::string>>(std::string_view) const;
 
 }  // namespace tapeflow
