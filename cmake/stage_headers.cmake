@@ -4,17 +4,18 @@
 # Inputs (-D):  SOURCE_DIR   the source tree
 #               OUTPUT_DIR   where include/ is staged (its tapeflow/ subfolder is rewritten)
 #               FOLDERS      ;-separated top-level library folders (tape;layers;...)
-#               TOP_HEADERS  ;-separated headers at the top of the source tree (tapeflow.h)
+#               TOP_HEADERS  ;-separated headers at the top of the source tree (tapeflow.h;json.h)
+#               BRIDGE_HEADERS  ;-separated top headers that may include <nlohmann/json.hpp> (json.h)
 #               STAMP        file touched on success
 # Rules:  every *.h under FOLDERS outside internal/ is public; an internal/ header is staged only
 #         when a staged header includes it (transitively). Project includes are rewritten from
 #         "tape/core/tensor.h" to "tapeflow/tape/core/tensor.h", so only <prefix>/include is on the
 #         user's include path. A staged header that includes a third-party header that must stay
 #         private (HDF5, Eigen, oneTBB, spdlog/fmt) fails the build, naming the header and the line;
-#         so does any other non-standard include: the only third-party headers a staged header may
-#         include are nlohmann-json's (<nlohmann/json_fwd.hpp>, <nlohmann/json.hpp>), the documented
-#         public dependency of tapeflow::layers (Layer::get_config returns nlohmann::json, as Keras's
-#         returns a dict; find_dependency(nlohmann_json) in tapeflowConfig.cmake, the DEB's Depends).
+#         so does any other non-standard include. The one exception: a BRIDGE_HEADERS header (json.h,
+#         the opt-in bridge of tapeflow::json, which no other header includes) may include
+#         <nlohmann/json.hpp>; configs are tapeflow::Config everywhere else, so find_package(tapeflow)
+#         needs no nlohmann-json.
 cmake_minimum_required(VERSION 3.25)
 foreach(_var SOURCE_DIR OUTPUT_DIR FOLDERS STAMP)
   if(NOT DEFINED ${_var})
@@ -54,11 +55,14 @@ while(_todo)
                           "only the standard library and tapeflow headers (keep third-party includes in .cc "
                           "files and internal/ headers that no public header includes)")
     endif()
-    if(NOT _inc MATCHES "<([a-z0-9_]+|nlohmann/json_fwd\\.hpp|nlohmann/json\\.hpp)>$")
+    if(_h IN_LIST BRIDGE_HEADERS AND _inc MATCHES "<nlohmann/json\\.hpp>$")
+      continue()
+    endif()
+    if(NOT _inc MATCHES "<[a-z0-9_]+>$")
       message(FATAL_ERROR "stage_headers: the public header ${_h} has '${_inc}'; installed headers may include "
-                          "only the standard library, tapeflow headers and nlohmann-json (the public "
-                          "dependency of tapeflow::layers); a new public dependency must be added here, to "
-                          "tapeflowConfig.cmake, the DEB's Depends and the README's list")
+                          "only the standard library and tapeflow headers (nlohmann-json only in the opt-in "
+                          "bridge json.h); a public dependency must be added here, to tapeflowConfig.cmake, "
+                          "the DEB's Depends and the README's list")
     endif()
   endforeach()
   string(REGEX MATCHALL "${_include_re}" _project "${_text}")

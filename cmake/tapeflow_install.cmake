@@ -6,11 +6,12 @@
 #   lib/libtapeflow_tape.a, ... every tapeflow_library() target (global property TAPEFLOW_LIBRARIES),
 #                            plus tapeflow_options (usage requirements: cxx_std_20, include dir)
 #                            and the umbrella tapeflow
-#   include/tapeflow/...     the public headers of every tapeflow_library() folder, staged at build
+#   include/tapeflow/...     tapeflow.h, json.h (the opt-in nlohmann-json bridge: tapeflow::json) and
+#                            the public headers of every tapeflow_library() folder, staged at build
 #                            time by cmake/stage_headers.cmake (internal/ headers only when a public
 #                            header includes them; project includes rewritten to "tapeflow/...")
 #   lib/cmake/tapeflow/      tapeflowConfig.cmake, tapeflowConfigVersion.cmake, tapeflowTargets.cmake,
-#                            tapeflow_<component>Targets.cmake per tapeflow_component() (distribute)
+#                            tapeflow_<component>Targets.cmake per tapeflow_component() (distribute, json)
 #   lib/pkgconfig/tapeflow.pc, share/doc/tapeflow/LICENSE, bin/<app> (apps/CMakeLists.txt)
 # A library whose installed targets need a package in the consumer calls
 #   tapeflow_package_dependency("MPI COMPONENTS CXX")   (before this file is included)
@@ -25,7 +26,7 @@ list(REMOVE_DUPLICATES _tapeflow_header_folders)
 
 # Public headers, staged as installed (build/include/tapeflow/...), rebuilt when a header changes;
 # a new or deleted header re-runs the glob (CONFIGURE_DEPENDS).
-set(_tapeflow_headers ${PROJECT_SOURCE_DIR}/tapeflow.h)
+set(_tapeflow_headers ${PROJECT_SOURCE_DIR}/tapeflow.h ${PROJECT_SOURCE_DIR}/json.h)
 foreach(_dir IN LISTS _tapeflow_header_folders)
   file(GLOB_RECURSE _found CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${_dir}/*.h)
   list(APPEND _tapeflow_headers ${_found})
@@ -34,7 +35,7 @@ set(TAPEFLOW_STAGED_INCLUDE_DIR ${PROJECT_BINARY_DIR}/include)
 add_custom_command(
   OUTPUT ${PROJECT_BINARY_DIR}/tapeflow_headers.stamp
   COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${PROJECT_SOURCE_DIR} -DOUTPUT_DIR=${TAPEFLOW_STAGED_INCLUDE_DIR}
-          "-DFOLDERS=${_tapeflow_header_folders}" -DTOP_HEADERS=tapeflow.h
+          "-DFOLDERS=${_tapeflow_header_folders}" "-DTOP_HEADERS=tapeflow.h;json.h" -DBRIDGE_HEADERS=json.h
           -DSTAMP=${PROJECT_BINARY_DIR}/tapeflow_headers.stamp -P ${PROJECT_SOURCE_DIR}/cmake/stage_headers.cmake
   DEPENDS ${_tapeflow_headers} ${PROJECT_SOURCE_DIR}/cmake/stage_headers.cmake
   COMMENT "Staging tapeflow's public headers for install"
@@ -106,6 +107,8 @@ set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libtbb-dev, libspdlog-dev, zlib1g-dev, nlohmann-json3-dev, libhdf5-dev")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libopenmpi-dev, dataset-fashion-mnist")
+# What tapeflowConfig.cmake's find_dependency calls and the static libraries' private links need;
+# nlohmann-json only for COMPONENTS json (<tapeflow/json.h>), so it is a suggestion.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libtbb-dev, libspdlog-dev, zlib1g-dev, libhdf5-dev, libprotobuf-dev, libonnx-dev, libzip-dev")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libopenmpi-dev, nlohmann-json3-dev, dataset-fashion-mnist")
 include(CPack)

@@ -20,10 +20,8 @@ class Affine : public tf::layers::Layer {
     Layer::build(input_shape);  // marks the layer built
   }
   tf::Tensor call(const tf::Tensor& x, bool /*training*/) override { return x * scale_ + offset_; }
-  nlohmann::json get_config() const override {
-    nlohmann::json config = base_config();  // name, trainable, dtype
-    config["initial_scale"] = initial_scale_;
-    return config;
+  tf::Config get_config() const override {
+    return base_config().set("initial_scale", initial_scale_);  // name, trainable, dtype + our argument
   }
 
  private:
@@ -32,7 +30,7 @@ class Affine : public tf::layers::Layer {
 };
 
 int main() {
-  tf::layers::register_layer_class("Affine", [](const nlohmann::json& config) {
+  tf::layers::register_layer_class("Affine", [](const tf::Config& config) {
     const tf::layers::ConfigReader c(config, "Affine");
     return std::make_shared<Affine>(c.number("initial_scale", 1.0), c.name());
   });

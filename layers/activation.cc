@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/math_ops.h"
 
 namespace tapeflow::layers {
@@ -12,13 +13,14 @@ Activation::Activation(ActivationOptions options)
       activation_(options.activation.empty() ? "linear" : options.activation),
       fn_(activations::get(options.activation)) {}
 
-nlohmann::json Activation::get_config() const {
-  nlohmann::json c = base_config();
+Config Activation::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["activation"] = activation_;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& config) {
+std::shared_ptr<Activation> Activation::from_config(const Config& config) {
   ConfigReader r(config, "Activation");
   try {
     return r.finish(std::make_shared<Activation>(
@@ -30,13 +32,14 @@ std::shared_ptr<Activation> Activation::from_config(const nlohmann::json& config
 
 Tensor Activation::call(const Tensor& x, bool) { return fn_ ? fn_(x) : x; }
 
-nlohmann::json LeakyReLU::get_config() const {
-  nlohmann::json c = base_config();
+Config LeakyReLU::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["alpha"] = alpha_;
-  return c;
+  return config;
 }
 
-std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const nlohmann::json& config) {
+std::shared_ptr<LeakyReLU> LeakyReLU::from_config(const Config& config) {
   ConfigReader r(config, "LeakyReLU");
   const double alpha = r.has("alpha") ? r.number("alpha") : r.number("negative_slope", 0.3);  // Keras 3 name
   if (!(alpha >= 0)) r.fail("alpha", "must be >= 0, got " + std::to_string(alpha));

@@ -31,10 +31,10 @@ class Activation : public Layer {
   // Activation({.activation = activation}), as keras.layers.Activation("relu").
   explicit Activation(const std::string& activation) : Activation(ActivationOptions{activation}) {}
   Tensor call(const Tensor& inputs, bool training) override;
-  nlohmann::json get_config() const override;  // activation
+  Config get_config() const override;  // activation
   // Builds an Activation from its Keras config ("activation" required; unknown fields ignored).
   // Errors: std::invalid_argument naming the layer and field for a missing or unknown activation.
-  static std::shared_ptr<Activation> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Activation> from_config(const Config& config);
 
  private:
   std::string activation_;
@@ -57,10 +57,10 @@ class LeakyReLU : public Layer {
   // Errors: std::invalid_argument for alpha < 0 (names the layer and the value).
   explicit LeakyReLU(LeakyReLUOptions options = {});
   Tensor call(const Tensor& inputs, bool training) override;
-  nlohmann::json get_config() const override;  // alpha (Keras 2)
+  Config get_config() const override;  // alpha (Keras 2)
   // Builds a LeakyReLU from its Keras config: "alpha" (Keras 2) or "negative_slope" (Keras 3),
   // default 0.3; unknown fields ignored. Errors: std::invalid_argument naming the field for alpha < 0.
-  static std::shared_ptr<LeakyReLU> from_config(const nlohmann::json& config);
+  static std::shared_ptr<LeakyReLU> from_config(const Config& config);
   // The slope for negative inputs.
   double alpha() const { return alpha_; }
 

@@ -4,6 +4,7 @@
 
 #include "tape/kernels/batch_norm.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/autodiff/custom_gradient.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
@@ -12,8 +13,9 @@
 
 namespace tapeflow::layers {
 
-nlohmann::json BatchNormalization::get_config() const {
-  nlohmann::json c = base_config();
+Config BatchNormalization::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["axis"] = options_.axis;
   c["momentum"] = options_.momentum;
   c["epsilon"] = options_.epsilon;
@@ -24,11 +26,12 @@ nlohmann::json BatchNormalization::get_config() const {
   c["moving_mean_initializer"] = serialize_initializer(options_.moving_mean_initializer);
   c["moving_variance_initializer"] = serialize_initializer(options_.moving_variance_initializer);
   for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) c[k] = nullptr;
-  return c;
+  return config;
 }
 
-std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const nlohmann::json& config) {
-  ConfigReader r(config, "BatchNormalization");
+std::shared_ptr<BatchNormalization> BatchNormalization::from_config(const Config& config_in) {
+  const nlohmann::json& config = json_of(config_in);
+  ConfigReader r(config_in, "BatchNormalization");
   for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
     r.require_null(k);
   if (r.boolean("synchronized", false)) r.fail("synchronized", "not supported by tapeflow");

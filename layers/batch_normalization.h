@@ -64,11 +64,11 @@ class BatchNormalization : public Layer {
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   // Keras 2's config (axis as given, an integer; momentum, epsilon, center, scale, initializers).
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a BatchNormalization from its Keras config (axis as n or [n]; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for several axes, a beta/gamma regularizer or
   // constraint that is not null, synchronized true, and the constructor's errors.
-  static std::shared_ptr<BatchNormalization> from_config(const nlohmann::json& config);
+  static std::shared_ptr<BatchNormalization> from_config(const Config& config);
 
   // The options it was made with.
   const BatchNormalizationOptions& options() const { return options_; }

@@ -115,12 +115,12 @@ class Conv2D : public ConvBase {
   // Errors: std::invalid_argument for the option errors in the file comment (names the layer).
   explicit Conv2D(Conv2DOptions options);
   // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a Conv2D from its Keras config (kernel_size etc. as [h, w] or one integer; unknown fields
   // ignored). Errors: std::invalid_argument naming the layer and field for a missing filters or
   // kernel_size, data_format other than channels_last, groups != 1, a bias/activity regularizer or
   // constraint that is not null, and the constructor's errors.
-  static std::shared_ptr<Conv2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Conv2D> from_config(const Config& config);
   void build(const Shape& input_shape) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
 
@@ -136,10 +136,10 @@ class Conv2DTranspose : public ConvBase {
   // Errors: std::invalid_argument for the option errors in the file comment (names the layer).
   explicit Conv2DTranspose(Conv2DTransposeOptions options);
   // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a Conv2DTranspose from its Keras config (as Conv2D::from_config; output_padding must be
   // null). Errors: std::invalid_argument naming the layer and the field.
-  static std::shared_ptr<Conv2DTranspose> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Conv2DTranspose> from_config(const Config& config);
   void build(const Shape& input_shape) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
 

@@ -5,6 +5,7 @@
 #include "layers/pooling2d.h"
 #include "layers/reshaping2d.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 
 namespace tapeflow::layers {
 
@@ -17,7 +18,7 @@ json pair_json(const std::array<std::int64_t, 2>& p) { return json::array({p[0],
 // kernel_size / strides / pool_size / size: [h, w] or one integer for both (Keras allows both).
 std::array<std::int64_t, 2> pair_from(const ConfigReader& r, const std::string& key, std::array<std::int64_t, 2> fallback) {
   if (!r.has(key)) return fallback;
-  const json& v = r.config()[key];
+  const json& v = json_of(r.config())[key];
   if (v.is_number_integer()) return {v.get<std::int64_t>(), v.get<std::int64_t>()};
   const std::vector<std::int64_t> p = r.integers(key);
   if (p.size() != 2) r.fail(key, "expected [height, width], got " + v.dump());
@@ -79,33 +80,34 @@ std::shared_ptr<L> make(const ConfigReader& r, O options, const char* field) {
 
 }  // namespace
 
-json Conv2D::get_config() const {
-  json c = conv_config(options_, base_config());
+Config Conv2D::get_config() const {
+  json c = conv_config(options_, json_of(base_config()));
   c["groups"] = 1;
-  return c;
+  return to_config(std::move(c));
 }
-std::shared_ptr<Conv2D> Conv2D::from_config(const json& config) {
+std::shared_ptr<Conv2D> Conv2D::from_config(const Config& config) {
   ConfigReader r(config, "Conv2D");
   return make<Conv2D>(r, conv_options(r), "filters/kernel_size/strides/padding");
 }
 
-json Conv2DTranspose::get_config() const {
-  json c = conv_config(options_, base_config());
+Config Conv2DTranspose::get_config() const {
+  json c = conv_config(options_, json_of(base_config()));
   c["output_padding"] = nullptr;
-  return c;
+  return to_config(std::move(c));
 }
-std::shared_ptr<Conv2DTranspose> Conv2DTranspose::from_config(const json& config) {
+std::shared_ptr<Conv2DTranspose> Conv2DTranspose::from_config(const Config& config) {
   ConfigReader r(config, "Conv2DTranspose");
   return make<Conv2DTranspose>(r, conv_options(r), "filters/kernel_size/strides/padding");
 }
 
-json Pooling2D::get_config() const {
-  json c = base_config();
+Config Pooling2D::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["pool_size"] = pair_json(pool_size());
   c["padding"] = padding();
   c["strides"] = pair_json(strides());
   c["data_format"] = "channels_last";
-  return c;
+  return config;
 }
 
 namespace {
@@ -117,40 +119,42 @@ Pooling2DOptions pooling_options(const ConfigReader& r) {
 }
 }  // namespace
 
-std::shared_ptr<MaxPooling2D> MaxPooling2D::from_config(const json& config) {
+std::shared_ptr<MaxPooling2D> MaxPooling2D::from_config(const Config& config) {
   ConfigReader r(config, "MaxPooling2D");
   return make<MaxPooling2D>(r, pooling_options(r), "pool_size/strides/padding");
 }
-std::shared_ptr<AveragePooling2D> AveragePooling2D::from_config(const json& config) {
+std::shared_ptr<AveragePooling2D> AveragePooling2D::from_config(const Config& config) {
   ConfigReader r(config, "AveragePooling2D");
   return make<AveragePooling2D>(r, pooling_options(r), "pool_size/strides/padding");
 }
 
-json GlobalPooling2D::get_config() const {
-  json c = base_config();
+Config GlobalPooling2D::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["data_format"] = "channels_last";
   c["keepdims"] = keepdims();
-  return c;
+  return config;
 }
-std::shared_ptr<GlobalAveragePooling2D> GlobalAveragePooling2D::from_config(const json& config) {
+std::shared_ptr<GlobalAveragePooling2D> GlobalAveragePooling2D::from_config(const Config& config) {
   ConfigReader r(config, "GlobalAveragePooling2D");
   require_channels_last(r);
   return make<GlobalAveragePooling2D>(r, GlobalPooling2DOptions{.keepdims = r.boolean("keepdims", false), .name = r.name(), .dtype = r.dtype()}, "keepdims");
 }
-std::shared_ptr<GlobalMaxPooling2D> GlobalMaxPooling2D::from_config(const json& config) {
+std::shared_ptr<GlobalMaxPooling2D> GlobalMaxPooling2D::from_config(const Config& config) {
   ConfigReader r(config, "GlobalMaxPooling2D");
   require_channels_last(r);
   return make<GlobalMaxPooling2D>(r, GlobalPooling2DOptions{.keepdims = r.boolean("keepdims", false), .name = r.name(), .dtype = r.dtype()}, "keepdims");
 }
 
-json UpSampling2D::get_config() const {
-  json c = base_config();
+Config UpSampling2D::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["size"] = pair_json(options_.size);
   c["data_format"] = "channels_last";
   c["interpolation"] = options_.interpolation;
-  return c;
+  return config;
 }
-std::shared_ptr<UpSampling2D> UpSampling2D::from_config(const json& config) {
+std::shared_ptr<UpSampling2D> UpSampling2D::from_config(const Config& config) {
   ConfigReader r(config, "UpSampling2D");
   require_channels_last(r);
   return make<UpSampling2D>(
@@ -158,15 +162,17 @@ std::shared_ptr<UpSampling2D> UpSampling2D::from_config(const json& config) {
       "size/interpolation");
 }
 
-json ZeroPadding2D::get_config() const {
-  json c = base_config();
+Config ZeroPadding2D::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   const auto& p = options_.padding;
   c["padding"] = json::array({json::array({p[0][0], p[0][1]}), json::array({p[1][0], p[1][1]})});
   c["data_format"] = "channels_last";
-  return c;
+  return config;
 }
-std::shared_ptr<ZeroPadding2D> ZeroPadding2D::from_config(const json& config) {
-  ConfigReader r(config, "ZeroPadding2D");
+std::shared_ptr<ZeroPadding2D> ZeroPadding2D::from_config(const Config& config_in) {
+  const nlohmann::json& config = json_of(config_in);
+  ConfigReader r(config_in, "ZeroPadding2D");
   require_channels_last(r);
   ZeroPadding2DOptions o{.name = r.name(), .dtype = r.dtype()};
   if (r.has("padding")) {

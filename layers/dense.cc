@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
@@ -68,8 +69,9 @@ const Variable& Dense::bias() const {
   return bias_;
 }
 
-nlohmann::json Dense::get_config() const {
-  nlohmann::json c = base_config();
+Config Dense::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["units"] = options_.units;
   c["activation"] = options_.activation.empty() ? "linear" : options_.activation;
   c["use_bias"] = options_.use_bias;
@@ -80,10 +82,10 @@ nlohmann::json Dense::get_config() const {
     c["kernel_regularizer"] = {{"class_name", "L1L2"}, {"config", {{"l1", 0.0}, {"l2", options_.kernel_regularizer_l2}}}};
   for (const char* k : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
     c[k] = nullptr;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Dense> Dense::from_config(const nlohmann::json& config) {
+std::shared_ptr<Dense> Dense::from_config(const Config& config) {
   ConfigReader r(config, "Dense");
   for (const char* k : {"bias_regularizer", "activity_regularizer", "kernel_constraint", "bias_constraint"})
     r.require_null(k);

@@ -55,11 +55,11 @@ class Dense : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Keras 2's Dense config (units, activation, use_bias, initializers, kernel_regularizer, ...).
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a Dense from its Keras config (get_config()'s fields; unknown fields are ignored).
   // Errors: std::invalid_argument naming the layer and field for a missing units, a mistyped
   // field, or a bias/activity regularizer or constraint that is not null (layers/serialization.h).
-  static std::shared_ptr<Dense> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Dense> from_config(const Config& config);
 
   // The dimensionality of the output space (DenseOptions::units).
   std::int64_t units() const { return options_.units; }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/math_ops.h"
 
 namespace tapeflow::layers {
@@ -13,15 +14,16 @@ Dropout::Dropout(DropoutOptions options)
     throw std::invalid_argument(describe() + ": rate must be in [0, 1), got " + std::to_string(options_.rate));
 }
 
-nlohmann::json Dropout::get_config() const {
-  nlohmann::json c = base_config();
+Config Dropout::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["rate"] = options_.rate;
   c["noise_shape"] = nullptr;
   c["seed"] = options_.seed ? nlohmann::json(*options_.seed) : nlohmann::json(nullptr);
-  return c;
+  return config;
 }
 
-std::shared_ptr<Dropout> Dropout::from_config(const nlohmann::json& config) {
+std::shared_ptr<Dropout> Dropout::from_config(const Config& config) {
   ConfigReader r(config, "Dropout");
   r.require_null("noise_shape");
   const double rate = r.number("rate");

@@ -34,11 +34,11 @@ class Dropout : public Layer {
   // Dropout({.rate = rate}), as keras.layers.Dropout(rate).
   explicit Dropout(double rate) : Dropout(DropoutOptions{.rate = rate}) {}
   Tensor call(const Tensor& inputs, bool training) override;
-  nlohmann::json get_config() const override;  // rate, noise_shape (null), seed
+  Config get_config() const override;  // rate, noise_shape (null), seed
   // Builds a Dropout from its Keras config ("rate" required, "seed"; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for a missing rate or one outside [0, 1), a
   // noise_shape that is not null, a negative seed.
-  static std::shared_ptr<Dropout> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Dropout> from_config(const Config& config);
   // The drop probability.
   double rate() const { return options_.rate; }
   Generator* training_generator() override { return &generator(); }

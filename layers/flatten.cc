@@ -3,19 +3,21 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 
 namespace tapeflow::layers {
 
 Flatten::Flatten(FlattenOptions options) : Layer("Flatten", options.name, std::nullopt, options.dtype) {}
 
-nlohmann::json Flatten::get_config() const {
-  nlohmann::json c = base_config();
+Config Flatten::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["data_format"] = "channels_last";
-  return c;
+  return config;
 }
 
-std::shared_ptr<Flatten> Flatten::from_config(const nlohmann::json& config) {
+std::shared_ptr<Flatten> Flatten::from_config(const Config& config) {
   ConfigReader r(config, "Flatten");
   if (r.string("data_format", "channels_last") != "channels_last")
     r.fail("data_format", "only channels_last is supported, got '" + r.string("data_format") + "'");

@@ -25,10 +25,10 @@ class Flatten : public Layer {
   explicit Flatten(FlattenOptions options = {});
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
-  nlohmann::json get_config() const override;  // data_format "channels_last"
+  Config get_config() const override;  // data_format "channels_last"
   // Builds a Flatten from its Keras config (unknown fields ignored). Errors: std::invalid_argument
   // naming the field for a data_format other than "channels_last".
-  static std::shared_ptr<Flatten> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Flatten> from_config(const Config& config);
 };
 
 }  // namespace tapeflow::layers

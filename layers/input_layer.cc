@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 
 namespace tapeflow::layers {
 namespace {
@@ -27,15 +28,19 @@ InputLayer::InputLayer(InputOptions options)
 
 Tensor InputLayer::call(const Tensor& inputs, bool) { return inputs; }
 
-nlohmann::json InputLayer::get_config() const {
+Config InputLayer::get_config() const {
   nlohmann::json shape = nlohmann::json::array({nullptr});
   for (std::int64_t d : options_.shape) shape.push_back(d);
-  return {{"batch_input_shape", shape}, {"dtype", dtype_name(options_.dtype)}, {"sparse", false},
-          {"ragged", false},            {"name", name()}};
+  return to_config({{"batch_input_shape", shape},
+                    {"dtype", dtype_name(options_.dtype)},
+                    {"sparse", false},
+                    {"ragged", false},
+                    {"name", name()}});
 }
 
-std::shared_ptr<InputLayer> InputLayer::from_config(const nlohmann::json& config) {
-  ConfigReader r(config, "InputLayer");
+std::shared_ptr<InputLayer> InputLayer::from_config(const Config& config_in) {
+  const nlohmann::json& config = json_of(config_in);
+  ConfigReader r(config_in, "InputLayer");
   const char* key = r.has("batch_input_shape") ? "batch_input_shape" : "batch_shape";  // Keras 3 writes batch_shape
   if (!r.has(key)) r.fail("batch_input_shape", "missing");
   const nlohmann::json& bs = config[key];

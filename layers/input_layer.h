@@ -34,11 +34,11 @@ class InputLayer : public Layer {
   // Errors: std::invalid_argument for a negative dimension (names the input and the shape).
   explicit InputLayer(InputOptions options);
   Tensor call(const Tensor& inputs, bool training) override;
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds an InputLayer from its Keras config: "batch_input_shape" (Keras 2) or "batch_shape"
   // (Keras 3) [null, d1, ...], "dtype", "name". Errors: std::invalid_argument naming the field for a
   // missing shape, an unknown dimension other than the batch one, sparse or ragged true.
-  static std::shared_ptr<InputLayer> from_config(const nlohmann::json& config);
+  static std::shared_ptr<InputLayer> from_config(const Config& config);
   // The shape without the batch axis.
   const std::vector<std::int64_t>& shape() const { return options_.shape; }
   // The dtype of the values fed in (InputOptions::dtype).

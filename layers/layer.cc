@@ -165,11 +165,11 @@ std::vector<KerasTensor> Layer::call_all(const std::vector<KerasTensor>& inputs,
   return result;
 }
 
-nlohmann::json Layer::base_config() const {
-  return {{"name", name_}, {"trainable", trainable_}, {"dtype", dtype_name(dtype_)}};
+Config Layer::base_config() const {
+  return Config().set("name", name_).set("trainable", trainable_).set("dtype", dtype_name(dtype_));
 }
 
-nlohmann::json Layer::get_config() const {
+Config Layer::get_config() const {
   throw std::logic_error(describe() + ": get_config() is not implemented for class '" + class_name() +
                          "'; to save its architecture implement get_config() (and register the class with "
                          "layers::register_layer_class), or save only its weights with save_weights");

@@ -17,7 +17,7 @@
 //           watching them); Keras's BatchNormalization then runs in inference mode.
 //           losses(): the add_loss() tensors of the last call plus regularization losses computed
 //           now from the current weights (so they are differentiable inside the caller's tape).
-//           get_config(): the Keras config (a JSON object: name, trainable, dtype and the
+//           get_config(): the Keras config (a tapeflow::Config object: name, trainable, dtype and the
 //           constructor arguments); layers/serialization.h turns it back into a layer.
 //           Called on KerasTensors (layers/keras_tensor.h), a layer records a node of a
 //           functional graph instead of computing: it is built and run once on a zero batch of
@@ -35,10 +35,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
-
 #include "layers/initializers.h"
 #include "layers/keras_tensor.h"
+#include "tape/core/config.h"
 #include "tape/core/random.h"
 #include "tape/core/tensor.h"
 #include "tape/runtime/variable.h"
@@ -132,7 +131,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual std::string class_name() const { return class_name_; }
   // Keras's get_config(): {"name", "trainable", "dtype", ...constructor arguments}.
   // Errors: std::logic_error (the default) for a layer class that does not implement it.
-  virtual nlohmann::json get_config() const;
+  virtual Config get_config() const;
   // Sublayers tracked with track_layer(), in order.
   const std::vector<std::shared_ptr<Layer>>& layers() const { return layers_; }
   // The generator this layer draws from while training (Dropout's masks), whose state a checkpoint
@@ -178,7 +177,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   // (for call_outputs overrides of layers that take none).
   void refuse_call_flags(const CallFlags& flags) const;
   // The config every layer shares: name, trainable, dtype (start of get_config()).
-  nlohmann::json base_config() const;
+  Config base_config() const;
 
  private:
   std::string class_name_;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 
@@ -33,10 +34,10 @@ Tensor Merge::call(const std::vector<Tensor>& inputs, bool) {
   return merge(inputs);
 }
 
-nlohmann::json Merge::get_config() const { return base_config(); }
+Config Merge::get_config() const { return base_config(); }
 
 namespace {
-MergeOptions merge_options(const nlohmann::json& config, const char* cls) {
+MergeOptions merge_options(const Config& config, const char* cls) {
   ConfigReader r(config, cls);
   return {.name = r.name(), .dtype = r.dtype()};
 }
@@ -47,7 +48,7 @@ Tensor Add::merge(const std::vector<Tensor>& inputs) const {
   for (std::size_t i = 1; i < inputs.size(); ++i) y = y + inputs[i];
   return y;
 }
-std::shared_ptr<Add> Add::from_config(const nlohmann::json& c) {
+std::shared_ptr<Add> Add::from_config(const Config& c) {
   return ConfigReader(c, "Add").finish(std::make_shared<Add>(merge_options(c, "Add")));
 }
 
@@ -56,7 +57,7 @@ Tensor Multiply::merge(const std::vector<Tensor>& inputs) const {
   for (std::size_t i = 1; i < inputs.size(); ++i) y = y * inputs[i];
   return y;
 }
-std::shared_ptr<Multiply> Multiply::from_config(const nlohmann::json& c) {
+std::shared_ptr<Multiply> Multiply::from_config(const Config& c) {
   return ConfigReader(c, "Multiply").finish(std::make_shared<Multiply>(merge_options(c, "Multiply")));
 }
 
@@ -65,7 +66,7 @@ Tensor Average::merge(const std::vector<Tensor>& inputs) const {
   for (std::size_t i = 1; i < inputs.size(); ++i) y = y + inputs[i];
   return y * (1.0 / static_cast<double>(inputs.size()));
 }
-std::shared_ptr<Average> Average::from_config(const nlohmann::json& c) {
+std::shared_ptr<Average> Average::from_config(const Config& c) {
   return ConfigReader(c, "Average").finish(std::make_shared<Average>(merge_options(c, "Average")));
 }
 
@@ -89,13 +90,14 @@ void Concatenate::check_shapes(const std::vector<Tensor>& inputs) const {
 
 Tensor Concatenate::merge(const std::vector<Tensor>& inputs) const { return concat(inputs, axis_); }
 
-nlohmann::json Concatenate::get_config() const {
-  nlohmann::json c = base_config();
+Config Concatenate::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["axis"] = axis_;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Concatenate> Concatenate::from_config(const nlohmann::json& c) {
+std::shared_ptr<Concatenate> Concatenate::from_config(const Config& c) {
   ConfigReader r(c, "Concatenate");
   return r.finish(std::make_shared<Concatenate>(
       ConcatenateOptions{.axis = int(r.integer("axis", -1)), .name = r.name(), .dtype = r.dtype()}));

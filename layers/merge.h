@@ -28,7 +28,7 @@ class Merge : public Layer {
   using Layer::call;
   Tensor call(const Tensor& inputs, bool training) override;
   Tensor call(const std::vector<Tensor>& inputs, bool training) override;
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
 
  protected:
   // class_name: "Add", "Multiply", "Average" or "Concatenate".
@@ -49,7 +49,7 @@ class Add : public Merge {
   explicit Add(MergeOptions options = {}) : Merge("Add", options) {}
   // Builds an Add from its Keras config (name, trainable, dtype; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for a mistyped name or dtype.
-  static std::shared_ptr<Add> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Add> from_config(const Config& config);
 
  protected:
   // The element-wise sum of the inputs, folded left to right.
@@ -64,7 +64,7 @@ class Multiply : public Merge {
   explicit Multiply(MergeOptions options = {}) : Merge("Multiply", options) {}
   // Builds a Multiply from its Keras config (name, trainable, dtype; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for a mistyped name or dtype.
-  static std::shared_ptr<Multiply> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Multiply> from_config(const Config& config);
 
  protected:
   // The element-wise product of the inputs, folded left to right.
@@ -79,7 +79,7 @@ class Average : public Merge {
   explicit Average(MergeOptions options = {}) : Merge("Average", options) {}
   // Builds an Average from its Keras config (name, trainable, dtype; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for a mistyped name or dtype.
-  static std::shared_ptr<Average> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Average> from_config(const Config& config);
 
  protected:
   // The sum of the inputs times 1/n.
@@ -102,10 +102,10 @@ class Concatenate : public Merge {
  public:
   // Makes the layer (no weights; the axis and shapes are checked at call).
   explicit Concatenate(ConcatenateOptions options = {});
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a Concatenate from its Keras config (axis, default -1; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for a non-integer axis.
-  static std::shared_ptr<Concatenate> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Concatenate> from_config(const Config& config);
   // The concatenation axis as given (may be negative).
   int axis() const { return axis_; }
 

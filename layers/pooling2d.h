@@ -46,7 +46,7 @@ class Pooling2D : public Layer {
   const std::array<std::int64_t, 2>& strides() const { return strides_; }
   // "valid" or "same".
   const std::string& padding() const { return padding_; }
-  nlohmann::json get_config() const override;  // Keras's pool_size/padding/strides/data_format
+  Config get_config() const override;  // Keras's pool_size/padding/strides/data_format
 
  protected:
   // class_name: "MaxPooling2D" / "AveragePooling2D"; max: max (true) or average pooling.
@@ -68,7 +68,7 @@ class MaxPooling2D : public Pooling2D {
   // Builds a MaxPooling2D from its Keras config (pool_size, strides, padding; unknown fields
   // ignored). Errors: std::invalid_argument naming the field for data_format other than
   // channels_last or invalid values.
-  static std::shared_ptr<MaxPooling2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<MaxPooling2D> from_config(const Config& config);
 };
 
 // The mean over each pool_size window ("same": of its unpadded elements, as TF).
@@ -79,7 +79,7 @@ class AveragePooling2D : public Pooling2D {
   explicit AveragePooling2D(Pooling2DOptions options = {});
   // Builds an AveragePooling2D from its Keras config (as MaxPooling2D::from_config).
   // Errors: std::invalid_argument naming the field.
-  static std::shared_ptr<AveragePooling2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<AveragePooling2D> from_config(const Config& config);
 };
 
 // GlobalAveragePooling2D's and GlobalMaxPooling2D's keyword arguments (channels_last).
@@ -100,7 +100,7 @@ class GlobalPooling2D : public Layer {
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Whether the output keeps the spatial axes as size 1.
   bool keepdims() const { return keepdims_; }
-  nlohmann::json get_config() const override;  // Keras's data_format/keepdims
+  Config get_config() const override;  // Keras's data_format/keepdims
 
  protected:
   // class_name: "GlobalAveragePooling2D" / "GlobalMaxPooling2D"; max: max (true) or mean.
@@ -119,7 +119,7 @@ class GlobalAveragePooling2D : public GlobalPooling2D {
   explicit GlobalAveragePooling2D(GlobalPooling2DOptions options = {});
   // Builds the layer from its Keras config (keepdims, default false; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for data_format other than channels_last.
-  static std::shared_ptr<GlobalAveragePooling2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<GlobalAveragePooling2D> from_config(const Config& config);
 };
 
 // The maximum over height and width. Shapes: [N, H, W, C] -> [N, C] ([N, 1, 1, C] with keepdims).
@@ -130,7 +130,7 @@ class GlobalMaxPooling2D : public GlobalPooling2D {
   explicit GlobalMaxPooling2D(GlobalPooling2DOptions options = {});
   // Builds the layer from its Keras config (keepdims, default false; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for data_format other than channels_last.
-  static std::shared_ptr<GlobalMaxPooling2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<GlobalMaxPooling2D> from_config(const Config& config);
 };
 
 }  // namespace tapeflow::layers

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 
 namespace tapeflow::layers {
@@ -45,13 +46,14 @@ Shape Reshape::compute_output_shape(const Shape& s) const {
   return Shape(out);
 }
 
-nlohmann::json Reshape::get_config() const {
-  nlohmann::json c = base_config();
+Config Reshape::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["target_shape"] = target_;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Reshape> Reshape::from_config(const nlohmann::json& config) {
+std::shared_ptr<Reshape> Reshape::from_config(const Config& config) {
   ConfigReader r(config, "Reshape");
   try {
     return r.finish(std::make_shared<Reshape>(

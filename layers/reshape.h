@@ -29,10 +29,10 @@ class Reshape : public Layer {
   explicit Reshape(ReshapeOptions options);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
-  nlohmann::json get_config() const override;  // target_shape
+  Config get_config() const override;  // target_shape
   // Builds a Reshape from its Keras config ("target_shape" required; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for a missing or invalid target_shape.
-  static std::shared_ptr<Reshape> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Reshape> from_config(const Config& config);
 
  private:
   std::vector<std::int64_t> target_;

@@ -37,11 +37,11 @@ class UpSampling2D : public Layer {
   // Errors: std::invalid_argument for a size < 1 or an interpolation other than "nearest".
   explicit UpSampling2D(UpSampling2DOptions options = {});
   // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds an UpSampling2D from its Keras config (size as [h, w] or one integer, interpolation;
   // unknown fields ignored). Errors: std::invalid_argument naming the field for data_format other
   // than channels_last and the constructor's errors.
-  static std::shared_ptr<UpSampling2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<UpSampling2D> from_config(const Config& config);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   // The options it was made with.
@@ -68,11 +68,11 @@ class ZeroPadding2D : public Layer {
   // Errors: std::invalid_argument for a negative padding.
   explicit ZeroPadding2D(ZeroPadding2DOptions options = {});
   // Keras's config (tf.keras 2.x fields; channels_last only) and its inverse; see layers/serialization.h.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a ZeroPadding2D from its Keras config (padding as n, [h, w] or [[top, bottom], [left,
   // right]]; unknown fields ignored). Errors: std::invalid_argument naming the field for another
   // padding form, data_format other than channels_last, a negative padding.
-  static std::shared_ptr<ZeroPadding2D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<ZeroPadding2D> from_config(const Config& config);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   // The options it was made with.

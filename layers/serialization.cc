@@ -33,6 +33,7 @@
 #include "layers/pooling/pooling1d.h"
 #include "layers/convolutional/conv1d.h"
 #include "layers/normalization/rms_normalization.h"
+#include "layers/internal/serialization_json.h"
 
 namespace tapeflow::layers {
 using nlohmann::json;
@@ -49,42 +50,42 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;
     auto add = [&](const char* name, LayerFactory f) { reg->factories.emplace(name, std::move(f)); };
-    add("InputLayer", [](const json& c) { return InputLayer::from_config(c); });
-    add("Dense", [](const json& c) { return Dense::from_config(c); });
-    add("BatchNormalization", [](const json& c) { return BatchNormalization::from_config(c); });
-    add("Dropout", [](const json& c) { return Dropout::from_config(c); });
-    add("Flatten", [](const json& c) { return Flatten::from_config(c); });
-    add("NotEqual", [](const json& c) { return NotEqual::from_config(c); });
-    add("Reshape", [](const json& c) { return Reshape::from_config(c); });
-    add("Activation", [](const json& c) { return Activation::from_config(c); });
-    add("LeakyReLU", [](const json& c) { return LeakyReLU::from_config(c); });
-    add("Add", [](const json& c) { return Add::from_config(c); });
-    add("Multiply", [](const json& c) { return Multiply::from_config(c); });
-    add("Average", [](const json& c) { return Average::from_config(c); });
-    add("Concatenate", [](const json& c) { return Concatenate::from_config(c); });
-    add("Conv2D", [](const json& c) { return Conv2D::from_config(c); });
-    add("Conv2DTranspose", [](const json& c) { return Conv2DTranspose::from_config(c); });
-    add("MaxPooling2D", [](const json& c) { return MaxPooling2D::from_config(c); });
-    add("AveragePooling2D", [](const json& c) { return AveragePooling2D::from_config(c); });
-    add("GlobalAveragePooling2D", [](const json& c) { return GlobalAveragePooling2D::from_config(c); });
-    add("GlobalMaxPooling2D", [](const json& c) { return GlobalMaxPooling2D::from_config(c); });
-    add("UpSampling2D", [](const json& c) { return UpSampling2D::from_config(c); });
-    add("ZeroPadding2D", [](const json& c) { return ZeroPadding2D::from_config(c); });
-    add("SimpleRNN", [](const json& c) { return SimpleRNN::from_config(c); });
-    add("LSTM", [](const json& c) { return LSTM::from_config(c); });
-    add("GRU", [](const json& c) { return GRU::from_config(c); });
-    add("Bidirectional", [](const json& c) { return Bidirectional::from_config(c); });
-    add("LayerNormalization", [](const json& c) { return LayerNormalization::from_config(c); });
-    add("MultiHeadAttention", [](const json& c) { return MultiHeadAttention::from_config(c); });
-    add("Embedding", [](const json& c) { return Embedding::from_config(c); });
-    add("GlobalAveragePooling1D", [](const json& c) { return GlobalAveragePooling1D::from_config(c); });
-    add("GlobalMaxPooling1D", [](const json& c) { return GlobalMaxPooling1D::from_config(c); });
-    add("PositionEmbedding", [](const json& c) { return PositionEmbedding::from_config(c); });
-    add("Permute", [](const json& c) { return Permute::from_config(c); });
-    add("Conv1D", [](const json& c) { return Conv1D::from_config(c); });
-    add("MaxPooling1D", [](const json& c) { return MaxPooling1D::from_config(c); });
-    add("AveragePooling1D", [](const json& c) { return AveragePooling1D::from_config(c); });
-    add("RMSNormalization", [](const json& c) { return RMSNormalization::from_config(c); });
+    add("InputLayer", [](const Config& c) { return InputLayer::from_config(c); });
+    add("Dense", [](const Config& c) { return Dense::from_config(c); });
+    add("BatchNormalization", [](const Config& c) { return BatchNormalization::from_config(c); });
+    add("Dropout", [](const Config& c) { return Dropout::from_config(c); });
+    add("Flatten", [](const Config& c) { return Flatten::from_config(c); });
+    add("NotEqual", [](const Config& c) { return NotEqual::from_config(c); });
+    add("Reshape", [](const Config& c) { return Reshape::from_config(c); });
+    add("Activation", [](const Config& c) { return Activation::from_config(c); });
+    add("LeakyReLU", [](const Config& c) { return LeakyReLU::from_config(c); });
+    add("Add", [](const Config& c) { return Add::from_config(c); });
+    add("Multiply", [](const Config& c) { return Multiply::from_config(c); });
+    add("Average", [](const Config& c) { return Average::from_config(c); });
+    add("Concatenate", [](const Config& c) { return Concatenate::from_config(c); });
+    add("Conv2D", [](const Config& c) { return Conv2D::from_config(c); });
+    add("Conv2DTranspose", [](const Config& c) { return Conv2DTranspose::from_config(c); });
+    add("MaxPooling2D", [](const Config& c) { return MaxPooling2D::from_config(c); });
+    add("AveragePooling2D", [](const Config& c) { return AveragePooling2D::from_config(c); });
+    add("GlobalAveragePooling2D", [](const Config& c) { return GlobalAveragePooling2D::from_config(c); });
+    add("GlobalMaxPooling2D", [](const Config& c) { return GlobalMaxPooling2D::from_config(c); });
+    add("UpSampling2D", [](const Config& c) { return UpSampling2D::from_config(c); });
+    add("ZeroPadding2D", [](const Config& c) { return ZeroPadding2D::from_config(c); });
+    add("SimpleRNN", [](const Config& c) { return SimpleRNN::from_config(c); });
+    add("LSTM", [](const Config& c) { return LSTM::from_config(c); });
+    add("GRU", [](const Config& c) { return GRU::from_config(c); });
+    add("Bidirectional", [](const Config& c) { return Bidirectional::from_config(c); });
+    add("LayerNormalization", [](const Config& c) { return LayerNormalization::from_config(c); });
+    add("MultiHeadAttention", [](const Config& c) { return MultiHeadAttention::from_config(c); });
+    add("Embedding", [](const Config& c) { return Embedding::from_config(c); });
+    add("GlobalAveragePooling1D", [](const Config& c) { return GlobalAveragePooling1D::from_config(c); });
+    add("GlobalMaxPooling1D", [](const Config& c) { return GlobalMaxPooling1D::from_config(c); });
+    add("PositionEmbedding", [](const Config& c) { return PositionEmbedding::from_config(c); });
+    add("Permute", [](const Config& c) { return Permute::from_config(c); });
+    add("Conv1D", [](const Config& c) { return Conv1D::from_config(c); });
+    add("MaxPooling1D", [](const Config& c) { return MaxPooling1D::from_config(c); });
+    add("AveragePooling1D", [](const Config& c) { return AveragePooling1D::from_config(c); });
+    add("RMSNormalization", [](const Config& c) { return RMSNormalization::from_config(c); });
     return reg;
   }();
   return *r;
@@ -134,7 +135,10 @@ std::vector<std::string> registered_layer_classes() {
   return out;
 }
 
-json serialize(const Layer& layer) { return {{"class_name", layer.class_name()}, {"config", layer.get_config()}}; }
+json serialize_json(const Layer& layer) {
+  return {{"class_name", layer.class_name()}, {"config", std::move(json_of(layer.get_config()))}};
+}
+Config serialize(const Layer& layer) { return to_config(serialize_json(layer)); }
 
 std::shared_ptr<Layer> deserialize(const json& j) {
   if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
@@ -159,8 +163,9 @@ std::shared_ptr<Layer> deserialize(const json& j) {
     throw std::invalid_argument("deserialize: unknown layer class '" + cls + "'" + name +
                                 " (registered: " + known + "; register custom layers with register_layer_class)");
   }
-  return factory(j["config"]);
+  return factory(to_config(j["config"]));
 }
+std::shared_ptr<Layer> deserialize(const Config& layer_config) { return deserialize(json_of(layer_config)); }
 
 json serialize_initializer(const Initializer& init) {
   for (const auto& [snake, cls] : initializer_classes()) {
@@ -209,7 +214,7 @@ Initializer deserialize_initializer(const json& j, const std::string& where) {
   const std::string cls = j["class_name"].get<std::string>();
   static const json empty = json::object();
   const json& c = j.contains("config") && j["config"].is_object() ? j["config"] : empty;
-  ConfigReader r(c, where + " initializer " + cls);
+  ConfigReader r(to_config(c), where + " initializer " + cls);
   if (cls == "Constant") return initializers::constant(r.number("value", 0.0));
   if (cls == "RandomNormal") return initializers::random_normal(r.number("mean", 0.0), r.number("stddev", 0.05));
   if (cls == "TruncatedNormal") return initializers::truncated_normal(r.number("mean", 0.0), r.number("stddev", 0.05));
@@ -254,32 +259,37 @@ DType dtype_from_config(const json& v, const std::string& where) {
 
 // ---- ConfigReader ----
 
-ConfigReader::ConfigReader(const json& config, std::string class_name) : config_(config), where_(std::move(class_name)) {
-  if (!config_.is_object()) throw std::invalid_argument(where_ + ": config must be a JSON object, got " + type_name(config_));
-  if (config_.contains("name") && config_["name"].is_string()) where_ += " '" + config_["name"].get<std::string>() + "'";
+ConfigReader::ConfigReader(Config config, std::string class_name)
+    : config_(std::move(config)), where_(std::move(class_name)) {
+  const json& config_json = json_of(config_);
+  if (!config_json.is_object()) throw std::invalid_argument(where_ + ": config must be a JSON object, got " + type_name(config_json));
+  if (config_json.contains("name") && config_json["name"].is_string()) where_ += " '" + config_json["name"].get<std::string>() + "'";
 }
 
 void ConfigReader::fail(const std::string& key, const std::string& problem) const {
   throw std::invalid_argument(where_ + ": config field '" + key + "': " + problem);
 }
 
-bool ConfigReader::has(const std::string& key) const { return config_.contains(key) && !config_[key].is_null(); }
+bool ConfigReader::has(const std::string& key) const { return config_.has(key); }
 
-const json& ConfigReader::field(const std::string& key) const {
-  if (!has(key)) fail(key, "missing");
-  return config_[key];
+namespace {
+// The present, non-null field `key`. Errors (fail()): missing.
+const json& field_of(const ConfigReader& r, const std::string& key) {
+  if (!r.has(key)) r.fail(key, "missing");
+  return json_of(r.config())[key];
 }
+}  // namespace
 
 std::string ConfigReader::name() const { return has("name") ? string("name") : ""; }
 bool ConfigReader::trainable() const { return boolean("trainable", true); }
 std::optional<DType> ConfigReader::dtype() const {
   if (!has("dtype")) return std::nullopt;
-  return dtype_from_config(config_["dtype"], where_);
+  return dtype_from_config(json_of(config_)["dtype"], where_);
 }
 
 double ConfigReader::number(const std::string& key, std::optional<double> fallback) const {
   if (!has(key) && fallback) return *fallback;
-  const json& v = field(key);
+  const json& v = field_of(*this, key);
   if (!v.is_number()) fail(key, "expected a number, got " + v.dump());
   return v.get<double>();
 }
@@ -307,27 +317,27 @@ std::optional<std::int64_t> exact_int64(const json& v) {
 
 std::int64_t ConfigReader::integer(const std::string& key, std::optional<std::int64_t> fallback) const {
   if (!has(key) && fallback) return *fallback;
-  const json& v = field(key);
+  const json& v = field_of(*this, key);
   if (const auto i = exact_int64(v)) return *i;
   fail(key, "expected an integer, got " + v.dump());
 }
 
 bool ConfigReader::boolean(const std::string& key, std::optional<bool> fallback) const {
   if (!has(key) && fallback) return *fallback;
-  const json& v = field(key);
+  const json& v = field_of(*this, key);
   if (!v.is_boolean()) fail(key, "expected true or false, got " + v.dump());
   return v.get<bool>();
 }
 
 std::string ConfigReader::string(const std::string& key, std::optional<std::string> fallback) const {
   if (!has(key) && fallback) return *fallback;
-  const json& v = field(key);
+  const json& v = field_of(*this, key);
   if (!v.is_string()) fail(key, "expected a string, got " + v.dump());
   return v.get<std::string>();
 }
 
 std::vector<std::int64_t> ConfigReader::integers(const std::string& key) const {
-  const json& v = field(key);
+  const json& v = field_of(*this, key);
   if (!v.is_array()) fail(key, "expected a list of integers, got " + v.dump());
   std::vector<std::int64_t> out;
   for (const json& e : v) {
@@ -347,17 +357,17 @@ std::optional<std::uint64_t> ConfigReader::seed(const std::string& key) const {
 
 Initializer ConfigReader::initializer(const std::string& key, const std::string& fallback) const {
   if (!has(key)) return initializers::get(fallback);
-  return deserialize_initializer(config_[key], where_ + ": config field '" + key + "'");
+  return deserialize_initializer(json_of(config_)[key], where_ + ": config field '" + key + "'");
 }
 
 double ConfigReader::l2_regularizer(const std::string& key) const {
   if (!has(key)) return 0.0;
-  const json& v = config_[key];
+  const json& v = json_of(config_)[key];
   if (!v.is_object() || !v.contains("class_name") || !v["class_name"].is_string())
     fail(key, "expected a regularizer {\"class_name\", \"config\"}, got " + v.dump());
   const std::string cls = v["class_name"].get<std::string>();
   static const json empty = json::object();
-  ConfigReader r(v.contains("config") && v["config"].is_object() ? v["config"] : empty, where_ + " regularizer " + cls);
+  ConfigReader r(to_config(v.contains("config") && v["config"].is_object() ? v["config"] : empty), where_ + " regularizer " + cls);
   if (cls == "L2") return r.number("l2", 0.01);
   if (cls == "L1L2") {
     if (r.number("l1", 0.0) != 0.0) fail(key, "L1 regularization is not supported by tapeflow (l1 = " + std::to_string(r.number("l1")) + ")");
@@ -367,7 +377,7 @@ double ConfigReader::l2_regularizer(const std::string& key) const {
 }
 
 void ConfigReader::require_null(const std::string& key) const {
-  if (has(key)) fail(key, "not supported by tapeflow (must be null), got " + config_[key].dump().substr(0, 200));
+  if (has(key)) fail(key, "not supported by tapeflow (must be null), got " + json_of(config_)[key].dump().substr(0, 200));
 }
 
 }  // namespace tapeflow::layers

@@ -26,14 +26,13 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "layers/layer.h"
+#include "tape/core/config.h"
 
 namespace tapeflow::layers {
 
 // Makes a layer from the "config" object of its class.
-using LayerFactory = std::function<std::shared_ptr<Layer>(const nlohmann::json& config)>;
+using LayerFactory = std::function<std::shared_ptr<Layer>(const Config& config)>;
 
 // Registers a layer class for deserialize(). Errors: std::invalid_argument for an empty name or
 // factory, or a name already registered.
@@ -44,26 +43,20 @@ bool is_layer_class_registered(const std::string& class_name);
 std::vector<std::string> registered_layer_classes();
 
 // {"class_name", "config"} of a layer. Errors: what layer.get_config() throws.
-nlohmann::json serialize(const Layer& layer);
+Config serialize(const Layer& layer);
 // A new layer from {"class_name", "config"}. Errors: std::invalid_argument (see the header).
-std::shared_ptr<Layer> deserialize(const nlohmann::json& layer_config);
+std::shared_ptr<Layer> deserialize(const Config& layer_config);
 
-// Keras forms of the pieces of a layer config.
-nlohmann::json serialize_initializer(const Initializer& init);
-// The initializer for a Keras identifier ("he_normal") or {"class_name", "config"} object (Keras 2
-// class names, VarianceScaling included). `where` starts error messages ("Dense 'd': config field
-// 'kernel_initializer'"). Errors: std::invalid_argument for another JSON form or an unknown class.
-Initializer deserialize_initializer(const nlohmann::json& config, const std::string& where);
-// "float32" / "float64" / ...; reads a string or a Keras DTypePolicy object.
-DType dtype_from_config(const nlohmann::json& value, const std::string& where);
-
-// Typed access to one layer's config with errors that name the layer and the field.
+// Typed access to one layer's config with errors that name the layer and the field (what a custom
+// layer's factory uses to read its get_config(); see examples/custom_layer.cc).
 class ConfigReader {
  public:
-  // `class_name` names the layer in errors ("Dense 'dense_3'" once the name is known).
-  ConfigReader(const nlohmann::json& config, std::string class_name);
+  // `class_name` names the layer in errors ("Dense 'dense_3'" once the name is known); the reader
+  // keeps its own copy of `config`. Errors: std::invalid_argument naming the class for a config
+  // that is not an object.
+  ConfigReader(Config config, std::string class_name);
   // The config object being read.
-  const nlohmann::json& config() const { return config_; }
+  const Config& config() const { return config_; }
   bool has(const std::string& key) const;  // present and not null
   std::string name() const;                // "" when absent (an automatic name)
   bool trainable() const;                  // true when absent
@@ -101,8 +94,7 @@ class ConfigReader {
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
 
  private:
-  const nlohmann::json& field(const std::string& key) const;
-  const nlohmann::json& config_;
+  Config config_;
   std::string where_;
 };
 

@@ -1,5 +1,5 @@
 #include "models/config.h"
-#include "models/config_limits.h"
+#include "tape/core/internal/config_json.h"
 
 #include <algorithm>
 #include <mutex>
@@ -9,8 +9,10 @@
 
 #include "layers/input_layer.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "models/functional.h"
-#include "models/keras3_config.h"
+#include "models/internal/config_json.h"
+#include "models/internal/keras3_config.h"
 #include "models/sequential.h"
 
 namespace tapeflow::models {
@@ -43,32 +45,35 @@ json loss_base(const Loss& l) { return {{"reduction", reduction_name(l.reduction
 
 // ---- loss configs (declared in models/losses.h) ----
 
-json Loss::get_config() const {
+Config Loss::get_config() const {
   throw std::logic_error("loss '" + name() + "': get_config() is not implemented for class '" + class_name() + "'");
 }
-json SparseCategoricalCrossentropy::get_config() const {
+Config SparseCategoricalCrossentropy::get_config() const {
   json c = loss_base(*this);
   c["from_logits"] = from_logits_;
   c["ignore_class"] = nullptr;
-  return c;
+  return to_config(std::move(c));
 }
-json CategoricalCrossentropy::get_config() const {
+Config CategoricalCrossentropy::get_config() const {
   json c = loss_base(*this);
   c["from_logits"] = from_logits_;
   c["label_smoothing"] = 0.0;
   c["axis"] = -1;
-  return c;
+  return to_config(std::move(c));
 }
-json BinaryCrossentropy::get_config() const {
+Config BinaryCrossentropy::get_config() const {
   json c = loss_base(*this);
   c["from_logits"] = from_logits_;
   c["label_smoothing"] = 0.0;
   c["axis"] = -1;
-  return c;
+  return to_config(std::move(c));
 }
-json MeanSquaredError::get_config() const { return loss_base(*this); }
+Config MeanSquaredError::get_config() const { return to_config(loss_base(*this)); }
 
-json serialize_loss(const Loss& loss) { return {{"class_name", loss.class_name()}, {"config", loss.get_config()}}; }
+json serialize_loss_json(const Loss& loss) {
+  return {{"class_name", loss.class_name()}, {"config", std::move(json_of(loss.get_config()))}};
+}
+Config serialize_loss(const Loss& loss) { return to_config(serialize_loss_json(loss)); }
 
 std::shared_ptr<Loss> deserialize_loss(const json& j) {
   if (j.is_string()) return get_loss(j.get<std::string>());
@@ -78,7 +83,7 @@ std::shared_ptr<Loss> deserialize_loss(const json& j) {
   const std::string cls = j["class_name"].get<std::string>();
   static const json empty = json::object();
   const json& c = j.contains("config") && j["config"].is_object() ? j["config"] : empty;
-  layers::ConfigReader r(c, "loss " + cls);
+  layers::ConfigReader r(to_config(c), "loss " + cls);
   const Reduction reduction = reduction_from(c, "loss " + cls);
   if (cls == "MeanSquaredError")
     return std::make_shared<MeanSquaredError>(
@@ -98,22 +103,24 @@ std::shared_ptr<Loss> deserialize_loss(const json& j) {
                               "' (known: SparseCategoricalCrossentropy, CategoricalCrossentropy, BinaryCrossentropy, "
                               "MeanSquaredError)");
 }
+std::shared_ptr<Loss> deserialize_loss(const Config& config) { return deserialize_loss(json_of(config)); }
 
 // ---- Sequential ----
 
-json Sequential::get_config() const {
+Config Sequential::get_config() const {
   json list = json::array();
   if (const auto& shape = build_input_shape(); shape && shape->rank() > 0) {
     std::vector<std::int64_t> dims(shape->begin() + 1, shape->end());
     layers::InputLayer input({.shape = dims, .dtype = dtype(), .name = name() + "_input"});
-    list.push_back(layers::serialize(input));
+    list.push_back(layers::serialize_json(input));
   }
-  for (const auto& l : layers()) list.push_back(layers::serialize(*l));
-  return {{"name", name()}, {"layers", list}};
+  for (const auto& l : layers()) list.push_back(layers::serialize_json(*l));
+  return to_config({{"name", name()}, {"layers", list}});
 }
 
-std::shared_ptr<Sequential> Sequential::from_config(const json& config) {
-  layers::ConfigReader r(config, "Sequential");
+std::shared_ptr<Sequential> Sequential::from_config(const Config& config_in) {
+  layers::ConfigReader r(config_in, "Sequential");
+  const json& config = json_of(config_in);
   if (!config.contains("layers") || !config["layers"].is_array()) r.fail("layers", "expected a list of layer configs");
   auto model = std::make_shared<Sequential>(std::vector<std::shared_ptr<layers::Layer>>{}, r.name());
   std::optional<Shape> input_shape;
@@ -149,36 +156,22 @@ std::shared_ptr<Sequential> Sequential::from_config(const json& config) {
 
 // ---- whole models ----
 
-void check_config_depth(const json& config, const std::string& where) {
-  int deepest = 0;
-  std::vector<std::pair<const json*, int>> stack{{&config, 1}};
-  while (!stack.empty()) {
-    const auto [j, depth] = stack.back();
-    stack.pop_back();
-    if (!j->is_structured()) continue;
-    deepest = std::max(deepest, depth);
-    for (const json& child : *j) stack.emplace_back(&child, depth + 1);
-  }
-  if (deepest > kMaxConfigDepth)
-    throw std::invalid_argument(where + ": the JSON is nested " + std::to_string(deepest) +
-                                " levels deep; tapeflow reads at most " + std::to_string(kMaxConfigDepth));
-}
-
 void register_model_classes() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (!layers::is_layer_class_registered("Sequential"))
-      layers::register_layer_class("Sequential", [](const json& c) { return Sequential::from_config(c); });
+      layers::register_layer_class("Sequential", [](const Config& c) { return Sequential::from_config(c); });
     for (const char* name : {"Functional", "Model"})
       if (!layers::is_layer_class_registered(name))
-        layers::register_layer_class(name, [](const json& c) { return Functional::from_config(c); });
+        layers::register_layer_class(name, [](const Config& c) { return Functional::from_config(c); });
   });
 }
 
-json model_to_config(const Model& model) { return tf_keras_nodes(layers::serialize(model)); }
+json model_to_config_json(const Model& model) { return tf_keras_nodes(layers::serialize_json(model)); }
+Config model_to_config(const Model& model) { return to_config(model_to_config_json(model)); }
 
 std::string to_json(const Model& model, int indent) {
-  json j = model_to_config(model);
+  json j = model_to_config_json(model);
   j["keras_version"] = kKerasVersion;
   j["backend"] = "tensorflow";
   return j.dump(indent);
@@ -199,6 +192,7 @@ std::shared_ptr<Model> model_from_config(const json& config) {
   if (!model) throw std::invalid_argument("model_from_config: class '" + cls + "' is a layer, not a model");
   return model;
 }
+std::shared_ptr<Model> model_from_config(const Config& config) { return model_from_config(json_of(config)); }
 
 std::shared_ptr<Model> model_from_json(const std::string& text) {
   json j;

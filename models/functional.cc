@@ -1,4 +1,5 @@
 #include "models/functional.h"
+#include "models/internal/inbound_node.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,10 +15,11 @@
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/runtime/recorder.h"
 #include "models/internal/functional_masks.h"
 #include "models/internal/fusion.h"
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
 
 namespace tapeflow::models {
 using layers::KerasTensor;
@@ -295,18 +297,24 @@ std::vector<std::string> Functional::summary_connections() const {
   return out;
 }
 
-json Functional::ref_of(const KerasTensor& t) const {
-  return json::array({t.node()->layer->name(), node_index_.at(t.node().get()), t.index()});
+namespace {
+using NodeIndex = std::map<const layers::Node*, int>;
+
+// [layer, node index, tensor index] of a tensor of the graph (node_index: Functional::node_index_).
+json ref_of(const KerasTensor& t, const NodeIndex& node_index) {
+  return json::array({t.node()->layer->name(), node_index.at(t.node().get()), t.index()});
 }
 
-json Functional::keras_tensor(const KerasTensor& t) const {
+// {"class_name": "__keras_tensor__", "config": {"shape", "dtype", "keras_history"}} of a tensor of the graph.
+json keras_tensor(const KerasTensor& t, const NodeIndex& node_index) {
   json shape = json::array();
   for (std::int64_t d : t.shape()) shape.push_back(d < 0 ? json(nullptr) : json(d));
   return {{"class_name", "__keras_tensor__"},
-          {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())}, {"keras_history", ref_of(t)}}}};
+          {"config", {{"shape", shape}, {"dtype", dtype_name(t.dtype())}, {"keras_history", ref_of(t, node_index)}}}};
 }
 
-json Functional::node_config(const Node& n) const {
+// A node in Keras 3's inbound_nodes form {"args": [...], "kwargs": {...}} (see get_config).
+json node_config(const Node& n, const NodeIndex& node_index) {
   // Keras 3's Node serialization: the call's positional arguments in "args", its keyword arguments
   // in "kwargs", every tensor as a __keras_tensor__ with its keras_history, flags as plain values.
   const bool mha = dynamic_cast<const layers::MultiHeadAttention*>(n.layer.get()) != nullptr;
@@ -315,46 +323,48 @@ json Functional::node_config(const Node& n) const {
   const bool trailing = n.flags.mask || n.flags.attention_mask;  // an explicit mask is the last input
   const std::size_t main = n.inputs.size() - (trailing ? 1 : 0);
   if (mha) {  // MultiHeadAttention(query, value[, key])
-    for (std::size_t i = 0; i < main; ++i) args.push_back(keras_tensor(n.inputs[i]));
+    for (std::size_t i = 0; i < main; ++i) args.push_back(keras_tensor(n.inputs[i], node_index));
   } else if (rnn && main > 1) {  // RNN(sequences, initial_state=[...])
-    args.push_back(keras_tensor(n.inputs[0]));
+    args.push_back(keras_tensor(n.inputs[0], node_index));
     json states = json::array();
-    for (std::size_t i = 1; i < main; ++i) states.push_back(keras_tensor(n.inputs[i]));
+    for (std::size_t i = 1; i < main; ++i) states.push_back(keras_tensor(n.inputs[i], node_index));
     kwargs["initial_state"] = states;
   } else if (const auto* op = dynamic_cast<const layers::NotEqual*>(n.layer.get()); op && main == 1) {
-    args.push_back(keras_tensor(n.inputs[0]));  // not_equal(x1, x2): the constant x2 positional
+    args.push_back(keras_tensor(n.inputs[0], node_index));  // not_equal(x1, x2): the constant x2 positional
     const double c = op->x2().value_or(0.0);
     args.push_back(c == std::floor(c) && std::abs(c) < 1e15 ? json(static_cast<std::int64_t>(c)) : json(c));
   } else if (main == 1) {
-    args.push_back(keras_tensor(n.inputs[0]));
+    args.push_back(keras_tensor(n.inputs[0], node_index));
   } else {  // a layer called on a list (Add, Concatenate, a model of several inputs)
     json list = json::array();
-    for (std::size_t i = 0; i < main; ++i) list.push_back(keras_tensor(n.inputs[i]));
+    for (std::size_t i = 0; i < main; ++i) list.push_back(keras_tensor(n.inputs[i], node_index));
     args.push_back(list);
   }
-  if (trailing) kwargs[n.flags.mask ? "mask" : "attention_mask"] = keras_tensor(n.inputs.back());
+  if (trailing) kwargs[n.flags.mask ? "mask" : "attention_mask"] = keras_tensor(n.inputs.back(), node_index);
   if (n.flags.use_causal_mask) kwargs["use_causal_mask"] = true;
   if (n.flags.return_attention_scores) kwargs["return_attention_scores"] = true;
   if (n.flags.training) kwargs["training"] = *n.flags.training;
   return {{"args", args}, {"kwargs", kwargs}};
 }
 
-json Functional::get_config() const {
+}  // namespace
+
+Config Functional::get_config() const {
   json layer_configs = json::array();
   for (const auto& l : layers()) {
-    json entry = layers::serialize(*l);
+    json entry = layers::serialize_json(*l);
     entry["name"] = l->name();
     json inbound = json::array();
     for (const auto& n : nodes_)
-      if (n->layer == l && !n->inputs.empty()) inbound.push_back(node_config(*n));
+      if (n->layer == l && !n->inputs.empty()) inbound.push_back(node_config(*n, node_index_));
     entry["inbound_nodes"] = inbound;
     layer_configs.push_back(entry);
   }
   json ins = json::array(), outs = json::array();
   for (const KerasTensor& t : inputs_) ins.push_back(json::array({t.node()->layer->name(), 0, 0}));
-  for (const KerasTensor& t : outputs_) outs.push_back(ref_of(t));
-  return {{"name", name()}, {"trainable", trainable()}, {"layers", layer_configs}, {"input_layers", ins},
-          {"output_layers", outs}};
+  for (const KerasTensor& t : outputs_) outs.push_back(ref_of(t, node_index_));
+  return to_config({{"name", name()}, {"trainable", trainable()}, {"layers", layer_configs}, {"input_layers", ins},
+                    {"output_layers", outs}});
 }
 
 namespace {
@@ -445,7 +455,8 @@ InboundCall read_inbound_node(const layers::Layer& layer, const json& node, cons
   return call;
 }
 
-std::shared_ptr<Functional> Functional::from_config(const json& config) {
+std::shared_ptr<Functional> Functional::from_config(const Config& config_in) {
+  const nlohmann::json& config = json_of(config_in);
   if (!config.is_object()) throw std::invalid_argument("Functional: config must be a JSON object");
   const std::string model_name = config.contains("name") && config["name"].is_string() ? config["name"].get<std::string>() : "";
   const std::string me = "Functional '" + model_name + "'";

@@ -70,28 +70,6 @@ struct FusedCall;
 
 namespace tapeflow::models {
 
-// One call of a layer as a Functional config's inbound node describes it: the [layer, node_index,
-// tensor_index] references of the call's tensors, in the order layers::Layer::call_all takes them
-// (the first argument's tensors; MultiHeadAttention's value and key; the recurrent layers'
-// initial_state; an explicit mask / attention_mask last), and the call's flags.
-struct InboundCall {
-  // The call's tensors as [layer, node_index, tensor_index] JSON arrays, in call_all's order.
-  std::vector<nlohmann::json> refs;
-  // The call's flags (training, use_causal_mask, return_attention_scores, ...) as the node gives them.
-  layers::CallFlags flags;
-  // NotEqual's constant second operand (Keras 3's not_equal(x1, x2) node {"args": [x1, x2]}).
-  std::optional<double> x2;
-};
-
-// The one reader of inbound nodes (Functional::from_config and the ONNX export use it): `node` in
-// Keras 3's form {"args": [...], "kwargs": {...}} (tensors as __keras_tensor__ with keras_history,
-// flags as plain values) or tf.keras 2's [[layer, node, tensor, kwargs], ...] (further arguments
-// as keywords, tensors as [layer, node, tensor]; tf.keras 2's initial_state given as further
-// tensors of the list is read too), for `layer`. Errors: std::invalid_argument naming `me` (the
-// model), the layer and the argument for a malformed node or a call argument tapeflow does not
-// support.
-InboundCall read_inbound_node(const layers::Layer& layer, const nlohmann::json& node, const std::string& me);
-
 // keras.Model(inputs, outputs): a model made of the layer calls between Inputs and outputs (see the
 // file comment for the graph rules, config format and errors). Ref: keras.Model (Functional API)
 class Functional : public Model {
@@ -134,12 +112,12 @@ class Functional : public Model {
   // The model's output tensors, in the constructor's order (Keras's model.outputs).
   const std::vector<layers::KerasTensor>& outputs() const { return outputs_; }
 
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Rebuilds the graph from a get_config() dict (Keras 2's, also what tf.keras writes): layers are
   // deserialized, then called on their inbound nodes; the weights are fresh.
   // Errors: std::invalid_argument naming the model and the layer or node for a bad config (no
   // layers list, duplicate names, unknown inbound layers or nodes) and what layer deserialization throws.
-  static std::shared_ptr<Functional> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Functional> from_config(const Config& config);
 
  protected:
   std::size_t input_count() const override { return inputs_.size(); }
@@ -160,12 +138,6 @@ class Functional : public Model {
   void store(const Step& s, const std::vector<Tensor>& outputs, std::vector<Tensor>& values) const;
   // The value index of a tensor of the graph.
   std::size_t slot_of(const layers::KerasTensor& t) const;
-  // [layer, node index, tensor index] of a tensor of the graph.
-  nlohmann::json ref_of(const layers::KerasTensor& t) const;
-  // {"class_name": "__keras_tensor__", "config": {"shape", "dtype", "keras_history"}} of a tensor of the graph.
-  nlohmann::json keras_tensor(const layers::KerasTensor& t) const;
-  // A node in Keras 3's inbound_nodes form {"args": [...], "kwargs": {...}} (see get_config).
-  nlohmann::json node_config(const layers::Node& n) const;
 
   std::vector<layers::KerasTensor> inputs_, outputs_;
   std::vector<Step> steps_;

@@ -1,4 +1,5 @@
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
+#include "tape/core/internal/config_json.h"
 
 #include <functional>
 #include <map>
@@ -7,6 +8,7 @@
 
 #include "layers/rnn/bidirectional.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 
 namespace tapeflow::models {
 using nlohmann::json;
@@ -255,7 +257,7 @@ void check_layer_keys(const json& j, const layers::Layer& layer, int depth) {
   const json& c = j["config"];
   const std::string cls = j["class_name"].get<std::string>();
   const std::string name = c.value("name", j.value("name", std::string()));
-  const json ours = layer.get_config();
+  const json ours = json_of(layer.get_config());
   for (const auto& [key, value] : c.items())
     if (!ours.contains(key) && !keras3_default(key, value))
       throw std::invalid_argument(cls + " '" + name + "': unknown config key '" + key + "' = " +

@@ -1,4 +1,5 @@
 #include "models/keras_saving.h"
+#include "models/internal/config_json.h"
 
 #include <unistd.h>
 
@@ -16,13 +17,14 @@
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "models/config.h"
-#include "models/config_limits.h"
+#include "tape/core/internal/config_json.h"
 #include "models/internal/saving_common.h"
 #include "models/io/atomic_file.h"
 #include "models/io/h5_io.h"
 #include "models/io/zip_archive.h"
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
 #include "models/saving.h"
 #include "optimizers/serialization.h"
 
@@ -142,7 +144,7 @@ json parse_member(const io::ZipReader& zip, const char* member) {
 void save_keras(const Model& model, const std::string& path, const SaveModelOptions& options) {
   // First: a model without a config writes nothing. Functional nodes all in Keras 3's form
   // (Functional::get_config), not model_to_config's tf.keras 2 lists.
-  json config = to_keras3(layers::serialize(model));
+  json config = to_keras3(layers::serialize_json(model));
   const json state = internal::compile_state(model);
   if (!state.is_null())
     config["compile_config"] = {{"optimizer", optimizer_to_keras3(state["optimizer"])},

@@ -4,8 +4,7 @@
 #include <memory>
 #include <string>
 
-#include <nlohmann/json_fwd.hpp>
-
+#include "tape/core/config.h"
 #include "tape/core/tensor.h"
 
 namespace tapeflow::models {
@@ -43,7 +42,7 @@ class Loss {
   virtual std::string class_name() const { return "Loss"; }
   // The config: {"reduction": "auto" | "sum" | "none", "name": ...} plus the subclass's fields
   // (Keras 2's loss config). Errors: std::logic_error naming the loss and class for this base.
-  virtual nlohmann::json get_config() const;
+  virtual Config get_config() const;
 
  protected:
   // For subclasses: the name and reduction every loss has.
@@ -74,7 +73,7 @@ class SparseCategoricalCrossentropy : public Loss {
   explicit SparseCategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
-  nlohmann::json get_config() const override;  // + from_logits, ignore_class (null)
+  Config get_config() const override;  // + from_logits, ignore_class (null)
   // True if y_pred is read as logits.
   bool from_logits() const { return from_logits_; }
 
@@ -91,7 +90,7 @@ class CategoricalCrossentropy : public Loss {
   explicit CategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "CategoricalCrossentropy"; }
-  nlohmann::json get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
+  Config get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
   // True if y_pred is read as logits.
   bool from_logits() const { return from_logits_; }
 
@@ -110,7 +109,7 @@ class BinaryCrossentropy : public Loss {
   explicit BinaryCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "BinaryCrossentropy"; }
-  nlohmann::json get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
+  Config get_config() const override;  // + from_logits, label_smoothing (0), axis (-1)
   // True if y_pred is read as logits (sigmoid cross-entropy), else as probabilities.
   bool from_logits() const { return from_logits_; }
 
@@ -135,7 +134,7 @@ class MeanSquaredError : public Loss {
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
   std::string class_name() const override { return "MeanSquaredError"; }
   // {"reduction", "name"} (no other fields).
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
 };
 
 // A loss by its Keras name: "sparse_categorical_crossentropy", "categorical_crossentropy",

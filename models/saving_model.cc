@@ -1,13 +1,15 @@
 #include "models/saving_model.h"
+#include "optimizers/internal/serialization_json.h"
+#include "models/internal/config_json.h"
 
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
-#include "models/config_limits.h"
+#include "tape/core/internal/config_json.h"
 #include "models/internal/saving_common.h"
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
 #include "models/keras_saving.h"
 #include "models/saving.h"
 #include "optimizers/serialization.h"
@@ -50,14 +52,14 @@ json compile_state(const Model& model) {
   for (const auto& m : model.metrics()) metrics.push_back(m->name());
   // Without tf.keras 2.15's jit_compile / is_legacy_optimizer, which Keras 3's optimizers refuse
   // ("Argument(s) not recognized") and tf_keras does not need.
-  json optimizer = optimizers::serialize(*model.optimizer());
+  json optimizer = optimizers::serialize_json(*model.optimizer());
   if (optimizer.contains("config") && optimizer["config"].is_object()) {
     optimizer["config"].erase("jit_compile");
     optimizer["config"].erase("is_legacy_optimizer");
   }
   // Reduction "sum_over_batch_size", which Keras 3 and tf_keras 2 both read, for tf.keras's "auto"
   // (Keras 3 refuses "auto").
-  json loss = serialize_loss(*model.loss());
+  json loss = serialize_loss_json(*model.loss());
   if (loss.contains("config") && loss["config"].is_object() && loss["config"].value("reduction", "") == "auto")
     loss["config"]["reduction"] = "sum_over_batch_size";
   return {{"loss", loss}, {"metrics", metrics}, {"optimizer", optimizer}};
@@ -119,7 +121,7 @@ Tensor checked_value(const std::string& file, const std::string& what, Tensor va
 void save_model(const Model& model, const std::string& path, const SaveModelOptions& options) {
   if (has_extension(path, ".keras")) return save_keras(model, path, options);
   // First: a model without a config writes nothing. Without keys Keras 3 refuses (time_major).
-  json config = without_keras2_only_keys(model_to_config(model));
+  json config = without_keras2_only_keys(model_to_config_json(model));
   std::optional<json> training;
   // The optimizer's slots exist only for variables it has seen; build them so the file is complete.
   std::vector<std::pair<std::string, Variable>> opt_weights;

@@ -47,10 +47,10 @@ class Sequential : public Model {
   void build(const Shape& input_shape) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Keras 2's {"name", "layers": [InputLayer (when the input shape is known), ...]}.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds the model when the config gives an input shape (an InputLayer or a first layer's
   // batch_input_shape). Errors: std::invalid_argument naming the layer and field.
-  static std::shared_ptr<Sequential> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Sequential> from_config(const Config& config);
 
  protected:
   std::vector<std::string> summary_output_shapes() const override;

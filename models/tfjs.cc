@@ -1,4 +1,5 @@
 #include "models/tfjs.h"
+#include "models/internal/config_json.h"
 
 #include <cstring>
 #include <filesystem>
@@ -10,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/config.h"
-#include "models/config_limits.h"
+#include "tape/core/internal/config_json.h"
 #include "models/io/atomic_file.h"
 #include "models/saving.h"
 
@@ -37,7 +38,7 @@ std::string read_file(const fs::path& path) {
 }  // namespace
 
 void export_tfjs(const Model& model, const std::string& directory) {
-  json topology = model_to_config(model);  // first: a model without a config writes nothing
+  json topology = model_to_config_json(model);  // first: a model without a config writes nothing
   topology["keras_version"] = kKerasVersion;
   topology["backend"] = "tensorflow";
   json specs = json::array();

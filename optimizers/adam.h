@@ -42,7 +42,7 @@ class Adam : public Optimizer {
   explicit Adam(AdamOptions options = {});
   // The options it was made with.
   const AdamOptions& options() const { return options_; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // "Adam".
   std::string class_name() const override { return "Adam"; }
   std::vector<std::vector<std::string>> keras_slot_order() const override { return {{"m", "v"}, {"vhat"}}; }
@@ -86,7 +86,7 @@ class AdamW : public Adam {
  public:
   // Errors: Adam's, and std::invalid_argument for weight_decay < 0.
   explicit AdamW(AdamWOptions options = {});
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // "AdamW".
   std::string class_name() const override { return "AdamW"; }
 };

@@ -105,7 +105,7 @@ class Optimizer {
   std::vector<std::string> slot_names(const Variable& var) const;
   // Keras's optimizer config (optimizers/serialization.h): class name via class_name(), fields as
   // tf.keras 2.15 writes them. Errors: std::logic_error for a class that does not implement it.
-  virtual nlohmann::json get_config() const;
+  virtual Config get_config() const;
   // Keras's class name in configs ("Adam", "SGD", ...); serialize() writes it, deserialize() reads it.
   virtual std::string class_name() const { return "Optimizer"; }
   // Slot names in the order Keras creates an optimizer's variables: each inner list is one pass

@@ -47,7 +47,7 @@ class RMSprop : public Optimizer {
   explicit RMSprop(RMSpropOptions options = {});
   // The options it was made with.
   const RMSpropOptions& options() const { return options_; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // "RMSprop".
   std::string class_name() const override { return "RMSprop"; }
   std::vector<std::vector<std::string>> keras_slot_order() const override { return {{"rms"}, {"momentum"}, {"mg"}}; }
@@ -87,7 +87,7 @@ class Adagrad : public Optimizer {
   explicit Adagrad(AdagradOptions options = {});
   // The options it was made with.
   const AdagradOptions& options() const { return options_; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // "Adagrad".
   std::string class_name() const override { return "Adagrad"; }
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include "tape/core/config.h"
 
 namespace tapeflow::optimizers {
 
@@ -32,7 +32,7 @@ class LearningRateSchedule {
   virtual std::string name() const = 0;
   // Keras's config of the schedule (optimizers/serialization.h). Errors: std::logic_error for a
   // schedule class that does not implement it.
-  virtual nlohmann::json get_config() const;
+  virtual Config get_config() const;
 };
 
 // ExponentialDecay's arguments, in Keras's order (Keras has no defaults for the first three).
@@ -59,7 +59,7 @@ class ExponentialDecay : public LearningRateSchedule {
   double operator()(std::int64_t step) const override;
   // "ExponentialDecay".
   std::string name() const override { return "ExponentialDecay"; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
 
  private:
   ExponentialDecayOptions o_;
@@ -88,7 +88,7 @@ class CosineDecay : public LearningRateSchedule {
   double operator()(std::int64_t step) const override;
   // "CosineDecay".
   std::string name() const override { return "CosineDecay"; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
 
  private:
   CosineDecayOptions o_;
@@ -106,7 +106,7 @@ class PiecewiseConstantDecay : public LearningRateSchedule {
   double operator()(std::int64_t step) const override;
   // "PiecewiseConstantDecay".
   std::string name() const override { return "PiecewiseConstantDecay"; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
 
  private:
   std::vector<std::int64_t> boundaries_;

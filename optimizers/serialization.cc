@@ -1,6 +1,7 @@
 // Keras configs of the built-in optimizers and schedules (their get_config overrides live here,
 // next to deserialize, so each field is written and read in one place).
 #include "optimizers/serialization.h"
+#include "optimizers/internal/serialization_json.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -89,76 +90,77 @@ std::string strip_suffix(const std::string& name) {
 
 }  // namespace
 
-json Optimizer::get_config() const {
+Config Optimizer::get_config() const {
   throw std::logic_error(name() + ": get_config() is not implemented for optimizer class '" + class_name() + "'");
 }
 
-json LearningRateSchedule::get_config() const {
+Config LearningRateSchedule::get_config() const {
   throw std::logic_error(name() + ": get_config() is not implemented for this learning-rate schedule");
 }
 
-json ExponentialDecay::get_config() const {
-  return {{"initial_learning_rate", o_.initial_learning_rate},
+Config ExponentialDecay::get_config() const {
+  return to_config({{"initial_learning_rate", o_.initial_learning_rate},
           {"decay_steps", o_.decay_steps},
           {"decay_rate", o_.decay_rate},
           {"staircase", o_.staircase},
-          {"name", nullptr}};
+          {"name", nullptr}});
 }
 
-json CosineDecay::get_config() const {
-  return {{"initial_learning_rate", o_.initial_learning_rate},
+Config CosineDecay::get_config() const {
+  return to_config({{"initial_learning_rate", o_.initial_learning_rate},
           {"decay_steps", o_.decay_steps},
           {"alpha", o_.alpha},
           {"name", nullptr},
           {"warmup_target", nullptr},
-          {"warmup_steps", 0}};
+          {"warmup_steps", 0}});
 }
 
-json PiecewiseConstantDecay::get_config() const {
-  return {{"boundaries", boundaries_}, {"values", values_}, {"name", nullptr}};
+Config PiecewiseConstantDecay::get_config() const {
+  return to_config({{"boundaries", boundaries_}, {"values", values_}, {"name", nullptr}});
 }
 
-json Adam::get_config() const {
+Config Adam::get_config() const {
   json c = base(*this);
   c["beta_1"] = options_.beta_1;
   c["beta_2"] = options_.beta_2;
   c["epsilon"] = options_.epsilon;
   c["amsgrad"] = options_.amsgrad;
-  return c;
+  return to_config(std::move(c));
 }
 
-json AdamW::get_config() const { return Adam::get_config(); }
+Config AdamW::get_config() const { return Adam::get_config(); }
 
-json SGD::get_config() const {
+Config SGD::get_config() const {
   json c = base(*this);
   c["momentum"] = options_.momentum;
   c["nesterov"] = options_.nesterov;
-  return c;
+  return to_config(std::move(c));
 }
 
-json RMSprop::get_config() const {
+Config RMSprop::get_config() const {
   json c = base(*this);
   c["rho"] = options_.rho;
   c["momentum"] = options_.momentum;
   c["epsilon"] = options_.epsilon;
   c["centered"] = options_.centered;
-  return c;
+  return to_config(std::move(c));
 }
 
-json Adagrad::get_config() const {
+Config Adagrad::get_config() const {
   json c = base(*this);
   c["initial_accumulator_value"] = options_.initial_accumulator_value;
   c["epsilon"] = options_.epsilon;
-  return c;
+  return to_config(std::move(c));
 }
 
-json serialize(const Optimizer& optimizer) {
-  return {{"class_name", optimizer.class_name()}, {"config", optimizer.get_config()}};
+json serialize_json(const Optimizer& optimizer) {
+  return {{"class_name", optimizer.class_name()}, {"config", json_of(optimizer.get_config())}};
 }
+Config serialize(const Optimizer& optimizer) { return to_config(serialize_json(optimizer)); }
 
 json serialize_learning_rate(const LearningRate& lr) {
   if (!lr.is_schedule()) return lr.at(0);
-  return {{"class_name", lr.schedule()->name()}, {"config", lr.schedule()->get_config()}};
+  return {{"class_name", lr.schedule()->name()}, {"config", json_of(lr.schedule()->get_config())}};
 }
 
 LearningRate deserialize_learning_rate(const json& v, const std::string& where) {
@@ -257,6 +259,7 @@ std::shared_ptr<Optimizer> deserialize(const json& j) {
   throw std::invalid_argument("optimizers::deserialize: unknown optimizer class '" + cls +
                               "' (known: Adam, AdamW, SGD, RMSprop, Adagrad)");
 }
+std::shared_ptr<Optimizer> deserialize(const Config& optimizer_config) { return deserialize(json_of(optimizer_config)); }
 
 std::vector<std::pair<std::string, Variable>> keras_weights(Optimizer& optimizer, const std::vector<Variable>& vars) {
   optimizer.build(vars);

@@ -23,28 +23,21 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "optimizers/optimizer.h"
+#include "tape/core/config.h"
 
 namespace tapeflow::optimizers {
 
 // {"class_name": optimizer.class_name(), "config": optimizer.get_config()} (see above).
 // Errors: std::logic_error for an optimizer class without get_config. Ref: keras.optimizers.serialize
-nlohmann::json serialize(const Optimizer& optimizer);
+Config serialize(const Optimizer& optimizer);
 // A new optimizer from {"class_name", "config"}: Adam, AdamW, SGD, RMSprop or Adagrad (tf_keras's
 // "Custom>Adam" too); absent fields take Keras's defaults. Ref: keras.optimizers.deserialize
 // Errors: std::invalid_argument for an unknown class (lists the known ones), a field that is
 //         mistyped or out of range (names the class and the field), use_ema, or weight_decay on an
 //         optimizer other than AdamW.
-std::shared_ptr<Optimizer> deserialize(const nlohmann::json& optimizer_config);
+std::shared_ptr<Optimizer> deserialize(const Config& optimizer_config);
 
-// A constant as a JSON number; a schedule as {"class_name": schedule->name(), "config": get_config()}.
-nlohmann::json serialize_learning_rate(const LearningRate& lr);
-// The inverse of serialize_learning_rate: a number, or an ExponentialDecay, CosineDecay (without
-// warmup) or PiecewiseConstantDecay config. `where` prefixes error messages ("optimizer Adam").
-// Errors: std::invalid_argument for any other value or class, or a bad schedule field (names it).
-LearningRate deserialize_learning_rate(const nlohmann::json& value, const std::string& where);
 
 // The optimizer's variables for `model_variables` (built first if needed) as Keras orders and names them.
 std::vector<std::pair<std::string, Variable>> keras_weights(Optimizer& optimizer,

@@ -35,7 +35,7 @@ class SGD : public Optimizer {
   explicit SGD(SGDOptions options = {});
   // The options it was made with.
   const SGDOptions& options() const { return options_; }
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // "SGD".
   std::string class_name() const override { return "SGD"; }
 

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/common/app_common.h"
+#include "json.h"  // tapeflow::to_json (the Config <-> nlohmann-json bridge)
 
 #include <cstdio>
 #include <exception>
@@ -95,7 +96,7 @@ int run(const Flags& f) {
   std::int64_t n = images.dims.empty() ? 0 : images.dims[0];
   if (f.limit > 0) n = std::min(n, f.limit);
   // The model's input shape without the batch axis, from its config.
-  nlohmann::json config = tf::models::model_to_config(*model)["config"];
+  nlohmann::json config = tf::to_json(tf::models::model_to_config(*model))["config"];
   std::vector<std::int64_t> input;
   for (const auto& l : config["layers"]) {
     // An InputLayer, or (as TensorFlow.js writes Sequential models) the first layer's batch_input_shape.

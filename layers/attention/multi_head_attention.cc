@@ -5,6 +5,7 @@
 
 #include "layers/dropout.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
@@ -160,8 +161,9 @@ std::vector<Tensor> MultiHeadAttention::call_outputs(const std::vector<Tensor>& 
 
 Tensor MultiHeadAttention::call(const Tensor& inputs, bool training) { return attend(inputs, inputs, {}, training).first; }
 
-nlohmann::json MultiHeadAttention::get_config() const {
-  nlohmann::json c = base_config();
+Config MultiHeadAttention::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["num_heads"] = options_.num_heads;
   c["key_dim"] = options_.key_dim;
   c["value_dim"] = value_dim_;
@@ -175,24 +177,24 @@ nlohmann::json MultiHeadAttention::get_config() const {
                         "bias_constraint"})
     c[k] = nullptr;
   c["seed"] = options_.seed ? nlohmann::json(*options_.seed) : nlohmann::json(nullptr);
-  return c;
+  return config;
 }
 
-std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const nlohmann::json& config) {
+std::shared_ptr<MultiHeadAttention> MultiHeadAttention::from_config(const Config& config) {
   ConfigReader r(config, "MultiHeadAttention");
   for (const char* k : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
                         "bias_constraint"})
     r.require_null(k);
   // Keras 3 writes the axes it built for, [1] for rank-3 inputs: the one axis tapeflow attends over.
-  if (r.has("attention_axes") && !r.config().at("attention_axes").is_null()) {
-    const auto& j = r.config().at("attention_axes");
+  if (r.has("attention_axes") && !json_of(r.config()).at("attention_axes").is_null()) {
+    const auto& j = json_of(r.config()).at("attention_axes");
     const bool axis_1 = j.is_array() ? r.integers("attention_axes") == std::vector<std::int64_t>{1}
                                      : r.integer("attention_axes") == 1;
     if (!axis_1) r.fail("attention_axes", "only null or [1] (attention over the steps of [B, T, d] inputs) is supported");
   }
   std::int64_t out = 0;
   if (r.has("output_shape")) {
-    const auto& j = r.config().at("output_shape");
+    const auto& j = json_of(r.config()).at("output_shape");
     if (j.is_array()) {
       const auto dims = r.integers("output_shape");
       if (dims.size() != 1) r.fail("output_shape", "only a last-axis size is supported");

@@ -95,12 +95,12 @@ class MultiHeadAttention : public Layer {
   std::pair<Tensor, Tensor> attend(const Tensor& query, const Tensor& value, const AttentionCall& args = {},
                                    bool training = false);
   Shape compute_output_shape(const Shape& input_shape) const override;
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a MultiHeadAttention from its Keras config (num_heads and key_dim required; output_shape
   // as n or [n]; unknown fields ignored). Errors: std::invalid_argument naming the field for
   // attention_axes, a regularizer or constraint that is not null, an output_shape of several dims,
   // and the constructor's errors.
-  static std::shared_ptr<MultiHeadAttention> from_config(const nlohmann::json& config);
+  static std::shared_ptr<MultiHeadAttention> from_config(const Config& config);
   // The options it was made with.
   const MultiHeadAttentionOptions& options() const { return options_; }
   Generator* training_generator() override;

@@ -4,6 +4,7 @@
 
 #include "layers/internal/config_integers.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/conv_ops.h"
 #include "tape/ops/math_ops.h"
@@ -72,9 +73,10 @@ Tensor Conv1D::call(const Tensor& x, bool) {
   return activation_ ? activation_(y) : y;
 }
 
-json Conv1D::get_config() const {
+Config Conv1D::get_config() const {
   const auto& o = options_;
-  json c = base_config();
+  Config config = base_config();
+  json& c = json_of(config);
   c["filters"] = o.filters;
   c["kernel_size"] = json::array({o.kernel_size});
   c["strides"] = json::array({o.strides});
@@ -89,10 +91,10 @@ json Conv1D::get_config() const {
   for (const char* k : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
                         "bias_constraint"})
     c[k] = nullptr;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Conv1D> Conv1D::from_config(const json& config) {
+std::shared_ptr<Conv1D> Conv1D::from_config(const Config& config) {
   ConfigReader r(config, "Conv1D");
   if (r.string("data_format", "channels_last") != "channels_last")
     r.fail("data_format", "only channels_last is supported, got '" + r.string("data_format") + "'");

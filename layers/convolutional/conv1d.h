@@ -62,12 +62,12 @@ class Conv1D : public Layer {
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Keras's config (kernel_size, strides, dilation_rate as 1-element lists) and its inverse.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a Conv1D from its Keras config (kernel_size, strides, dilation_rate as [n] or n; unknown
   // fields ignored). Errors: std::invalid_argument naming the layer and field for a missing filters,
   // data_format other than channels_last, groups != 1, a regularizer or constraint that is not null,
   // and the constructor's errors.
-  static std::shared_ptr<Conv1D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Conv1D> from_config(const Config& config);
   // The options it was made with.
   const Conv1DOptions& options() const { return options_; }
 

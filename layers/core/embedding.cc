@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/index_ops.h"
 #include "tape/ops/math_ops.h"
 
@@ -47,8 +48,9 @@ const Variable& Embedding::embeddings() const {
   return embeddings_;
 }
 
-nlohmann::json Embedding::get_config() const {
-  nlohmann::json c = base_config();
+Config Embedding::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["input_dim"] = options_.input_dim;
   c["output_dim"] = options_.output_dim;
   c["embeddings_initializer"] = serialize_initializer(options_.embeddings_initializer);
@@ -56,10 +58,10 @@ nlohmann::json Embedding::get_config() const {
   c["activity_regularizer"] = nullptr;
   c["embeddings_constraint"] = nullptr;
   c["mask_zero"] = options_.mask_zero;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Embedding> Embedding::from_config(const nlohmann::json& config) {
+std::shared_ptr<Embedding> Embedding::from_config(const Config& config) {
   ConfigReader r(config, "Embedding");
   for (const char* k : {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint"}) r.require_null(k);
   EmbeddingOptions o{.input_dim = r.integer("input_dim"),

@@ -46,11 +46,11 @@ class Embedding : public Layer {
   Shape compute_output_shape(const Shape& input_shape) const override;
   // ids != 0 (bool) when mask_zero, else an undefined Tensor.
   Tensor compute_mask(const Tensor& inputs) const;
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds an Embedding from its Keras config (input_dim and output_dim required; unknown fields
   // ignored). Errors: std::invalid_argument naming the field for a missing or invalid dim, an
   // embeddings/activity regularizer or constraint that is not null.
-  static std::shared_ptr<Embedding> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Embedding> from_config(const Config& config);
   // The options it was made with.
   const EmbeddingOptions& options() const { return options_; }
   // The table "<name>/embeddings:0" [input_dim, output_dim]. Errors: std::logic_error before build.

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 
 namespace tapeflow::layers {
@@ -37,14 +38,15 @@ Tensor PositionEmbedding::call(const Tensor& x, bool) {
   return broadcast_to(e, s);
 }
 
-nlohmann::json PositionEmbedding::get_config() const {
-  nlohmann::json c = base_config();
+Config PositionEmbedding::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["sequence_length"] = options_.sequence_length;
   c["initializer"] = serialize_initializer(options_.initializer);
-  return c;
+  return config;
 }
 
-std::shared_ptr<PositionEmbedding> PositionEmbedding::from_config(const nlohmann::json& config) {
+std::shared_ptr<PositionEmbedding> PositionEmbedding::from_config(const Config& config) {
   ConfigReader r(config, "PositionEmbedding");
   PositionEmbeddingOptions o{.sequence_length = r.integer("sequence_length"),
                              .initializer = r.initializer("initializer", "glorot_uniform"),

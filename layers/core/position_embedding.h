@@ -39,11 +39,11 @@ class PositionEmbedding : public Layer {
   explicit PositionEmbedding(PositionEmbeddingOptions options);
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
-  nlohmann::json get_config() const override;  // sequence_length, initializer
+  Config get_config() const override;  // sequence_length, initializer
   // Builds a PositionEmbedding from its Keras config (sequence_length required, initializer;
   // unknown fields ignored). Errors: std::invalid_argument naming the field for a missing or
   // invalid sequence_length.
-  static std::shared_ptr<PositionEmbedding> from_config(const nlohmann::json& config);
+  static std::shared_ptr<PositionEmbedding> from_config(const Config& config);
 
  private:
   void check(const Shape& s) const;

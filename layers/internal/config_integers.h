@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "layers/serialization.h"
+#include "tape/core/internal/config_json.h"
 
 namespace tapeflow::layers::internal {
 
@@ -13,9 +14,9 @@ namespace tapeflow::layers::internal {
 // absent. Errors (ConfigReader::fail) for a list of another length.
 inline std::int64_t single_integer(const ConfigReader& r, const std::string& key, std::int64_t fallback) {
   if (!r.has(key)) return fallback;
-  if (r.config()[key].is_number_integer()) return r.integer(key);
+  if (json_of(r.config())[key].is_number_integer()) return r.integer(key);
   const std::vector<std::int64_t> v = r.integers(key);
-  if (v.size() != 1) r.fail(key, "expected one integer, got " + r.config()[key].dump());
+  if (v.size() != 1) r.fail(key, "expected one integer, got " + json_of(r.config())[key].dump());
   return v[0];
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "tape/core/internal/config_json.h"
+
 namespace tapeflow::layers::internal {
 
 void check_axis_and_epsilon(const std::string& who, const std::vector<int>& axis, double epsilon) {
@@ -26,7 +28,7 @@ std::vector<int> normalized_axes(const std::string& who, const std::vector<int>&
 
 std::vector<int> axis_from_config(const ConfigReader& r) {
   std::vector<int> axis;
-  if (r.has("axis") && r.config().at("axis").is_array()) {
+  if (r.has("axis") && json_of(r.config()).at("axis").is_array()) {
     for (std::int64_t a : r.integers("axis")) axis.push_back(static_cast<int>(a));
   } else {
     axis.push_back(static_cast<int>(r.integer("axis", -1)));

@@ -5,6 +5,7 @@
 
 #include "layers/internal/normalized_axes.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/normalization_ops.h"
@@ -70,8 +71,9 @@ Tensor LayerNormalization::call(const Tensor& x, bool) {
   return transpose(y, inverse);
 }
 
-nlohmann::json LayerNormalization::get_config() const {
-  nlohmann::json c = base_config();
+Config LayerNormalization::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   if (options_.axis.size() == 1)
     c["axis"] = options_.axis[0];
   else
@@ -83,10 +85,10 @@ nlohmann::json LayerNormalization::get_config() const {
   c["beta_initializer"] = serialize_initializer(options_.beta_initializer);
   c["gamma_initializer"] = serialize_initializer(options_.gamma_initializer);
   for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"}) c[k] = nullptr;
-  return c;
+  return config;
 }
 
-std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const nlohmann::json& config) {
+std::shared_ptr<LayerNormalization> LayerNormalization::from_config(const Config& config) {
   ConfigReader r(config, "LayerNormalization");
   for (const char* k : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
     r.require_null(k);

@@ -54,11 +54,11 @@ class LayerNormalization : public Layer {
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a LayerNormalization from its Keras config (axis as n or a list; unknown fields
   // ignored). Errors: std::invalid_argument naming the field for a beta/gamma regularizer or
   // constraint that is not null, rms_scaling true, and the constructor's errors.
-  static std::shared_ptr<LayerNormalization> from_config(const nlohmann::json& config);
+  static std::shared_ptr<LayerNormalization> from_config(const Config& config);
   // The options it was made with.
   const LayerNormalizationOptions& options() const { return options_; }
 

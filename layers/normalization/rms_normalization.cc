@@ -5,6 +5,7 @@
 
 #include "layers/internal/normalized_axes.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
@@ -49,17 +50,18 @@ Tensor RMSNormalization::call(const Tensor& x, bool) {
   return x * rrms * reshape(scale_.read(), broadcast);
 }
 
-nlohmann::json RMSNormalization::get_config() const {
-  nlohmann::json c = base_config();
+Config RMSNormalization::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   if (options_.axis.size() == 1)
     c["axis"] = options_.axis[0];
   else
     c["axis"] = options_.axis;
   c["epsilon"] = options_.epsilon;
-  return c;
+  return config;
 }
 
-std::shared_ptr<RMSNormalization> RMSNormalization::from_config(const nlohmann::json& config) {
+std::shared_ptr<RMSNormalization> RMSNormalization::from_config(const Config& config) {
   ConfigReader r(config, "RMSNormalization");
   const std::vector<int> axis = internal::axis_from_config(r);
   RMSNormalizationOptions o{.axis = axis, .epsilon = r.number("epsilon", 1e-6), .name = r.name(), .dtype = r.dtype()};

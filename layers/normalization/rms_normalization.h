@@ -41,10 +41,10 @@ class RMSNormalization : public Layer {
   void build(const Shape& input_shape) override;
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds an RMSNormalization from its Keras config (axis as n or a list, epsilon; unknown fields
   // ignored). Errors: std::invalid_argument naming the field for invalid axis or epsilon.
-  static std::shared_ptr<RMSNormalization> from_config(const nlohmann::json& config);
+  static std::shared_ptr<RMSNormalization> from_config(const Config& config);
   // The options it was made with.
   const RMSNormalizationOptions& options() const { return options_; }
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/math_ops.h"
 
 namespace tapeflow::layers {
@@ -21,9 +22,9 @@ void NotEqual::set_x2(double x2) {
   x2_ = x2;
 }
 
-nlohmann::json NotEqual::get_config() const { return {{"name", name()}}; }
+Config NotEqual::get_config() const { return Config().set("name", name()); }
 
-std::shared_ptr<NotEqual> NotEqual::from_config(const nlohmann::json& config) {
+std::shared_ptr<NotEqual> NotEqual::from_config(const Config& config) {
   ConfigReader r(config, "NotEqual");
   return std::make_shared<NotEqual>(NotEqualOptions{.name = r.name()});
 }

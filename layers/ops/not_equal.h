@@ -34,14 +34,14 @@ class NotEqual : public Layer {
   // Errors: std::invalid_argument for a non-finite x2.
   explicit NotEqual(NotEqualOptions options = {});
   Tensor call(const Tensor& inputs, bool training) override;
-  nlohmann::json get_config() const override;  // {"name"}
+  Config get_config() const override;  // {"name"}
   // The constant, once known.
   const std::optional<double>& x2() const { return x2_; }
   // Sets the constant (the Functional reader, from the node's second argument). Errors:
   // std::invalid_argument naming the layer for a non-finite value or one other than already set.
   void set_x2(double x2);
   // Builds a NotEqual from its Keras config ({"name"}; x2 comes from the node).
-  static std::shared_ptr<NotEqual> from_config(const nlohmann::json& config);
+  static std::shared_ptr<NotEqual> from_config(const Config& config);
 
  private:
   std::optional<double> x2_;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
@@ -42,15 +43,16 @@ Tensor GlobalPooling1D::call(const Tensor& x, const Tensor& mask, bool training)
   return reduce_sum(xin * m, 1, keepdims_) / reduce_sum(m, 1, keepdims_);
 }
 
-nlohmann::json GlobalPooling1D::get_config() const {
-  nlohmann::json c = base_config();
+Config GlobalPooling1D::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["data_format"] = "channels_last";
   c["keepdims"] = keepdims_;
-  return c;
+  return config;
 }
 
 template <class L>
-std::shared_ptr<L> GlobalPooling1D::make_from_config(const nlohmann::json& config, const char* class_name) {
+std::shared_ptr<L> GlobalPooling1D::make_from_config(const Config& config, const char* class_name) {
   ConfigReader r(config, class_name);
   if (r.string("data_format", "channels_last") != "channels_last")
     r.fail("data_format", "only channels_last is supported, got '" + r.string("data_format") + "'");
@@ -63,10 +65,10 @@ GlobalAveragePooling1D::GlobalAveragePooling1D(GlobalPooling1DOptions options)
 GlobalMaxPooling1D::GlobalMaxPooling1D(GlobalPooling1DOptions options)
     : GlobalPooling1D("GlobalMaxPooling1D", true, std::move(options)) {}
 
-std::shared_ptr<GlobalAveragePooling1D> GlobalAveragePooling1D::from_config(const nlohmann::json& config) {
+std::shared_ptr<GlobalAveragePooling1D> GlobalAveragePooling1D::from_config(const Config& config) {
   return make_from_config<GlobalAveragePooling1D>(config, "GlobalAveragePooling1D");
 }
-std::shared_ptr<GlobalMaxPooling1D> GlobalMaxPooling1D::from_config(const nlohmann::json& config) {
+std::shared_ptr<GlobalMaxPooling1D> GlobalMaxPooling1D::from_config(const Config& config) {
   return make_from_config<GlobalMaxPooling1D>(config, "GlobalMaxPooling1D");
 }
 

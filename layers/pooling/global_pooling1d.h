@@ -36,7 +36,7 @@ class GlobalPooling1D : public Layer {
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Whether the output keeps the steps axis as size 1.
   bool keepdims() const { return keepdims_; }
-  nlohmann::json get_config() const override;  // data_format, keepdims
+  Config get_config() const override;  // data_format, keepdims
 
  protected:
   // class_name: "GlobalAveragePooling1D" / "GlobalMaxPooling1D"; max: max (true) or mean.
@@ -44,7 +44,7 @@ class GlobalPooling1D : public Layer {
   template <class L>
   // The from_config of both subclasses: keepdims (default false); unknown fields ignored.
   // Errors: std::invalid_argument naming the field for data_format other than channels_last.
-  static std::shared_ptr<L> make_from_config(const nlohmann::json& config, const char* class_name);
+  static std::shared_ptr<L> make_from_config(const Config& config, const char* class_name);
 
  private:
   bool max_;
@@ -58,7 +58,7 @@ class GlobalAveragePooling1D : public GlobalPooling1D {
   // Makes the layer (no weights; nothing to check).
   explicit GlobalAveragePooling1D(GlobalPooling1DOptions options = {});
   // Builds the layer from its Keras config. Errors: std::invalid_argument naming the field.
-  static std::shared_ptr<GlobalAveragePooling1D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<GlobalAveragePooling1D> from_config(const Config& config);
 };
 
 // The maximum over the steps (a mask is ignored, as Keras 3).
@@ -68,7 +68,7 @@ class GlobalMaxPooling1D : public GlobalPooling1D {
   // Makes the layer (no weights; nothing to check).
   explicit GlobalMaxPooling1D(GlobalPooling1DOptions options = {});
   // Builds the layer from its Keras config. Errors: std::invalid_argument naming the field.
-  static std::shared_ptr<GlobalMaxPooling1D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<GlobalMaxPooling1D> from_config(const Config& config);
 };
 
 }  // namespace tapeflow::layers

@@ -4,6 +4,7 @@
 
 #include "layers/internal/config_integers.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/conv_ops.h"
 
@@ -40,17 +41,18 @@ Tensor Pooling1D::call(const Tensor& x, bool) {
                  out);
 }
 
-json Pooling1D::get_config() const {
-  json c = base_config();
+Config Pooling1D::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["pool_size"] = json::array({pool_size_});
   c["padding"] = padding_;
   c["strides"] = json::array({strides_});
   c["data_format"] = "channels_last";
-  return c;
+  return config;
 }
 
 template <class L>
-std::shared_ptr<L> Pooling1D::make_from_config(const json& config, const char* class_name) {
+std::shared_ptr<L> Pooling1D::make_from_config(const Config& config, const char* class_name) {
   ConfigReader r(config, class_name);
   if (r.string("data_format", "channels_last") != "channels_last")
     r.fail("data_format", "only channels_last is supported, got '" + r.string("data_format") + "'");
@@ -68,10 +70,10 @@ MaxPooling1D::MaxPooling1D(Pooling1DOptions options) : Pooling1D("MaxPooling1D",
 AveragePooling1D::AveragePooling1D(Pooling1DOptions options)
     : Pooling1D("AveragePooling1D", false, std::move(options)) {}
 
-std::shared_ptr<MaxPooling1D> MaxPooling1D::from_config(const json& config) {
+std::shared_ptr<MaxPooling1D> MaxPooling1D::from_config(const Config& config) {
   return make_from_config<MaxPooling1D>(config, "MaxPooling1D");
 }
-std::shared_ptr<AveragePooling1D> AveragePooling1D::from_config(const json& config) {
+std::shared_ptr<AveragePooling1D> AveragePooling1D::from_config(const Config& config) {
   return make_from_config<AveragePooling1D>(config, "AveragePooling1D");
 }
 

@@ -45,7 +45,7 @@ class Pooling1D : public Layer {
   std::int64_t strides() const { return strides_; }
   // "valid" or "same".
   const std::string& padding() const { return padding_; }
-  nlohmann::json get_config() const override;  // Keras's pool_size/strides as 1-element lists, padding, data_format
+  Config get_config() const override;  // Keras's pool_size/strides as 1-element lists, padding, data_format
 
  protected:
   // class_name: "MaxPooling1D" / "AveragePooling1D"; max: max (true) or average pooling.
@@ -55,7 +55,7 @@ class Pooling1D : public Layer {
   // The from_config of both subclasses: pool_size, strides ([n] or n), padding; unknown fields
   // ignored. Errors: std::invalid_argument naming the field for data_format other than channels_last
   // or invalid values.
-  static std::shared_ptr<L> make_from_config(const nlohmann::json& config, const char* class_name);
+  static std::shared_ptr<L> make_from_config(const Config& config, const char* class_name);
 
  private:
   bool max_;
@@ -70,7 +70,7 @@ class MaxPooling1D : public Pooling1D {
   // Errors: std::invalid_argument for a pool size or stride < 1 or an unknown padding.
   explicit MaxPooling1D(Pooling1DOptions options = {});
   // Builds a MaxPooling1D from its Keras config. Errors: std::invalid_argument naming the field.
-  static std::shared_ptr<MaxPooling1D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<MaxPooling1D> from_config(const Config& config);
 };
 
 // The mean over each pool_size window of steps ("same": of its unpadded steps, as TF).
@@ -80,7 +80,7 @@ class AveragePooling1D : public Pooling1D {
   // Errors: std::invalid_argument for a pool size or stride < 1 or an unknown padding.
   explicit AveragePooling1D(Pooling1DOptions options = {});
   // Builds an AveragePooling1D from its Keras config. Errors: std::invalid_argument naming the field.
-  static std::shared_ptr<AveragePooling1D> from_config(const nlohmann::json& config);
+  static std::shared_ptr<AveragePooling1D> from_config(const Config& config);
 };
 
 }  // namespace tapeflow::layers

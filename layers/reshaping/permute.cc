@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 
 namespace tapeflow::layers {
@@ -42,13 +43,14 @@ Tensor Permute::call(const Tensor& x, bool) {
   return transpose(x, perm);
 }
 
-nlohmann::json Permute::get_config() const {
-  nlohmann::json c = base_config();
+Config Permute::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["dims"] = dims_;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Permute> Permute::from_config(const nlohmann::json& config) {
+std::shared_ptr<Permute> Permute::from_config(const Config& config) {
   ConfigReader r(config, "Permute");
   std::vector<int> dims;
   for (std::int64_t d : r.integers("dims")) dims.push_back(static_cast<int>(d));

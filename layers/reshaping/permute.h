@@ -30,10 +30,10 @@ class Permute : public Layer {
   explicit Permute(PermuteOptions options);
   Tensor call(const Tensor& inputs, bool training) override;
   Shape compute_output_shape(const Shape& input_shape) const override;
-  nlohmann::json get_config() const override;  // dims
+  Config get_config() const override;  // dims
   // Builds a Permute from its Keras config ("dims" required; unknown fields ignored).
   // Errors: std::invalid_argument naming the field for missing or invalid dims.
-  static std::shared_ptr<Permute> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Permute> from_config(const Config& config);
 
  private:
   void check_rank(const Shape& s) const;

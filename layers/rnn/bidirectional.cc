@@ -5,6 +5,7 @@
 #include "layers/internal/recurrent_call.h"
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/index_ops.h"
 #include "tape/ops/math_ops.h"
@@ -33,7 +34,7 @@ Bidirectional::Bidirectional(const std::shared_ptr<RNN>& layer, BidirectionalOpt
   const std::string& m = options_.merge_mode;
   if (m != "concat" && m != "sum" && m != "ave" && m != "mul")
     throw std::invalid_argument(describe() + ": merge_mode must be concat, sum, ave or mul, got '" + m + "'");
-  const nlohmann::json config = serialize(*layer);
+  const nlohmann::json config = serialize_json(*layer);
   layer_config_ = config.dump();
   const std::string base = layer->name();
   nlohmann::json f = config["config"];
@@ -42,8 +43,8 @@ Bidirectional::Bidirectional(const std::shared_ptr<RNN>& layer, BidirectionalOpt
   b["name"] = "backward_" + strip_prefix(base, "backward_");
   b["go_backwards"] = !layer->rnn_options().go_backwards;
   const std::string suffix = layer->cell_suffix();
-  forward_ = track_layer(layer->remake(f, name() + "/" + f["name"].get<std::string>() + "/" + suffix));
-  backward_ = track_layer(layer->remake(b, name() + "/" + b["name"].get<std::string>() + "/" + suffix));
+  forward_ = track_layer(layer->remake(to_config(f), name() + "/" + f["name"].get<std::string>() + "/" + suffix));
+  backward_ = track_layer(layer->remake(to_config(b), name() + "/" + b["name"].get<std::string>() + "/" + suffix));
   for (const auto& l : {forward_, backward_}) l->set_zero_output_for_mask(l->rnn_options().return_sequences);
 }
 
@@ -116,15 +117,17 @@ Generator* Bidirectional::training_generator() {
   return forward_->training_generator();
 }
 
-nlohmann::json Bidirectional::get_config() const {
-  nlohmann::json c = base_config();
+Config Bidirectional::get_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["layer"] = nlohmann::json::parse(layer_config_);
   c["merge_mode"] = options_.merge_mode;
-  return c;
+  return config;
 }
 
-std::shared_ptr<Bidirectional> Bidirectional::from_config(const nlohmann::json& config) {
-  ConfigReader r(config, "Bidirectional");
+std::shared_ptr<Bidirectional> Bidirectional::from_config(const Config& config_in) {
+  const nlohmann::json& config = json_of(config_in);
+  ConfigReader r(config_in, "Bidirectional");
   if (!r.has("layer")) r.fail("layer", "missing");
   r.require_null("backward_layer");
   std::shared_ptr<RNN> inner;

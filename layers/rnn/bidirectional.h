@@ -57,11 +57,11 @@ class Bidirectional : public Layer {
   Tensor call(const Tensor& sequences, const Tensor& mask, bool training = false);
   Shape compute_output_shape(const Shape& input_shape) const override;
   // Keras 2's config: {"layer": {"class_name", "config"} of the wrapped layer, "merge_mode"}.
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a Bidirectional from its Keras config ("layer" required, merge_mode; unknown fields
   // ignored). Errors: std::invalid_argument naming the field for a missing or non-recurrent layer,
   // a backward_layer that is not null, an unknown merge_mode, and the wrapped layer's config errors.
-  static std::shared_ptr<Bidirectional> from_config(const nlohmann::json& config);
+  static std::shared_ptr<Bidirectional> from_config(const Config& config);
 
   // The copy run first step to last ("forward_<name>").
   const std::shared_ptr<RNN>& forward_layer() const { return forward_; }

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
@@ -71,15 +72,16 @@ GRU::GRU(GRUOptions options, const std::string& cell_name)
   set_cell(std::make_shared<GRUCell>(options_, cell_name_or(cell_name, "gru_cell")));
 }
 
-nlohmann::json GRU::get_config() const {
-  nlohmann::json c = rnn_config();
-  write_cell_config(c, cell_config_of(options_), true);
+Config GRU::get_config() const {
+  Config config = rnn_config();
+  nlohmann::json& c = json_of(config);
+  write_cell_config(config, cell_config_of(options_), true);
   c["reset_after"] = options_.reset_after;
   c["implementation"] = 2;
-  return c;
+  return config;
 }
 
-std::shared_ptr<GRU> GRU::from_config(const nlohmann::json& config, const std::string& cell_name) {
+std::shared_ptr<GRU> GRU::from_config(const Config& config, const std::string& cell_name) {
   ConfigReader r(config, "GRU");
   GRUOptions o;
   assign_rnn_options(o, rnn_options_from(r));
@@ -92,7 +94,7 @@ std::shared_ptr<GRU> GRU::from_config(const nlohmann::json& config, const std::s
   }
 }
 
-std::shared_ptr<RNN> GRU::remake(const nlohmann::json& config, const std::string& cell_name) const {
+std::shared_ptr<RNN> GRU::remake(const Config& config, const std::string& cell_name) const {
   return from_config(config, cell_name);
 }
 

@@ -107,13 +107,13 @@ class GRU : public RNN {
   // The options it was made with.
   const GRUOptions& options() const { return options_; }
   // Keras 2's GRU config (RNN fields and the cell's, flat; implementation 2, reset_after).
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a GRU from its flat Keras config (RNN and cell fields; unknown fields ignored); the
   // cell is named cell_name (default "<name>/gru_cell"). Errors: std::invalid_argument naming the
   // layer and field for a missing units, stateful or time_major true, a regularizer or constraint
   // that is not null, and the constructor's errors.
-  static std::shared_ptr<GRU> from_config(const nlohmann::json& config, const std::string& cell_name = "");
-  std::shared_ptr<RNN> remake(const nlohmann::json& config, const std::string& cell_name) const override;
+  static std::shared_ptr<GRU> from_config(const Config& config, const std::string& cell_name = "");
+  std::shared_ptr<RNN> remake(const Config& config, const std::string& cell_name) const override;
   std::string cell_suffix() const override { return "gru_cell"; }
 
  private:

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
@@ -77,15 +78,16 @@ LSTM::LSTM(LSTMOptions options, const std::string& cell_name)
   set_cell(std::make_shared<LSTMCell>(options_, cell_name_or(cell_name, "lstm_cell")));
 }
 
-nlohmann::json LSTM::get_config() const {
-  nlohmann::json c = rnn_config();
-  write_cell_config(c, cell_config_of(options_), true);
+Config LSTM::get_config() const {
+  Config config = rnn_config();
+  nlohmann::json& c = json_of(config);
+  write_cell_config(config, cell_config_of(options_), true);
   c["unit_forget_bias"] = options_.unit_forget_bias;
   c["implementation"] = 2;
-  return c;
+  return config;
 }
 
-std::shared_ptr<LSTM> LSTM::from_config(const nlohmann::json& config, const std::string& cell_name) {
+std::shared_ptr<LSTM> LSTM::from_config(const Config& config, const std::string& cell_name) {
   ConfigReader r(config, "LSTM");
   LSTMOptions o;
   assign_rnn_options(o, rnn_options_from(r));
@@ -98,7 +100,7 @@ std::shared_ptr<LSTM> LSTM::from_config(const nlohmann::json& config, const std:
   }
 }
 
-std::shared_ptr<RNN> LSTM::remake(const nlohmann::json& config, const std::string& cell_name) const {
+std::shared_ptr<RNN> LSTM::remake(const Config& config, const std::string& cell_name) const {
   return from_config(config, cell_name);
 }
 

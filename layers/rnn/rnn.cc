@@ -5,6 +5,7 @@
 #include "layers/internal/recurrent_call.h"
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/array_ops.h"
 #include "tape/ops/index_ops.h"
 #include "tape/ops/linalg_ops.h"
@@ -265,12 +266,13 @@ std::vector<Tensor> RNN::call_with_state(const Tensor& sequences_in, const std::
   return result;
 }
 
-std::shared_ptr<RNN> RNN::remake(const nlohmann::json&, const std::string&) const {
+std::shared_ptr<RNN> RNN::remake(const Config&, const std::string&) const {
   throw std::logic_error(describe() + ": only SimpleRNN, LSTM and GRU layers can be copied (Bidirectional)");
 }
 
-nlohmann::json RNN::rnn_config() const {
-  nlohmann::json c = base_config();
+Config RNN::rnn_config() const {
+  Config config = base_config();
+  nlohmann::json& c = json_of(config);
   c["return_sequences"] = options_.return_sequences;
   c["return_state"] = options_.return_state;
   c["go_backwards"] = options_.go_backwards;
@@ -278,7 +280,7 @@ nlohmann::json RNN::rnn_config() const {
   c["unroll"] = false;
   c["time_major"] = false;
   c["zero_output_for_mask"] = options_.zero_output_for_mask;
-  return c;
+  return config;
 }
 
 RNNOptions RNN::rnn_options_from(const ConfigReader& r) {
@@ -293,7 +295,8 @@ RNNOptions RNN::rnn_options_from(const ConfigReader& r) {
                     .dtype = r.dtype()};
 }
 
-void write_cell_config(nlohmann::json& c, const CellConfig& cell, bool recurrent_activation) {
+void write_cell_config(Config& config, const CellConfig& cell, bool recurrent_activation) {
+  nlohmann::json& c = json_of(config);
   c["units"] = cell.units;
   c["activation"] = cell.activation.empty() ? "linear" : cell.activation;
   if (recurrent_activation)

@@ -133,7 +133,7 @@ struct CellConfig {
   std::optional<std::uint64_t> seed = std::nullopt;
 };
 // Writes units, activation(s), use_bias, the initializers, null regularizers / constraints, dropouts, seed.
-void write_cell_config(nlohmann::json& config, const CellConfig& cell, bool recurrent_activation);
+void write_cell_config(Config& config, const CellConfig& cell, bool recurrent_activation);
 // Reads them back. Errors: std::invalid_argument naming the layer and field (non-null regularizers
 // or constraints are not supported).
 CellConfig read_cell_config(const ConfigReader& r, bool recurrent_activation);
@@ -241,7 +241,7 @@ class RNN : public Layer {
   Generator* training_generator() override { return cell_ ? cell_->training_generator() : nullptr; }
   // The same layer type made again from `config` (a get_config() of this class) with its cell named
   // `cell_name` (Bidirectional's forward_ / backward_ copies). Errors: std::logic_error for a plain RNN.
-  virtual std::shared_ptr<RNN> remake(const nlohmann::json& config, const std::string& cell_name) const;
+  virtual std::shared_ptr<RNN> remake(const Config& config, const std::string& cell_name) const;
   // "lstm_cell" for LSTM: the default cell name is "<name>/" + this.
   virtual std::string cell_suffix() const { return cell_ ? cell_->name() : ""; }
 
@@ -251,7 +251,7 @@ class RNN : public Layer {
   // Installs `cell` and tracks it as a sublayer (its dtype follows this layer's if unset).
   void set_cell(std::shared_ptr<RNNCell> cell);
   // The RNN part of the Keras config (return_sequences, return_state, go_backwards, stateful, ...).
-  nlohmann::json rnn_config() const;
+  Config rnn_config() const;
   // Reads that part back. Errors: std::invalid_argument for stateful / time_major true.
   static RNNOptions rnn_options_from(const ConfigReader& r);
   // "<name>/<suffix>" unless cell_name is given.

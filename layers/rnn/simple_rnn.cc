@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "tape/ops/linalg_ops.h"
 #include "tape/ops/math_ops.h"
 
@@ -34,13 +35,13 @@ SimpleRNN::SimpleRNN(SimpleRNNOptions options, const std::string& cell_name)
   set_cell(std::make_shared<SimpleRNNCell>(options_, cell_name_or(cell_name, "simple_rnn_cell")));
 }
 
-nlohmann::json SimpleRNN::get_config() const {
-  nlohmann::json c = rnn_config();
-  write_cell_config(c, cell_config_of(options_), false);
-  return c;
+Config SimpleRNN::get_config() const {
+  Config config = rnn_config();
+  write_cell_config(config, cell_config_of(options_), false);
+  return config;
 }
 
-std::shared_ptr<SimpleRNN> SimpleRNN::from_config(const nlohmann::json& config, const std::string& cell_name) {
+std::shared_ptr<SimpleRNN> SimpleRNN::from_config(const Config& config, const std::string& cell_name) {
   ConfigReader r(config, "SimpleRNN");
   SimpleRNNOptions o;
   assign_rnn_options(o, rnn_options_from(r));
@@ -52,7 +53,7 @@ std::shared_ptr<SimpleRNN> SimpleRNN::from_config(const nlohmann::json& config, 
   }
 }
 
-std::shared_ptr<RNN> SimpleRNN::remake(const nlohmann::json& config, const std::string& cell_name) const {
+std::shared_ptr<RNN> SimpleRNN::remake(const Config& config, const std::string& cell_name) const {
   return from_config(config, cell_name);
 }
 

@@ -94,13 +94,13 @@ class SimpleRNN : public RNN {
   // The options it was made with.
   const SimpleRNNOptions& options() const { return options_; }
   // Keras 2's SimpleRNN config (RNN fields and the cell's, flat).
-  nlohmann::json get_config() const override;
+  Config get_config() const override;
   // Builds a SimpleRNN from its flat Keras config (RNN and cell fields; unknown fields ignored); the
   // cell is named cell_name (default "<name>/simple_rnn_cell"). Errors: std::invalid_argument naming the
   // layer and field for a missing units, stateful or time_major true, a regularizer or constraint
   // that is not null, and the constructor's errors.
-  static std::shared_ptr<SimpleRNN> from_config(const nlohmann::json& config, const std::string& cell_name = "");
-  std::shared_ptr<RNN> remake(const nlohmann::json& config, const std::string& cell_name) const override;
+  static std::shared_ptr<SimpleRNN> from_config(const Config& config, const std::string& cell_name = "");
+  std::shared_ptr<RNN> remake(const Config& config, const std::string& cell_name) const override;
   std::string cell_suffix() const override { return "simple_rnn_cell"; }
 
  private:

@@ -1,6 +1,7 @@
 // export_onnx: walks the model's Keras config (the one to_json, save_model and export_tfjs write)
 // and each layer's weights, emitting ONNX nodes through onnx_export::Graph.
 #include "models/export/onnx.h"
+#include "tape/core/internal/config_json.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,9 +14,11 @@
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
 #include "layers/serialization.h"
+#include "layers/internal/serialization_json.h"
 #include "models/config.h"
 #include "models/export/internal/onnx_graph.h"
 #include "models/functional.h"
+#include "models/internal/inbound_node.h"
 #include "models/io/atomic_file.h"
 #include "models/sequential.h"
 #include "tape/ops/array_ops.h"
@@ -102,7 +105,7 @@ std::vector<std::int64_t> pair_of(const layers::ConfigReader& r, const std::stri
 }
 
 std::vector<std::vector<std::int64_t>> Exporter::input_dims(const Model& model) {
-  const json config = model.get_config();
+  const json config = json_of(model.get_config());
   std::vector<std::vector<std::int64_t>> out;
   if (dynamic_cast<const Sequential*>(&model)) {
     const json& ls = config.at("layers");
@@ -121,7 +124,8 @@ std::vector<std::vector<std::int64_t>> Exporter::input_dims(const Model& model) 
 std::vector<std::int32_t> Exporter::input_types(const Model& model) {
   std::vector<DType> dtypes;
   if (dynamic_cast<const Sequential*>(&model)) {
-    const json& ls = model.get_config().at("layers");
+    const json model_config = json_of(model.get_config());
+    const json& ls = model_config.at("layers");
     const std::string dt = !ls.empty() && ls[0].value("class_name", "") == "InputLayer"
                                ? ls[0]["config"].value("dtype", "float32") : "float32";
     dtypes.push_back(dt == "int32" ? DType::kInt32 : dt == "int64" ? DType::kInt64 : DType::kFloat32);
@@ -245,7 +249,7 @@ Value Exporter::emit_layer(const layers::Layer& layer, const std::vector<Value>&
                     "' (Embedding mask_zero), which the ONNX export does not express; export a model without "
                     "mask_zero (padding ids then count as tokens)");
   Value out = emit_layer_ops(layer, inputs, prefix);
-  const bool makes = cls == "Embedding" && layer.get_config().value("mask_zero", false);
+  const bool makes = cls == "Embedding" && json_of(layer.get_config()).value("mask_zero", false);
   out.mask_from = makes ? layer.name() : passes_mask(cls) ? mask : "";
   return out;
 }
@@ -259,8 +263,9 @@ Value Exporter::emit_layer_ops(const layers::Layer& layer, const std::vector<Val
     if (outs.size() != 1) fail(layer, "a nested model with several outputs is not supported");
     return outs[0];
   }
-  const json config = layer.get_config();
-  const layers::ConfigReader r(config, cls);
+  const Config layer_config = layer.get_config();
+  const json& config = json_of(layer_config);
+  const layers::ConfigReader r(layer_config, cls);
   if (cls == "Dropout" || cls == "InputLayer") {
     const Value x = single(layer, inputs);
     const std::string out = g_.fresh(base);
@@ -399,7 +404,7 @@ std::vector<Value> Exporter::emit_model(const Model& model, const std::vector<Va
   }
   const auto* f = dynamic_cast<const Functional*>(&model);
   if (!f) fail(model, "only Sequential and Functional models are exported");
-  const json config = f->get_config();
+  const json config = json_of(f->get_config());
   std::map<std::string, const layers::Layer*> by_name;
   for (const auto& l : model.layers()) by_name[l->name()] = l.get();
   // Values by (layer, node index); a node runs once all its inputs exist (a topological order).

@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "layers/serialization.h"
+#include "tape/core/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
 #include "models/export/internal/onnx_graph.h"
 
 namespace tapeflow::models::onnx_export {
@@ -52,7 +54,7 @@ Value emit_recurrent(Graph& g, const std::string& file, const layers::Layer& lay
   const bool bidirectional = layer.class_name() == "Bidirectional";
   const nlohmann::json& inner = bidirectional ? config.at("layer").at("config") : config;
   const std::string cls = bidirectional ? config.at("layer").at("class_name").get<std::string>() : layer.class_name();
-  const layers::ConfigReader r(inner, cls);
+  const layers::ConfigReader r(to_config(inner), cls);
   std::vector<const layers::Layer*> dirs;
   if (bidirectional) {
     for (const auto& l : layer.layers()) dirs.push_back(l.get());  // forward, backward

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "layers/serialization.h"
+#include "tape/core/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
 #include "models/export/internal/onnx_graph.h"
 #include "tape/ops/array_ops.h"
 
@@ -30,7 +32,7 @@ const std::set<std::string>& sequence_classes() {
 // A 1-element list or a number of a Keras 1-D config ("kernel_size": [3]); `fallback` when absent.
 std::int64_t one_of(const layers::ConfigReader& r, const std::string& key, std::int64_t fallback) {
   if (!r.has(key)) return fallback;
-  if (r.config().at(key).is_number_integer()) return r.integer(key);
+  if (json_of(r.config()).at(key).is_number_integer()) return r.integer(key);
   const Dims v = r.integers(key);
   if (v.size() != 1) r.fail(key, "expected one integer");
   return v[0];
@@ -93,7 +95,7 @@ std::string times_rsqrt(Graph& g, const std::string& x, const std::string& m, fl
 Value emit_layer_norm(Graph& g, const std::string& file, const layers::Layer& layer, const layers::ConfigReader& r,
                       const Value& input, const std::string& base) {
   const Value x = g.keras(input);
-  const std::vector<std::int64_t> axes = norm_axes(file, layer, r.config(), x.rank());
+  const std::vector<std::int64_t> axes = norm_axes(file, layer, json_of(r.config()), x.rank());
   const float eps = static_cast<float>(r.number("epsilon", 1e-3));
   const bool scale = r.boolean("scale", true), center = r.boolean("center", true);
   const Dims pd = broadcast_dims(x, axes);
@@ -129,7 +131,7 @@ Value emit_layer_norm(Graph& g, const std::string& file, const layers::Layer& la
 Value emit_rms_norm(Graph& g, const std::string& file, const layers::Layer& layer, const layers::ConfigReader& r,
                     const Value& input, const std::string& base) {
   const Value x = g.keras(input);
-  const std::vector<std::int64_t> axes = norm_axes(file, layer, r.config(), x.rank());
+  const std::vector<std::int64_t> axes = norm_axes(file, layer, json_of(r.config()), x.rank());
   const std::string ms = reduce_mean(g, binary(g, "Mul", x.name, x.name, base + "/squared"), axes, base + "/mean_square");
   const std::string y = times_rsqrt(g, x.name, ms, static_cast<float>(r.number("epsilon", 1e-6)), base);
   const std::string out = g.fresh(base);
@@ -251,7 +253,7 @@ bool is_sequence_layer(const std::string& cls) { return sequence_classes().count
 Value emit_sequence_layer(Graph& g, const std::string& file, const layers::Layer& layer, const nlohmann::json& config,
                           const std::vector<Value>& inputs, const std::string& base) {
   const std::string cls = layer.class_name();
-  const layers::ConfigReader r(config, cls);
+  const layers::ConfigReader r(to_config(config), cls);
   if (cls == "MultiHeadAttention") return emit_attention(g, file, layer, r, inputs, base);
   if (inputs.size() != 1) fail(file, layer, "expected one input, got " + std::to_string(inputs.size()));
   const Value& in = inputs[0];

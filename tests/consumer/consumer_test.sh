@@ -5,8 +5,9 @@
 # app/CMakeLists.txt and app/main.cc are extracted from the README, so the README is what is built).
 # The project is C++ only and does not set the C++ standard: tapeflow's targets must carry both.
 # Then the package as a library's: libtapeflow_* names, LICENSE, apps in bin/, find_package(tapeflow)
-# without MPI (COMPONENTS distribute brings it), nlohmann-json as the one third-party public
-# dependency, and the same main.cc built through pkg-config.
+# without MPI (COMPONENTS distribute brings it) and without nlohmann-json (only the opt-in bridge
+# <tapeflow/json.h>, COMPONENTS json, needs it: a custom layer builds with nlohmann-json poisoned),
+# and the same main.cc built through pkg-config.
 # Usage: consumer_test.sh SOURCE_DIR BUILD_DIR WORK_DIR [CMAKE] [CXX_COMPILER] [COMPILER_LAUNCHER]
 set -euo pipefail
 src=$1 build=$2 work=$3 cmake=${4:-cmake} cxx=${5:-c++} launcher=${6:-}
@@ -77,15 +78,69 @@ config="$work/prefix/lib/cmake/tapeflow/tapeflowConfig.cmake"
 "$cmake" -S "$work/app" -B "$work/app/build-nompi" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON > "$work/nompi.log" 2>&1 ||
   { cat "$work/nompi.log"; fail "find_package(tapeflow) needs MPI (it should only with COMPONENTS distribute)"; }
-# 6b. nlohmann-json is the one third-party public dependency (tapeflow::layers: Layer::get_config
-#     returns nlohmann::json, as Keras's returns a dict): find_package(tapeflow) finds it, and without
-#     it fails naming it (not with a missing header in the consumer's build).
-grep -q 'find_dependency(nlohmann_json' "$config" || fail "tapeflowConfig.cmake does not find_dependency(nlohmann_json)"
-if "$cmake" -S "$work/app" -B "$work/app/build-nojson" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON > "$work/nojson.log" 2>&1; then
-  fail "find_package(tapeflow) succeeded without nlohmann-json, which its public headers include"
+# 6b. No installed header but the opt-in bridge tapeflow/json.h includes nlohmann-json, and
+#     find_package(tapeflow) does not need it: the README project and a custom layer
+#     (examples/custom_layer.cc: get_config / from_config through tapeflow::Config) configure with
+#     nlohmann-json hidden from CMake and build with it poisoned for the compiler (an
+#     <nlohmann/json.hpp> that is an #error, first on the include path), and run.
+if grep -rnE '#[[:space:]]*include[[:space:]]*<nlohmann/' "$inc" | grep -v "^$inc/tapeflow/json.h:"; then
+  fail "an installed header other than tapeflow/json.h includes nlohmann-json"
 fi
-grep -q "nlohmann_json" "$work/nojson.log" || { cat "$work/nojson.log"; fail "without nlohmann-json the error does not name it"; }
+mkdir -p "$work/poison/nlohmann" "$work/custom"
+for h in json.hpp json_fwd.hpp; do
+  printf '#error "a tapeflow header included nlohmann/%s"\n' "$h" > "$work/poison/nlohmann/$h"
+done
+cp "$src/examples/custom_layer.cc" "$work/custom/custom_layer.cc"
+cat > "$work/custom/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(custom_layer LANGUAGES CXX)
+find_package(tapeflow REQUIRED)
+add_executable(custom_layer custom_layer.cc)
+target_link_libraries(custom_layer PRIVATE tapeflow::tapeflow)
+CMAKE
+for proj in app custom; do
+  pargs=(-S "$work/$proj" -B "$work/$proj/build-nojson" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release
+         -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON "-DCMAKE_CXX_FLAGS=-I$work/poison")
+  [ -n "$launcher" ] && pargs+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+  "$cmake" "${pargs[@]}" > "$work/$proj-nojson.log" 2>&1 ||
+    { cat "$work/$proj-nojson.log"; fail "find_package(tapeflow) needs nlohmann-json ($proj project)"; }
+  "$cmake" --build "$work/$proj/build-nojson" -j 2 >> "$work/$proj-nojson.log" 2>&1 ||
+    { cat "$work/$proj-nojson.log"; fail "the $proj project does not build without nlohmann-json"; }
+done
+(cd "$work/custom" && ./build-nojson/custom_layer) || fail "the custom layer example built without nlohmann-json failed (exit $?)"
+# 6c. COMPONENTS json: tapeflow::json brings nlohmann-json and <tapeflow/json.h> converts both ways;
+#     without nlohmann-json, COMPONENTS json fails naming it.
+mkdir -p "$work/jsonc"
+cat > "$work/jsonc/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(jsonc LANGUAGES CXX)
+find_package(tapeflow REQUIRED COMPONENTS json)
+add_executable(bridge bridge.cc)
+target_link_libraries(bridge PRIVATE tapeflow::json)
+CMAKE
+cat > "$work/jsonc/bridge.cc" <<'CC'
+#include <tapeflow/json.h>
+#include <tapeflow/tapeflow.h>
+namespace tf = tapeflow;
+int main() {
+  tf::layers::Dense dense({.units = 3, .activation = "relu"});
+  nlohmann::json j = tf::to_json(dense.get_config());
+  if (j["units"] != 3 || j["activation"] != "relu") return 1;
+  j["units"] = 5;
+  const auto again = tf::layers::Dense::from_config(tf::from_json(j));
+  return tf::to_json(again->get_config())["units"] == 5 ? 0 : 2;
+}
+CC
+jargs=(-S "$work/jsonc" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx")
+[ -n "$launcher" ] && jargs+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+"$cmake" "${jargs[@]}" -B "$work/jsonc/build" > "$work/jsonc.log" 2>&1 ||
+  { cat "$work/jsonc.log"; fail "find_package(tapeflow COMPONENTS json) failed"; }
+"$cmake" --build "$work/jsonc/build" -j 2 >> "$work/jsonc.log" 2>&1 || { cat "$work/jsonc.log"; fail "building against tapeflow::json failed"; }
+"$work/jsonc/build/bridge" || fail "the tapeflow/json.h round trip failed (exit $?)"
+if "$cmake" "${jargs[@]}" -B "$work/jsonc/build-nojson" -DCMAKE_DISABLE_FIND_PACKAGE_nlohmann_json=ON > "$work/jsonc-nojson.log" 2>&1; then
+  fail "find_package(tapeflow COMPONENTS json) succeeded without nlohmann-json"
+fi
+grep -q "nlohmann_json" "$work/jsonc-nojson.log" || { cat "$work/jsonc-nojson.log"; fail "without nlohmann-json the COMPONENTS json error does not name it"; }
 mkdir -p "$work/dist"
 cat > "$work/dist/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)

@@ -16,8 +16,12 @@ deb=$(ls "$work"/pkg/tapeflow_*.deb 2>/dev/null | head -1)
 [ -n "$deb" ] || fail "cpack made no tapeflow_*.deb (log: $work/cpack.log)"
 dpkg-deb --field "$deb" Package Version Depends | tee "$work/fields.txt"
 grep -q '^Depends: .*libhdf5-dev' "$work/fields.txt" || fail "the package does not depend on libhdf5-dev"
-# nlohmann-json is a public dependency (Layer::get_config returns nlohmann::json): the package brings it.
-grep -q '^Depends: .*nlohmann-json3-dev' "$work/fields.txt" || fail "the package does not depend on nlohmann-json3-dev"
+# What the package's tapeflowConfig.cmake finds (find_dependency) and its static libraries link must
+# come with it; nlohmann-json must not be required (only COMPONENTS json needs it: <tapeflow/json.h>).
+for dep in libtbb-dev libspdlog-dev zlib1g-dev libprotobuf-dev libonnx-dev libzip-dev; do
+  grep -q "^Depends: .*$dep" "$work/fields.txt" || fail "the package does not depend on $dep"
+done
+if grep -q '^Depends: .*nlohmann' "$work/fields.txt"; then fail "the package depends on nlohmann-json (only COMPONENTS json needs it)"; fi
 dpkg-deb -x "$deb" "$work/root"
 for f in usr/include/tapeflow/tapeflow.h usr/share/doc/tapeflow/LICENSE; do
   [ -f "$work/root/$f" ] || fail "the package lacks /$f"

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "layers/internal/serialization_json.h"
 #include "layers/layers.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradient_check.h"
@@ -111,11 +112,11 @@ TEST(AttentionWingLayers, ConfigRoundTrips) {
       std::make_shared<L::GlobalMaxPooling1D>(),
       std::make_shared<L::Permute>(L::PermuteOptions{.dims = {2, 1}})};
   for (const auto& l : layers) {
-    const nlohmann::json j = L::serialize(*l);
-    EXPECT_EQ(L::serialize(*L::deserialize(j)), j) << j.dump();
+    const nlohmann::json j = L::serialize_json(*l);
+    EXPECT_EQ(L::serialize_json(*L::deserialize(j)), j) << j.dump();
   }
-  EXPECT_EQ(L::serialize(*layers[1])["config"]["value_dim"], 8);
-  nlohmann::json bad = L::serialize(*layers[0]);
+  EXPECT_EQ(L::serialize_json(*layers[1])["config"]["value_dim"], 8);
+  nlohmann::json bad = L::serialize_json(*layers[0]);
   bad["config"]["rms_scaling"] = true;
   EXPECT_THAT([&] { L::deserialize(bad); }, ThrowsMessage<std::invalid_argument>(HasSubstr("rms_scaling")));
 }

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
 #include "layers/layers.h"
 #include "models/functional.h"
 #include "models/sequential.h"

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "layers/internal/serialization_json.h"
 #include "layers/layers.h"
 #include "tape/tapeflow.h"
 #include "tests/testing/gradient_check.h"
@@ -96,19 +97,19 @@ TEST(SequenceWingLayers, ConfigRoundTrips) {
       std::make_shared<L::RMSNormalization>(L::RMSNormalizationOptions{.axis = {1, 2}, .epsilon = 1e-3}),
       std::make_shared<L::RMSNormalization>()};
   for (const auto& l : layers) {
-    const nlohmann::json j = L::serialize(*l);
-    EXPECT_EQ(L::serialize(*L::deserialize(j)), j) << j.dump();
+    const nlohmann::json j = L::serialize_json(*l);
+    EXPECT_EQ(L::serialize_json(*L::deserialize(j)), j) << j.dump();
   }
-  const nlohmann::json c = L::serialize(*layers[0])["config"];
+  const nlohmann::json c = L::serialize_json(*layers[0])["config"];
   EXPECT_EQ(c["kernel_size"], nlohmann::json::parse("[3]"));
   EXPECT_EQ(c["padding"], "causal");
   // One integer reads as Keras's 1-element list; a longer list is refused naming the field.
-  nlohmann::json j = L::serialize(*layers[2]);
+  nlohmann::json j = L::serialize_json(*layers[2]);
   j["config"]["pool_size"] = 3;
-  EXPECT_EQ(L::serialize(*L::deserialize(j)), L::serialize(*layers[2]));
+  EXPECT_EQ(L::serialize_json(*L::deserialize(j)), L::serialize_json(*layers[2]));
   j["config"]["pool_size"] = {3, 3};
   EXPECT_THAT([&] { L::deserialize(j); }, ThrowsMessage<std::invalid_argument>(HasSubstr("pool_size")));
-  nlohmann::json bad = L::serialize(*layers[1]);
+  nlohmann::json bad = L::serialize_json(*layers[1]);
   bad["config"]["padding"] = "full";
   EXPECT_THAT([&] { L::deserialize(bad); }, ThrowsMessage<std::invalid_argument>(HasSubstr("padding")));
 }

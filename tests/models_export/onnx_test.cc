@@ -1,5 +1,6 @@
 // export_onnx (models/export/onnx.h): the file ONNX's own checker reads back, and the errors. That
 // ONNX Runtime computes what predict() does is checked by tests/interop/onnx_check.py.
+#include "layers/internal/serialization_json.h"
 #include "models/export/onnx.h"
 
 #include <filesystem>
@@ -27,7 +28,7 @@ class Scale : public L::Layer {
  public:
   Scale() : L::Layer("Scale", "my_scale") {}
   Tensor call(const Tensor& x, bool) override { return x * 2.0; }
-  nlohmann::json get_config() const override { return base_config(); }
+  Config get_config() const override { return base_config(); }
 };
 
 // A subclassed model: call() is code, there is no config to walk.

@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
 #include "layers/layers.h"
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
 #include "models/models.h"
 #include "tape/tapeflow.h"
 
@@ -65,13 +67,13 @@ TEST(Keras3AttentionNodes, FunctionalWritesKeras3ArgsAndReadsThemBack) {
       std::make_shared<L::MultiHeadAttention>(L::MultiHeadAttentionOptions{.num_heads = 2, .key_dim = 3, .seed = 1});
   auto out = (*mha)(std::vector<L::KerasTensor>{in, in});
   tf::models::Functional m(in, out);
-  const json config = m.get_config();
+  const json config = json_of(m.get_config());
   const json& node = config["layers"][1]["inbound_nodes"][0];
   ASSERT_TRUE(node.is_object()) << node.dump();
   EXPECT_EQ(node["args"].size(), 2u);
   EXPECT_EQ(node["args"][1]["config"]["shape"], json::parse("[null, 4, 6]"));
   EXPECT_EQ(node["args"][1]["config"]["keras_history"], json({in.node()->layer->name(), 0, 0}));
-  auto back = tf::models::Functional::from_config(config);
+  auto back = tf::models::Functional::from_config(tf::to_config(config));
   back->set_weights(m.get_weights());
   tf::Generator g(3);
   const tf::Tensor x = tf::random_normal(tf::Shape{2, 4, 6}, g);
@@ -82,11 +84,11 @@ TEST(Keras3AttentionNodes, FunctionalWritesKeras3ArgsAndReadsThemBack) {
 
 TEST(Keras3AttentionNodes, AttentionAxesOfRank3InputsOnly) {
   json c = {{"name", "att"}, {"num_heads", 2}, {"key_dim", 4}, {"attention_axes", {1}}};
-  EXPECT_NO_THROW(L::MultiHeadAttention::from_config(c));
+  EXPECT_NO_THROW(L::MultiHeadAttention::from_config(tf::to_config(c)));
   c["attention_axes"] = 1;
-  EXPECT_NO_THROW(L::MultiHeadAttention::from_config(c));
+  EXPECT_NO_THROW(L::MultiHeadAttention::from_config(tf::to_config(c)));
   c["attention_axes"] = {1, 2};
-  EXPECT_THAT([&] { L::MultiHeadAttention::from_config(c); },
+  EXPECT_THAT([&] { L::MultiHeadAttention::from_config(tf::to_config(c)); },
               ThrowsMessage<std::invalid_argument>(AllOf(HasSubstr("MultiHeadAttention"), HasSubstr("attention_axes"),
                                                          HasSubstr("only null or [1]"))));
 }

@@ -10,8 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "models/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
 #include "layers/layers.h"
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
 #include "models/models.h"
 #include "tape/tapeflow.h"
 
@@ -74,7 +76,7 @@ std::vector<tf::Tensor> call_argument_inputs() {
 
 TEST(Keras3Nodes, EveryCallArgumentIsWrittenAsKeras3WritesIt) {
   auto model = call_argument_model();
-  const json c = model->get_config();
+  const json c = json_of(model->get_config());
   const json seq = json::parse("[null, 8, 6]");
   EXPECT_EQ(entry(c, "mha")["inbound_nodes"],
             json::array({{{"args", {tensor("x", 0, 0, seq), tensor("v", 0, 0, seq), tensor("k", 0, 0, json::parse("[null, 8, 5]"))}},
@@ -92,19 +94,19 @@ TEST(Keras3Nodes, EveryCallArgumentIsWrittenAsKeras3WritesIt) {
   EXPECT_EQ(entry(c, "v")["inbound_nodes"], json::array({{{"args", {tensor("x", 0, 0, seq)}}, {"kwargs", json::object()}}}));
   EXPECT_EQ(c["output_layers"], json::parse(R"([["mha", 0, 0], ["mha", 0, 1], ["l2", 0, 0], ["drop", 0, 0]])"));
   // The .keras config (to_keras3 of the layer's serialization) keeps these nodes as they are.
-  const json k3 = tf::models::to_keras3(tf::layers::serialize(*model));
+  const json k3 = tf::models::to_keras3(tf::layers::serialize_json(*model));
   for (const char* name : {"mha", "l2", "l3", "drop", "v"})
     EXPECT_EQ(entry(k3["config"], name)["inbound_nodes"], entry(c, name)["inbound_nodes"]) << name;
 }
 
 TEST(Keras3Nodes, ModelToConfigKeepsTfKeras2ListsOnlyWhereKeras3ReadsThem) {
   auto model = call_argument_model();
-  const json c = tf::models::model_to_config(*model)["config"];
+  const json c = tf::models::model_to_config_json(*model)["config"];
   EXPECT_EQ(entry(c, "v")["inbound_nodes"], json::parse(R"([[["x", 0, 0, {}]]])"));
   EXPECT_EQ(entry(c, "drop")["inbound_nodes"], json::parse(R"([[["l3", 0, 0, {"training": false}]]])"));
   for (const char* name : {"mha", "l2", "l3"}) {  // tensors beside the first argument: Keras 3's form
     EXPECT_TRUE(entry(c, name)["inbound_nodes"][0].is_object()) << name;
-    EXPECT_EQ(entry(c, name)["inbound_nodes"], entry(model->get_config(), name)["inbound_nodes"]) << name;
+    EXPECT_EQ(entry(c, name)["inbound_nodes"], entry(json_of(model->get_config()), name)["inbound_nodes"]) << name;
   }
 }
 
@@ -112,7 +114,7 @@ TEST(Keras3Nodes, BothFormsAndKeras3sOwnSpellingReadBackToTheSameModel) {
   auto model = call_argument_model();
   const std::vector<tf::Tensor> xs = call_argument_inputs();
   const std::vector<tf::Tensor> want = model->predict_all(xs);
-  json keras3 = model->get_config();
+  json keras3 = json_of(model->get_config());
   // Keras 3 adds "training": false and "mask": null to recurrent calls it made without them.
   for (json& l : keras3["layers"])
     if (l["name"] == "l1") l["inbound_nodes"][0]["kwargs"] = {{"training", false}, {"mask", nullptr}};
@@ -123,54 +125,54 @@ TEST(Keras3Nodes, BothFormsAndKeras3sOwnSpellingReadBackToTheSameModel) {
   // tf.keras 2's other spelling of initial_state: the states as further tensors of the node's list.
   for (json& l : keras2["layers"])
     if (l["name"] == "l2") l["inbound_nodes"] = json::parse(R"([[["x", 0, 0, {}], ["l1", 0, 1, {}], ["l1", 0, 2, {}]]])");
-  const std::vector<json> configs = {keras3, keras2, tf::models::model_to_config(*model)["config"]};
+  const std::vector<json> configs = {keras3, keras2, tf::models::model_to_config_json(*model)["config"]};
   for (std::size_t k = 0; k < configs.size(); ++k) {
     const json& config = configs[k];
-    auto back = tf::models::Functional::from_config(config);
+    auto back = tf::models::Functional::from_config(tf::to_config(config));
     back->set_weights(model->get_weights());
     const std::vector<tf::Tensor> got = back->predict_all(xs);
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(same_values(got[i], want[i])) << "output " << i;
-    json want_layers = model->get_config()["layers"];
+    json want_layers = json_of(model->get_config())["layers"];
     if (k < 2)  // l1's "training": false of Keras 3's spelling, in the config itself: a fixed mode
       for (json& l : want_layers)
         if (l["name"] == "l1") l["inbound_nodes"][0]["kwargs"]["training"] = false;
-    EXPECT_EQ(back->get_config()["layers"], want_layers)
-        << "config " << k << ": " << json::diff(back->get_config()["layers"], want_layers).dump();
+    EXPECT_EQ(json_of(back->get_config())["layers"], want_layers)
+        << "config " << k << ": " << json::diff(json_of(back->get_config())["layers"], want_layers).dump();
   }
   // In a Keras 3 file (from_keras3) a node's training fixes nothing: Keras 3 runs every node in the
   // training mode of the model's call (fit, evaluate, predict always give one).
   const json from_file = tf::models::from_keras3(tf::models::to_keras3({{"class_name", "Functional"}, {"config", keras3}}));
   EXPECT_EQ(entry(from_file["config"], "drop")["inbound_nodes"], json::parse(R"([[["l3", 0, 0, {}]]])"));
   EXPECT_EQ(entry(from_file["config"], "l1")["inbound_nodes"], json::parse(R"([[["x", 0, 0, {"mask": null}]]])"));
-  auto fitted = tf::models::Functional::from_config(from_file["config"]);
+  auto fitted = tf::models::Functional::from_config(tf::to_config(from_file["config"]));
   fitted->set_weights(model->get_weights());
   EXPECT_TRUE(same_values(fitted->predict_all(xs)[3], want[3]));
   // The flags are read, not dropped: without use_causal_mask the attention differs.
   json no_causal = keras3;
   for (json& l : no_causal["layers"])
     if (l["name"] == "mha") l["inbound_nodes"][0]["kwargs"].erase("use_causal_mask");
-  auto other = tf::models::Functional::from_config(no_causal);
+  auto other = tf::models::Functional::from_config(tf::to_config(no_causal));
   other->set_weights(model->get_weights());
   EXPECT_FALSE(same_values(other->predict_all(xs)[0], want[0]));
 }
 
 TEST(Keras3Nodes, BadKeras3CallArgumentsAreRefusedNamingTheLayerAndArgument) {
-  json c = call_argument_model()->get_config();
+  json c = json_of(call_argument_model()->get_config());
   json bad = c;
   for (json& l : bad["layers"])
     if (l["name"] == "l3") l["inbound_nodes"][0]["kwargs"]["mask"] = "all";
-  EXPECT_THAT([&] { tf::models::Functional::from_config(bad); },
+  EXPECT_THAT([&] { tf::models::Functional::from_config(tf::to_config(bad)); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("layer 'l3': call argument 'mask': \"all\" is not a [layer, node, tensor] reference")));
   bad = c;
   for (json& l : bad["layers"])
     if (l["name"] == "v") l["inbound_nodes"][0]["kwargs"]["frobnicate"] = 1;
-  EXPECT_THAT([&] { tf::models::Functional::from_config(bad); },
+  EXPECT_THAT([&] { tf::models::Functional::from_config(tf::to_config(bad)); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("layer 'v': call argument 'frobnicate': 1 is not supported")));
   bad = c;
   for (json& l : bad["layers"])
     if (l["name"] == "l2") l["inbound_nodes"][0]["kwargs"]["initial_state"][0]["config"]["keras_history"] = {"l1", 0};
-  EXPECT_THAT([&] { tf::models::Functional::from_config(bad); },
+  EXPECT_THAT([&] { tf::models::Functional::from_config(tf::to_config(bad)); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("layer 'l2': inbound node keras_history is not [layer, node, tensor]")));
 }
 
@@ -189,28 +191,28 @@ TEST(Keras3Nodes, NotEqualMaskNodesOfKeras3AreReadAndWrittenBack) {
   EXPECT_TRUE(same_values(explicit_mask.predict(x), implicit.predict(x)));
   EXPECT_FALSE(same_values(implicit.predict(x), lstm->call_with_state(emb->operator()(x))[0]))
       << "the mask must matter here";
-  const json c = explicit_mask.get_config();
+  const json c = json_of(explicit_mask.get_config());
   EXPECT_EQ(entry(c, "not_equal")["inbound_nodes"],
             json::array({{{"args", {tensor("ids", 0, 0, json::parse("[null, 5]")), 0}}, {"kwargs", json::object()}}}));
   EXPECT_EQ(entry(c, "not_equal")["config"], json::parse(R"({"name": "not_equal"})"));
   EXPECT_EQ(entry(c, "rnn")["inbound_nodes"][0]["kwargs"]["mask"], tensor("not_equal", 0, 0, json::parse("[null, 5]"), "bool"));
-  const json k3 = tf::models::to_keras3(tf::layers::serialize(explicit_mask));
+  const json k3 = tf::models::to_keras3(tf::layers::serialize_json(explicit_mask));
   EXPECT_EQ(entry(k3["config"], "not_equal")["module"], "keras.src.ops.numpy");
   EXPECT_EQ(entry(k3["config"], "not_equal")["registered_name"], "NotEqual");
-  auto back = tf::models::Functional::from_config(tf::models::from_keras3(k3)["config"]);
+  auto back = tf::models::Functional::from_config(tf::to_config(tf::models::from_keras3(k3)["config"]));
   back->set_weights(explicit_mask.get_weights());
   EXPECT_TRUE(same_values(back->predict(x), implicit.predict(x)));
-  EXPECT_EQ(back->get_config(), c);
+  EXPECT_EQ(json_of(back->get_config()), c);
   // not_equal(ids, 2) is another mask: the constant is read.
   json two = c;
   for (json& l : two["layers"])
     if (l["name"] == "not_equal") l["inbound_nodes"][0]["args"][1] = 2;
-  auto other = tf::models::Functional::from_config(two);
+  auto other = tf::models::Functional::from_config(tf::to_config(two));
   other->set_weights(explicit_mask.get_weights());
   EXPECT_FALSE(same_values(other->predict(x), implicit.predict(x)));
   for (json& l : two["layers"])
     if (l["name"] == "not_equal") l["inbound_nodes"][0]["args"][1] = "zero";
-  EXPECT_THAT([&] { tf::models::Functional::from_config(two); },
+  EXPECT_THAT([&] { tf::models::Functional::from_config(tf::to_config(two)); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("layer 'not_equal': call argument 'x2': \"zero\" is not supported")));
 }
 

@@ -3,6 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "optimizers/internal/serialization_json.h"
+#include "models/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
 #include "tests/serialization/test_models.h"
 
 namespace tapeflow {
@@ -15,10 +18,10 @@ using namespace testing_io;
 
 // config -> JSON text -> layer -> config must be identical, for every built-in layer.
 void expect_round_trip(const layers::Layer& layer) {
-  const json first = layers::serialize(layer);
+  const json first = layers::serialize_json(layer);
   const json parsed = json::parse(first.dump());
   auto again = layers::deserialize(parsed);
-  EXPECT_EQ(layers::serialize(*again), first) << first.dump(2);
+  EXPECT_EQ(layers::serialize_json(*again), first) << first.dump(2);
   EXPECT_EQ(again->class_name(), layer.class_name());
 }
 
@@ -56,7 +59,7 @@ TEST(LayerConfigTest, EveryBuiltInLayerRoundTrips) {
   auto frozen = std::make_shared<layers::Dense>(2);
   frozen->set_trainable(false);
   expect_round_trip(*frozen);
-  EXPECT_FALSE(layers::deserialize(layers::serialize(*frozen))->trainable());
+  EXPECT_FALSE(layers::deserialize(layers::serialize_json(*frozen))->trainable());
 }
 
 TEST(LayerConfigTest, DenseHasKerasFieldsAndDefaults) {
@@ -68,13 +71,13 @@ TEST(LayerConfigTest, DenseHasKerasFieldsAndDefaults) {
     "bias_initializer": {"class_name": "Zeros", "config": {}},
     "kernel_regularizer": null, "bias_regularizer": null, "activity_regularizer": null,
     "kernel_constraint": null, "bias_constraint": null})");
-  EXPECT_EQ(d.get_config(), expected);
-  EXPECT_EQ(layers::Dense(2).get_config()["activation"], "linear");
+  EXPECT_EQ(json_of(d.get_config()), expected);
+  EXPECT_EQ(json_of(layers::Dense(2).get_config())["activation"], "linear");
 }
 
 TEST(LayerConfigTest, BatchNormalizationAndInputLayerHaveKerasFields) {
   layers::BatchNormalization bn({.name = "bn"});
-  const json c = bn.get_config();
+  const json c = json_of(bn.get_config());
   for (const char* k : {"axis", "momentum", "epsilon", "center", "scale", "beta_initializer", "gamma_initializer",
                         "moving_mean_initializer", "moving_variance_initializer", "beta_regularizer",
                         "gamma_regularizer", "beta_constraint", "gamma_constraint", "name", "trainable", "dtype"})
@@ -83,7 +86,7 @@ TEST(LayerConfigTest, BatchNormalizationAndInputLayerHaveKerasFields) {
   EXPECT_EQ(c["epsilon"], 1e-3);
   EXPECT_EQ(c["moving_variance_initializer"]["class_name"], "Ones");
   layers::InputLayer in({.shape = {784}, .name = "pixels"});
-  EXPECT_EQ(in.get_config(), json::parse(R"({"batch_input_shape": [null, 784], "dtype": "float32",
+  EXPECT_EQ(json_of(in.get_config()), json::parse(R"({"batch_input_shape": [null, 784], "dtype": "float32",
                                              "sparse": false, "ragged": false, "name": "pixels"})"));
 }
 
@@ -148,11 +151,7 @@ class Scale : public layers::Layer {
  public:
   explicit Scale(double factor, std::string name = "") : Layer("Scale", std::move(name)), factor_(factor) {}
   Tensor call(const Tensor& x, bool) override { return x * factor_; }
-  json get_config() const override {
-    json c = base_config();
-    c["factor"] = factor_;
-    return c;
-  }
+  Config get_config() const override { return base_config().set("factor", factor_); }
 
  private:
   double factor_;
@@ -160,11 +159,11 @@ class Scale : public layers::Layer {
 
 TEST(LayerConfigTest, UserLayersRegisterByClassName) {
   if (!layers::is_layer_class_registered("Scale"))
-    layers::register_layer_class("Scale", [](const json& c) {
+    layers::register_layer_class("Scale", [](const Config& c) {
       layers::ConfigReader r(c, "Scale");
       return std::make_shared<Scale>(r.number("factor"), r.name());
     });
-  EXPECT_THROW(layers::register_layer_class("Scale", [](const json&) { return std::shared_ptr<layers::Layer>(); }),
+  EXPECT_THROW(layers::register_layer_class("Scale", [](const Config&) { return std::shared_ptr<layers::Layer>(); }),
                std::invalid_argument);
   EXPECT_THROW(layers::register_layer_class("Nothing", nullptr), std::invalid_argument);
   Scale s(2.5, "scale_me");
@@ -227,7 +226,7 @@ TEST(ModelConfigTest, SequentialWithoutInputLayerTakesFirstBatchInputShape) {
 
 TEST(OptimizerConfigTest, KerasFieldsAndRoundTrips) {
   optimizers::Adam adam({.learning_rate = 0.002, .amsgrad = true, .clipnorm = 1.0});
-  const json c = adam.get_config();
+  const json c = json_of(adam.get_config());
   const json expected = json::parse(R"({"name": "Adam", "weight_decay": null, "clipnorm": 1.0, "global_clipnorm": null,
       "clipvalue": null, "use_ema": false, "ema_momentum": 0.99, "ema_overwrite_frequency": null,
       "jit_compile": false, "is_legacy_optimizer": false, "learning_rate": 0.002, "beta_1": 0.9,
@@ -242,12 +241,12 @@ TEST(OptimizerConfigTest, KerasFieldsAndRoundTrips) {
           .learning_rate = optimizers::PiecewiseConstantDecay({10, 20}, {0.1, 0.01, 0.001}), .momentum = 0.5, .centered = true}),
       std::make_shared<optimizers::Adagrad>(optimizers::AdagradOptions{.initial_accumulator_value = 0.2})};
   for (const auto& o : all) {
-    const json j = json::parse(optimizers::serialize(*o).dump());
+    const json j = json::parse(optimizers::serialize_json(*o).dump());
     auto back = optimizers::deserialize(j);
-    EXPECT_EQ(optimizers::serialize(*back), j) << j.dump(2);
+    EXPECT_EQ(optimizers::serialize_json(*back), j) << j.dump(2);
     for (std::int64_t step : {0, 15, 60}) EXPECT_EQ(back->learning_rate().at(step), o->learning_rate().at(step));
   }
-  EXPECT_EQ(optimizers::serialize(*all[0])["config"]["learning_rate"],
+  EXPECT_EQ(optimizers::serialize_json(*all[0])["config"]["learning_rate"],
             json::parse(R"({"class_name": "ExponentialDecay", "config": {"initial_learning_rate": 0.1,
                 "decay_steps": 100, "decay_rate": 0.5, "staircase": true, "name": null}})"));
 }
@@ -275,7 +274,7 @@ TEST(OptimizerConfigTest, BadOptimizerConfigsNameTheField) {
 
 TEST(LossConfigTest, KerasFieldsRoundTripsAndNames) {
   models::SparseCategoricalCrossentropy scce({.from_logits = true});
-  EXPECT_EQ(models::serialize_loss(scce), json::parse(R"({"class_name": "SparseCategoricalCrossentropy", "config":
+  EXPECT_EQ(models::serialize_loss_json(scce), json::parse(R"({"class_name": "SparseCategoricalCrossentropy", "config":
       {"reduction": "auto", "name": "sparse_categorical_crossentropy", "from_logits": true, "ignore_class": null}})"));
   std::vector<std::shared_ptr<models::Loss>> all = {
       std::make_shared<models::SparseCategoricalCrossentropy>(models::CrossentropyOptions{.reduction = models::Reduction::kSum}),
@@ -283,8 +282,8 @@ TEST(LossConfigTest, KerasFieldsRoundTripsAndNames) {
       std::make_shared<models::BinaryCrossentropy>(models::CrossentropyOptions{.reduction = models::Reduction::kNone, .name = "bce"}),
       std::make_shared<models::MeanSquaredError>()};
   for (const auto& l : all) {
-    const json j = models::serialize_loss(*l);
-    EXPECT_EQ(models::serialize_loss(*models::deserialize_loss(j)), j);
+    const json j = models::serialize_loss_json(*l);
+    EXPECT_EQ(models::serialize_loss_json(*models::deserialize_loss(j)), j);
   }
   EXPECT_EQ(models::deserialize_loss("mse")->class_name(), "MeanSquaredError");
   EXPECT_THROW(models::deserialize_loss(json::parse(R"({"class_name": "Huber"})")), std::invalid_argument);
@@ -308,12 +307,12 @@ TEST(LayerConfigTest, Conv2DHasKerasFieldsAndReadsKerasShorthands) {
     "bias_initializer": {"class_name": "Zeros", "config": {}},
     "kernel_regularizer": null, "bias_regularizer": null, "activity_regularizer": null,
     "kernel_constraint": null, "bias_constraint": null})");
-  EXPECT_EQ(c.get_config(), expected) << c.get_config().dump(2);
+  EXPECT_EQ(json_of(c.get_config()), expected) << json_of(c.get_config()).dump(2);
   // Keras and TensorFlow.js may write one integer for both dimensions.
   auto p = layers::deserialize(nlohmann::json::parse(
       R"({"class_name": "MaxPooling2D", "config": {"name": "mp", "pool_size": 3, "padding": "valid"}})"));
-  EXPECT_EQ(p->get_config()["pool_size"], nlohmann::json::parse("[3, 3]"));
-  EXPECT_EQ(p->get_config()["strides"], nlohmann::json::parse("[3, 3]"));  // Keras: strides default to pool_size
+  EXPECT_EQ(json_of(p->get_config())["pool_size"], nlohmann::json::parse("[3, 3]"));
+  EXPECT_EQ(json_of(p->get_config())["strides"], nlohmann::json::parse("[3, 3]"));  // Keras: strides default to pool_size
 }
 
 TEST(LayerConfigTest, ConvConfigErrorsNameTheLayerAndField) {

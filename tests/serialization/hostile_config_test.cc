@@ -9,8 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "layers/internal/serialization_json.h"
 #include "models/config.h"
-#include "models/config_limits.h"
+#include "tape/core/internal/config_json.h"
 #include "models/io/h5_io.h"
 #include "models/io/zip_archive.h"
 #include "models/saving_model.h"
@@ -79,7 +80,7 @@ TEST(HostileConfig, DeepJsonTextIsRefusedNamingTheDepth) {
   // Built in memory, not parsed: model_from_config checks it too (and never recurses over it).
   nlohmann::json deep = nlohmann::json::array();
   for (int i = 0; i < 100000; ++i) deep = nlohmann::json::array({std::move(deep)});
-  EXPECT_THAT(error_of([&] { model_from_config(deep); }), HasSubstr("model_from_config: the JSON is nested 100001"));
+  EXPECT_THAT(error_of([&] { model_from_config(to_config(std::move(deep))); }), HasSubstr("model_from_config: the JSON is nested 100001"));
 }
 
 TEST(HostileConfig, DeepH5ModelConfigsAreRefusedNamingTheFile) {

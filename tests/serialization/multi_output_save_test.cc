@@ -8,7 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/keras3_config.h"
+#include "models/internal/config_json.h"
+#include "layers/internal/serialization_json.h"
+#include "models/internal/keras3_config.h"
 #include "tests/serialization/test_models.h"
 #include "tape/ops/reduction_ops.h"
 #include "tests/testing/gradient_check.h"
@@ -71,7 +73,7 @@ TEST(MultiOutputNodes, Keras2ConfigRoundTripsBitForBit) {
   EXPECT_TRUE(same_bits(lstm.call_with_state(x)[2], ys[2]));
 
   // Keras 3's nodes (get_config), and the tf.keras 2 lists the reader makes of them.
-  const json config = m.model->get_config();
+  const json config = json_of(m.model->get_config());
   const json& lstm2_node = entry(config, m.lstm2)["inbound_nodes"][0];
   EXPECT_EQ(lstm2_node["kwargs"]["initial_state"][1],
             json::parse(R"({"class_name": "__keras_tensor__", "config": {"shape": [null, 4], "dtype": "float32",
@@ -79,7 +81,7 @@ TEST(MultiOutputNodes, Keras2ConfigRoundTripsBitForBit) {
   EXPECT_EQ(models::keras2_inbound_node(lstm2_node, "LSTM"),
             json::parse(R"([[")" + m.lstm + R"(", 0, 0, {"initial_state": [[")" + m.lstm + R"(", 0, 1], [")" + m.lstm +
                         R"(", 0, 2]]}]])"));
-  EXPECT_EQ(entry(models::model_to_config(*m.model)["config"], m.dense)["inbound_nodes"],
+  EXPECT_EQ(entry(models::model_to_config_json(*m.model)["config"], m.dense)["inbound_nodes"],
             json::parse(R"([[[")" + m.lstm + R"(", 0, 1, {}]]])"));
   const json& mha_node = entry(config, m.mha)["inbound_nodes"][0];
   EXPECT_EQ(mha_node["args"].size(), 2u);
@@ -203,14 +205,14 @@ TEST(MultiOutputNodes, MaskAttentionMaskAndTrainingKwargsRoundTrip) {
 
   // Keras 3's nodes: tensor keywords as __keras_tensor__, flags plain; tf.keras 2's list form only
   // where Keras 3 reads it too (model_to_config: the Dropout's training=True).
-  const json config = model->get_config();
+  const json config = json_of(model->get_config());
   EXPECT_EQ(entry(config, lstm->name())["inbound_nodes"][0]["kwargs"]["mask"]["config"]["keras_history"],
             json({m.node()->layer->name(), 0, 0}));
   EXPECT_EQ(models::keras2_inbound_node(entry(config, mha->name())["inbound_nodes"][0], "MultiHeadAttention")[0][3],
             json::parse(R"({"value": [")" + lstm->name() + R"(", 0, 0], "attention_mask": [")" + am.node()->layer->name() +
                         R"(", 0, 0]})"));
   EXPECT_EQ(entry(config, drop->name())["inbound_nodes"][0]["kwargs"], json::parse(R"({"training": true})"));
-  const json keras2 = models::model_to_config(*model)["config"];
+  const json keras2 = models::model_to_config_json(*model)["config"];
   EXPECT_TRUE(entry(keras2, lstm->name())["inbound_nodes"][0].is_object());
   EXPECT_TRUE(entry(keras2, mha->name())["inbound_nodes"][0].is_object());
   EXPECT_EQ(entry(keras2, drop->name())["inbound_nodes"][0][0][3], json::parse(R"({"training": true})"));

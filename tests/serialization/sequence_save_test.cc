@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "models/io/zip_archive.h"
-#include "models/keras3_config.h"
+#include "models/internal/keras3_config.h"
 #include "tests/serialization/test_models.h"
 
 namespace tapeflow {

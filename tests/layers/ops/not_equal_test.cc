@@ -1,4 +1,5 @@
 // NotEqual (layers/ops/not_equal.h): Keras 3's not_equal(x, c) op layer: values, dtype, config and errors.
+#include "layers/internal/serialization_json.h"
 #include "layers/ops/not_equal.h"
 
 #include <gmock/gmock.h>
@@ -22,11 +23,11 @@ TEST(NotEqualLayer, ComparesWithItsConstantAndGivesBool) {
   EXPECT_EQ(out.shape(), (Shape{2, 2}));
   const std::vector<bool> want = {false, true, true, false};
   for (std::int64_t i = 0; i < 4; ++i) EXPECT_EQ(out.data<bool>()[i], want[static_cast<std::size_t>(i)]) << i;
-  EXPECT_EQ(ne.get_config(), nlohmann::json::parse(R"({"name": "ne"})"));
+  EXPECT_EQ(json_of(ne.get_config()), nlohmann::json::parse(R"({"name": "ne"})"));
 }
 
 TEST(NotEqualLayer, TheConstantComesOnceAndMustBeKnown) {
-  auto ne = NotEqual::from_config(nlohmann::json::parse(R"({"name": "from_file"})"));
+  auto ne = NotEqual::from_config(to_config(nlohmann::json::parse(R"({"name": "from_file"})")));
   EXPECT_FALSE(ne->x2().has_value());
   EXPECT_THAT([&] { (*ne)(constant<float>({1}, Shape{1})); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("NotEqual 'from_file': x2 (the constant compared with) is not known")));

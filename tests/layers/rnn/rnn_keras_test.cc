@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/internal/serialization_json.h"
 #include "layers/rnn/bidirectional.h"
 #include "layers/rnn/rnn.h"
 #include "layers/serialization.h"

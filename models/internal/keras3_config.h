@@ -27,7 +27,7 @@
 //           renorm false, optional false, lora_rank null, data_format "channels_last", ...).
 //           Layers are matched by name through nested models; a Bidirectional's inner layer
 //           configs are checked against its forward and backward layers.
-//           Nesting: configs deeper than kMaxConfigDepth (models/config_limits.h) JSON levels are refused.
+//           Nesting: configs deeper than kMaxConfigDepth (tape/core/config.h) JSON levels are refused.
 // Errors:   std::invalid_argument naming the layer (class and name) and the key, or the depth.
 // Ref:      keras/src/saving/serialization_lib.py (serialize_keras_object), keras/src/models/
 //           functional.py (deserialize_node), keras/src/layers/core/input_layer.py
@@ -35,7 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "models/config_limits.h"
+#include "tape/core/internal/config_json.h"
 #include "models/model.h"
 
 namespace tapeflow::models {
