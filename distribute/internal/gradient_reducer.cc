@@ -7,6 +7,11 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+#include <cstdio>
+#include <map>
+#include <tuple>
+#endif
 
 #include "distribute/internal/mpi_types.h"
 #include "distribute/internal/scale.h"
@@ -48,6 +53,65 @@ void sum_half_parts(const std::uint16_t* parts, int p, std::int64_t stride, std:
     kernels::float_to_half(acc, out + at, m);
   }
 }
+
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+// Profiling only (cmake -DTAPEFLOW_DISTRIBUTE_TRACE=ON; never in a normal build): microseconds
+// since begin() of each event of a step, their medians over steps printed per rank at destruction.
+struct Trace {
+  std::chrono::steady_clock::time_point t0;
+  std::map<std::string, std::vector<double>> at;
+  std::map<std::string, double> step;  // this step's first time of each event
+  int steps = 0;
+};
+std::mutex g_trace_mu;
+std::map<const void*, Trace> g_traces;
+void trace_begin(const void* r) {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  Trace& t = g_traces[r];
+  for (auto& [k, v] : t.step) t.at[k].push_back(v);
+  t.step.clear();
+  t.t0 = std::chrono::steady_clock::now();
+  ++t.steps;
+}
+void trace(const void* r, const std::string& what, bool last = false) {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  Trace& t = g_traces[r];
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t.t0).count();
+  if (last) t.step[what] = us;
+  else t.step.try_emplace(what, us);
+}
+void trace_print(const void* r, int rank) {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  Trace& t = g_traces[r];
+  std::vector<std::tuple<double, double, double, std::string>> rows;
+  for (auto& [k, v] : t.at) {
+    std::sort(v.begin(), v.end());
+    rows.emplace_back(v[v.size() / 2], v[v.size() / 10], v[v.size() * 9 / 10], k + " (" + std::to_string(v.size()) + ")");
+  }
+  std::sort(rows.begin(), rows.end());
+  std::string out = "trace rank " + std::to_string(rank) + ", " + std::to_string(t.steps) + " steps: us since begin (median, p10, p90)\n";
+  for (const auto& [m, lo, hi, k] : rows) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  r%d %8.1f %8.1f %8.1f  %s\n", rank, m, lo, hi, k.c_str());
+    out += line;
+  }
+  std::fputs(out.c_str(), stderr);
+  g_traces.erase(r);
+}
+#define TF_TRACE(what) trace(this, what)
+#define TF_TRACE_LAST(what) trace(this, what, true)
+#define TF_TRACE_B(b, what)                                                                                \
+  do {                                                                                                        \
+    char name_[96];                                                                                           \
+    std::snprintf(name_, sizeof name_, "b%d %s%s", static_cast<int>(&(b) - buffers_.data()), what,            \
+                  std::this_thread::get_id() == progress_.get_id() ? " [progress thread]" : "");              \
+    trace(this, name_);                                                                                       \
+  } while (0)
+#else
+#define TF_TRACE(what) ((void)0)
+#define TF_TRACE_LAST(what) ((void)0)
+#define TF_TRACE_B(b, what) ((void)0)
+#endif
 
 constexpr std::int64_t kAlign = 64;  // bytes: buffers and slices start on their own cache lines
 
@@ -106,6 +170,10 @@ GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_
 }
 
 GradientReducer::~GradientReducer() {
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+  trace_begin(this);  // the last step's events
+  trace_print(this, comm_.rank());
+#endif
   if (progress_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -195,8 +263,10 @@ void GradientReducer::progress_shared() {
     Buffer& b = buffers_[summed_];
     if (!b.started || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) return;
     if (b.phase == 1) {  // every rank of the group has written b (first barrier)
+      TF_TRACE_B(b, "barrier 1 done seen");
       MPI_Win_sync(window_);
       sum_slice(b);
+      TF_TRACE_B(b, "slice summed");
       if (across_first_ != MPI_COMM_NULL) {  // this slice's sum over the groups, in place
         const auto [lo, hi] = slice(b, node_rank_);
         net_start(b, segment(node_rank_, b) + static_cast<std::size_t>(lo) * dtype_size(b.dtype), hi - lo,
@@ -209,6 +279,7 @@ void GradientReducer::progress_shared() {
     }
     MPI_Win_sync(window_);  // the slice's sum is written before the second barrier
     Communicator::check(MPI_Ibarrier(node_second_, &b.request), "MPI_Ibarrier (gradients, shared memory)");
+    TF_TRACE_B(b, "barrier 2 issued");
     b.phase = 3;
     ++summed_;
   }
@@ -239,14 +310,17 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
     std::memcpy(b.wire.data(), target, static_cast<std::size_t>(n) * esize);
   }
   const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+  TF_TRACE_B(b, "a2a call");
   Communicator::check(MPI_Ialltoall(wire(b), static_cast<int>(b.part), type, b.inbox.data(), static_cast<int>(b.part),
                                     type, a2a, &b.request),
                       "MPI_Ialltoall (gradients)");
+  TF_TRACE_B(b, "a2a issued");
   b.net = 1;
 }
 
 bool GradientReducer::net_advance(Buffer& b) {
   if (b.net == 1) {  // this rank's part, summed over the P copies in rank order
+    TF_TRACE_B(b, "a2a done seen");
     int p = 1, q = 0;
     MPI_Comm_size(b.gather, &p);
     MPI_Comm_rank(b.gather, &q);
@@ -263,13 +337,16 @@ bool GradientReducer::net_advance(Buffer& b) {
       else sum_into<double>(parts, b.part, mine);
     }
     const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+    TF_TRACE_B(b, "part summed");
     Communicator::check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wire(b), static_cast<int>(b.part), type,
                                        b.gather, &b.request),
                         "MPI_Iallgather (gradients)");
+    TF_TRACE_B(b, "allgather issued");
     b.net = 2;
     return false;
   }
   if (b.net == 2) {  // every part's sum is here
+    TF_TRACE_B(b, "allgather done seen");
     if (b.half && b.target == b.data.data())
       b.deferred = true;  // finish() converts straight into the output tensors: one pass less
     else if (b.half)
@@ -277,6 +354,7 @@ bool GradientReducer::net_advance(Buffer& b) {
     else if (!b.wire.empty())
       std::memcpy(b.target, b.wire.data(), static_cast<std::size_t>(b.n) * dtype_size(b.dtype));
     b.net = 3;
+    TF_TRACE_B(b, "net done");
   }
   return b.net == 3;
 }
@@ -329,6 +407,9 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
   for (std::size_t i = 0; same && i < variables.size(); ++i)
     same = variables[i].handle_id() == ids_[i] && variables[i].shape() == shapes_[i] &&
            variables[i].dtype() == dtypes_[i];
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+  trace_begin(this);
+#endif
   op_ = op;
   finishing_ = false;
   started_ = 0;
@@ -409,6 +490,7 @@ std::int64_t GradientReducer::bytes() const {
 
 void GradientReducer::set(std::size_t i, const Tensor& gradient) {
   if (i >= set_.size() || set_[i]) return;  // unknown index or reported twice: the first one counts
+  TF_TRACE("set first");
   Buffer& b = buffers_[buffer_of_[i]];
   const std::size_t slot = slot_of_[i];
   const std::size_t esize = dtype_size(b.dtype);
@@ -447,15 +529,19 @@ void GradientReducer::set(std::size_t i, const Tensor& gradient) {
   // final can differ between ranks (with GradientOptions::on_gradient_final, a gradient that is absent
   // on one rank is reported at the end of its backward pass, present ones on the way): so buffers
   // start in index order, buffer k once it is complete and 0..k-1 have started (start() counts).
+  TF_TRACE_LAST("set last copied");
   while (started_ < buffers_.size() && buffers_[started_].missing == 0) start(buffers_[started_]);
   progress();
+  TF_TRACE_LAST("set last returns");
 }
 
 void GradientReducer::start(Buffer& b) {
+  TF_TRACE_B(b, "start");
   ++started_;
   if (shared_step_) {
     MPI_Win_sync(window_);  // this rank's gradients of b are written before it enters the barrier
     Communicator::check(MPI_Ibarrier(node_first_, &b.request), "MPI_Ibarrier (gradients, shared memory)");
+    TF_TRACE_B(b, "barrier 1 issued");
     b.started = true;
     b.phase = 1;
     return;
@@ -477,6 +563,7 @@ void GradientReducer::progress() {
 }
 
 std::vector<std::optional<Tensor>> GradientReducer::finish() {
+  TF_TRACE("finish enter");
   {
     std::lock_guard<std::mutex> lock(mu_);  // from here on this thread alone calls MPI
     finishing_ = true;
@@ -497,9 +584,11 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
         progress_net();
       }
   }
+  TF_TRACE("finish reduced");
   std::vector<MPI_Request> requests;
   for (Buffer& b : buffers_) requests.push_back(b.request);
   comm_.wait_all(requests);
+  TF_TRACE("finish copy-out starts");
   if (shared_step_) MPI_Win_sync(window_);  // every slice is summed (second barrier)
   if (copy_out_delay_.count() > 0) std::this_thread::sleep_for(copy_out_delay_);
   const int divisor = op_ == models::ReduceOp::kAverage ? comm_.size() : 1;
@@ -536,6 +625,7 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
       out[k] = g;
     }
   }
+  TF_TRACE("finish returns");
   return out;
 }
 
