@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -34,7 +35,12 @@ namespace tapeflow::distribute::internal {
 // part in rank order (rank 0's + rank 1's + ..., as the shared-memory sum), and an
 // MPI_Iallgather (in place) gives every rank every part's sum. Each element is summed once, by one
 // rank, so every rank gets the same bits, and each rank sends and receives 2 (P - 1) / P of the
-// buffer: a reduce-scatter + allgather. (MPI_Iallreduce of Open MPI 4.1's libnbc reduces an
+// buffer: a reduce-scatter + allgather. With P = 2 that is the whole buffer each way, as a plain
+// exchange moves it in one round instead of two: so 2 ranks swap their copies instead (MPI_Isend /
+// MPI_Irecv, in pieces of at most 1 MiB), and each rank sums every element as rank 0's + rank 1's:
+// the bits of the summing rank above, on both ranks (twice the sums, one round and its wait less).
+// Each piece is summed, and on the MPI path converted, averaged and copied into the output tensors,
+// as soon as it is in (while any later pieces are still on the wire). (MPI_Iallreduce of Open MPI 4.1's libnbc reduces an
 // in-place buffer, or any buffer on fewer than 4 ranks, with a binomial tree: all of it to rank 0
 // and all of it back, one direction at a time; 1.40 against 0.95-1.09 ms for W1's 1.08 MB between
 // 2 test hosts, issue 33's notes.) The alltoalls and the allgathers run on two duplicates of the
@@ -86,7 +92,11 @@ class GradientReducer {
   void set(std::size_t i, const Tensor& gradient);
   bool is_set(std::size_t i) const { return set_[i] != 0; }
   // Starts what is left (gradients never set count as absent), waits, returns the reduced gradients.
-  std::vector<std::optional<Tensor>> finish();
+  std::vector<std::optional<Tensor>> finish() { return finish({}); }
+  // The same, with rest[i] as gradient i where it was not set yet (as set(i, *rest[i]); a gradient
+  // not set and beyond rest or nullopt counts as absent), without waking the progress thread for
+  // the buffers this starts (this thread progresses them right away).
+  std::vector<std::optional<Tensor>> finish(const std::vector<std::optional<Tensor>>& rest);
 
   // Buffers of the current layout.
   std::size_t num_buffers() const { return buffers_.size(); }
@@ -122,12 +132,15 @@ class GradientReducer {
     std::int64_t n = 0, part = 0;      // elements; elements of each rank's part (padded)
     bool half = false;                 // the parts travel as half (compression)
     bool prefilled = false;            // the MPI path, compressed: set() writes the halves to `wire`
-    bool deferred = false;             // the MPI path's half sums stay in `wire` until the copy-out,
-                                       // which converts and averages them straight into the outputs
     std::vector<unsigned char> wire;   // sent, then the gathered sums (target itself when possible)
-    std::vector<unsigned char> inbox;  // the alltoall's P copies of this rank's part
-    int net = 0;                       // 0 none, 1 alltoall issued, 2 allgather issued, 3 done
+    std::vector<unsigned char> inbox;  // the alltoall's P copies of this rank's part (exchange: the partner's copy)
+    int net = 0;                       // 0 none, 1 alltoall (exchange) issued, 2 allgather issued, 3 done
     MPI_Comm gather = MPI_COMM_NULL;   // the allgather's communicator
+    // The exchange (2 ranks): pieces of `piece` elements; requests 2j, 2j + 1 receive and send piece j.
+    int rank = -1;                     // this rank in the exchange's communicator; -1: alltoall + allgather
+    std::int64_t piece = 0, pieces = 0, done = 0;  // elements per piece; pieces; pieces summed (in order)
+    std::vector<MPI_Request> requests;
+    bool copied = false;               // the MPI path: every piece is in the output tensors already
   };
   // Network sum: starts the alltoall of b's n elements at target over `comm` (P ranks).
   void net_start(Buffer& b, unsigned char* target, std::int64_t n, MPI_Comm a2a, MPI_Comm gather);
@@ -135,8 +148,18 @@ class GradientReducer {
   // or copies the sums to the target (net 2). True when the sum is done.
   bool net_advance(Buffer& b);
   unsigned char* wire(Buffer& b) { return b.wire.empty() ? b.target : b.wire.data(); }
-  // finish(), a deferred buffer: its half sums converted and divided by `divisor` into out's tensors.
-  void copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const;
+  // The exchange: sends and receives every piece of b (net 1).
+  void exchange_start(Buffer& b, MPI_Comm comm);
+  // The exchange: sums (and on the MPI path copies out) the pieces that are in, in order; true when all are.
+  bool exchange_advance(Buffer& b);
+  // What b waits for next: its request, or the exchange's next piece.
+  std::span<MPI_Request> waiting(Buffer& b);
+  // The MPI path: elements [lo, hi) of b's sums (halves in b.wire when compressed; else
+  // b.data) divided by `divisor` into out's tensors of the variables there (made where missing).
+  void copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor, std::vector<std::optional<Tensor>>& out) const;
+  // The MPI path: out[k] reset for b's variables that no rank had (their summed flag is 0); made
+  // (empty) for present ones without elements.
+  void drop_absent(const Buffer& b, std::vector<std::optional<Tensor>>& out) const;
   // The MPI path: advances buffers' network sums, allgathers in buffer order; true when one moved.
   bool progress_net();
   void start(Buffer& b);
@@ -165,6 +188,7 @@ class GradientReducer {
   std::vector<char> set_;
   std::size_t started_ = 0;
   bool finishing_ = false;
+  std::vector<std::optional<Tensor>> out_;  // the MPI path: the outputs, filled piece by piece (exchange)
   // Progress thread (threaded only): runs MPI_Test while active_; mu_ serialises MPI calls.
   bool threaded_;
   std::mutex mu_;

@@ -56,7 +56,8 @@ TEST(GradientReducerTest, Fp16CompressionRoundsEachCopyAndTheSumTheSameOnEveryRa
   internal::GradientReducer reducer(comm, true, false);
   const int n = c.size();
   auto value = [](int r, std::int64_t i) { return 1.0f + static_cast<float>(i) / 1024 + r * 0.1234567f; };
-  for (std::int64_t len : {std::int64_t{1}, std::int64_t{1037}, std::int64_t{70001}}) {
+  // 600001: more than one 1 MiB piece of the 2 ranks' exchange, as half, float32 and float64.
+  for (std::int64_t len : {std::int64_t{1}, std::int64_t{1037}, std::int64_t{70001}, std::int64_t{600001}}) {
     SCOPED_TRACE("length " + std::to_string(len));
     for (bool fp16 : {true, false}) {
       SCOPED_TRACE(fp16 ? "fp16" : "float32");
@@ -109,13 +110,15 @@ TEST(GradientReducerTest, Fp16CompressionRoundsEachCopyAndTheSumTheSameOnEveryRa
 // divided straight into each output tensor (finish's copy-out), so each variable's offset, the
 // divisor and the presence flags must come out as on the float32 path. The values are exact in
 // half (multiples of 1/4 up to 47.25, sums up to 94.5), so both paths give the same bits; `absent`
-// has no gradient on any rank (no result), `partial` none on rank 0 (reduced as zeros there).
+// has no gradient on any rank (no result), `partial` none on rank 0 (reduced as zeros there). One
+// buffer of 601046 elements: at 2 ranks the exchange cuts it into 1 MiB pieces (3 as float32, 2 as
+// half, the cut inside v2), each copied out on its own.
 TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) {
   Context& c = context();
   if (c.size() == 1) GTEST_SKIP() << "needs two ranks";
   internal::Communicator comm(60, c.rank(), c.size());
   internal::GradientReducer reducer(comm, true, false);
-  const std::vector<std::int64_t> lengths{1037, 5, 70001, 3};
+  const std::vector<std::int64_t> lengths{1037, 5, 600001, 3};
   const char* names[] = {"v0", "v1", "v2", "v3"};
   std::vector<Variable> vars;
   for (std::size_t k = 0; k < lengths.size(); ++k)
@@ -129,7 +132,7 @@ TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) 
   std::vector<std::vector<std::optional<Tensor>>> results;
   for (bool fp16 : {false, true}) {
     reducer.set_compression(fp16);
-    reducer.begin(vars, ReduceOp::kAverage, 1 << 20);
+    reducer.begin(vars, ReduceOp::kAverage, 1 << 24);
     reducer.set(0, gradient(0));
     reducer.set(1, Tensor());  // absent everywhere
     reducer.set(2, gradient(2));
