@@ -382,6 +382,12 @@ bool GradientReducer::exchange_advance(Buffer& b) {
     const unsigned char* theirs = b.inbox.data() + lo * wsize;
     const unsigned char* first = b.rank == 0 ? mine : theirs;  // rank 0's + rank 1's
     const unsigned char* second = b.rank == 0 ? theirs : mine;
+    if (b.half && mpi_path) {  // summed, rounded, converted and averaged into the outputs in one pass
+      sum_out_half(b, reinterpret_cast<const std::uint16_t*>(first) - lo, reinterpret_cast<const std::uint16_t*>(second) - lo,
+                   lo, lo + m, divisor, out_);
+      ++b.done;
+      continue;
+    }
     if (b.half) {
       const std::uint16_t* parts[2] = {reinterpret_cast<const std::uint16_t*>(first),
                                        reinterpret_cast<const std::uint16_t*>(second)};
@@ -764,6 +770,39 @@ void GradientReducer::copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi
     } else {
       scale_copy<double>(b.data.data() + static_cast<std::size_t>(from) * esize, to - from, divisor, dst);
     }
+  }
+}
+
+void GradientReducer::sum_out_half(Buffer& b, const std::uint16_t* r0, const std::uint16_t* r1, std::int64_t lo,
+                                   std::int64_t hi, int divisor, std::vector<std::optional<Tensor>>& out) {
+  // Per block of kBlock (in L1): x = r0 + r1 in float32, rounded to half and back (the bits of
+  // sum_half_parts, then copy_out), divided into the output; no pass over memory in between.
+  constexpr std::int64_t kBlock = 1024;
+  float x[kBlock], y[kBlock];
+  std::uint16_t h[kBlock];
+  for (std::size_t s = 0; s < b.vars.size(); ++s) {
+    const std::size_t k = b.vars[s];
+    const std::int64_t begin = b.offsets[s], end = begin + shapes_[k].num_elements();
+    const std::int64_t from = std::max(lo, begin), to = std::min(hi, end);
+    if (from >= to) continue;
+    if (!out[k]) out[k] = Tensor::empty(shapes_[k], b.dtype);
+    float* dst = static_cast<float*>(out[k]->mutable_raw_data()) + (from - begin);
+    for (std::int64_t at = from; at < to; at += kBlock) {
+      const std::int64_t m = std::min(kBlock, to - at);
+      kernels::half_to_float(r0 + at, x, m);
+      kernels::half_to_float(r1 + at, y, m);
+      for (std::int64_t i = 0; i < m; ++i) x[i] += y[i];
+      kernels::float_to_half(x, h, m);
+      kernels::half_to_float(h, x, m);
+      scale_copy<float>(x, m, divisor, dst + (at - from));
+    }
+  }
+  // The presence flags (the buffer's last elements), summed as halves into the wire for drop_absent.
+  const std::int64_t flags = b.elements - static_cast<std::int64_t>(b.vars.size());
+  const std::int64_t from = std::max(lo, flags), to = std::min(hi, b.elements);
+  if (from < to) {
+    const std::uint16_t* parts[2] = {r0 + from, r1 + from};
+    sum_half_parts(parts, 2, to - from, reinterpret_cast<std::uint16_t*>(b.wire.data()) + from);
   }
 }
 

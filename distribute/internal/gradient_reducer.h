@@ -157,6 +157,11 @@ class GradientReducer {
   // The MPI path: elements [lo, hi) of b's sums (halves in b.wire when compressed; else
   // b.data) divided by `divisor` into out's tensors of the variables there (made where missing).
   void copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor, std::vector<std::optional<Tensor>>& out) const;
+  // The exchange, the MPI path compressed: elements [lo, hi) of the halves r0 (rank 0's) + r1
+  // (element 0 of each at r0, r1) summed, rounded to half, converted and divided by `divisor` into
+  // out's tensors (made where missing); the presence flags among them summed into b.wire.
+  void sum_out_half(Buffer& b, const std::uint16_t* r0, const std::uint16_t* r1, std::int64_t lo, std::int64_t hi,
+                    int divisor, std::vector<std::optional<Tensor>>& out);
   // The MPI path: out[k] reset for b's variables that no rank had (their summed flag is 0); made
   // (empty) for present ones without elements.
   void drop_absent(const Buffer& b, std::vector<std::optional<Tensor>>& out) const;
