@@ -744,11 +744,9 @@ std::vector<std::optional<Tensor>> GradientReducer::finish(const std::vector<std
   return out;
 }
 
-void GradientReducer::copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor,
-                               std::vector<std::optional<Tensor>>& out) const {
-  // Half sums in chunks small enough to stay in L1 between the conversion and the division (the
-  // same bits as converting the whole buffer first: both steps are element-wise and exactly rounded).
-  constexpr std::int64_t kChunk = 2048;
+template <class F>
+void GradientReducer::each_output(const Buffer& b, std::int64_t lo, std::int64_t hi,
+                                  std::vector<std::optional<Tensor>>& out, F&& f) const {
   const std::size_t esize = dtype_size(b.dtype);
   for (std::size_t s = 0; s < b.vars.size(); ++s) {
     const std::size_t k = b.vars[s];
@@ -756,7 +754,17 @@ void GradientReducer::copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi
     const std::int64_t from = std::max(lo, begin), to = std::min(hi, end);
     if (from >= to) continue;
     if (!out[k]) out[k] = Tensor::empty(shapes_[k], b.dtype);
-    unsigned char* dst = static_cast<unsigned char*>(out[k]->mutable_raw_data()) + static_cast<std::size_t>(from - begin) * esize;
+    f(from, to, static_cast<unsigned char*>(out[k]->mutable_raw_data()) + static_cast<std::size_t>(from - begin) * esize);
+  }
+}
+
+void GradientReducer::copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor,
+                               std::vector<std::optional<Tensor>>& out) const {
+  // Half sums in chunks small enough to stay in L1 between the conversion and the division (the
+  // same bits as converting the whole buffer first: both steps are element-wise and exactly rounded).
+  constexpr std::int64_t kChunk = 2048;
+  const std::size_t esize = dtype_size(b.dtype);
+  each_output(b, lo, hi, out, [&](std::int64_t from, std::int64_t to, unsigned char* dst) {
     if (b.half) {
       const auto* sums = reinterpret_cast<const std::uint16_t*>(b.wire.data());
       float* f = reinterpret_cast<float*>(dst);
@@ -770,7 +778,7 @@ void GradientReducer::copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi
     } else {
       scale_copy<double>(b.data.data() + static_cast<std::size_t>(from) * esize, to - from, divisor, dst);
     }
-  }
+  });
 }
 
 void GradientReducer::sum_out_half(Buffer& b, const std::uint16_t* r0, const std::uint16_t* r1, std::int64_t lo,
@@ -780,13 +788,8 @@ void GradientReducer::sum_out_half(Buffer& b, const std::uint16_t* r0, const std
   constexpr std::int64_t kBlock = 1024;
   float x[kBlock], y[kBlock];
   std::uint16_t h[kBlock];
-  for (std::size_t s = 0; s < b.vars.size(); ++s) {
-    const std::size_t k = b.vars[s];
-    const std::int64_t begin = b.offsets[s], end = begin + shapes_[k].num_elements();
-    const std::int64_t from = std::max(lo, begin), to = std::min(hi, end);
-    if (from >= to) continue;
-    if (!out[k]) out[k] = Tensor::empty(shapes_[k], b.dtype);
-    float* dst = static_cast<float*>(out[k]->mutable_raw_data()) + (from - begin);
+  each_output(b, lo, hi, out, [&](std::int64_t from, std::int64_t to, unsigned char* bytes) {
+    float* dst = reinterpret_cast<float*>(bytes);
     for (std::int64_t at = from; at < to; at += kBlock) {
       const std::int64_t m = std::min(kBlock, to - at);
       kernels::half_to_float(r0 + at, x, m);
@@ -796,7 +799,7 @@ void GradientReducer::sum_out_half(Buffer& b, const std::uint16_t* r0, const std
       kernels::half_to_float(h, x, m);
       scale_copy<float>(x, m, divisor, dst + (at - from));
     }
-  }
+  });
   // The presence flags (the buffer's last elements), summed as halves into the wire for drop_absent.
   const std::int64_t flags = b.elements - static_cast<std::int64_t>(b.vars.size());
   const std::int64_t from = std::max(lo, flags), to = std::min(hi, b.elements);

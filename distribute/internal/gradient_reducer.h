@@ -154,6 +154,10 @@ class GradientReducer {
   bool exchange_advance(Buffer& b);
   // What b waits for next: its request, or the exchange's next piece.
   std::span<MPI_Request> waiting(Buffer& b);
+  // f(from, to, dst) for each variable k of b with elements in [lo, hi): [from, to) those elements
+  // (buffer positions), dst out[k]'s bytes at `from` (out[k] made where missing).
+  template <class F>
+  void each_output(const Buffer& b, std::int64_t lo, std::int64_t hi, std::vector<std::optional<Tensor>>& out, F&& f) const;
   // The MPI path: elements [lo, hi) of b's sums (halves in b.wire when compressed; else
   // b.data) divided by `divisor` into out's tensors of the variables there (made where missing).
   void copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor, std::vector<std::optional<Tensor>>& out) const;
