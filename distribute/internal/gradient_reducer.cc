@@ -107,12 +107,13 @@ void trace_print(const void* r, int rank) {
   std::fputs(out.c_str(), stderr);
   g_traces.erase(r);
 }
-#define TF_TRACE(what) trace(this, what)
-#define TF_TRACE_LAST(what) trace(this, what, true)
+#define TF_TRACE(what) trace(this, std::string(shared_step_ ? "shm " : "net ") + (what))
+#define TF_TRACE_LAST(what) trace(this, std::string(shared_step_ ? "shm " : "net ") + (what), true)
 #define TF_TRACE_B(b, what)                                                                                \
   do {                                                                                                        \
     char name_[96];                                                                                           \
-    std::snprintf(name_, sizeof name_, "b%d %s%s", static_cast<int>(&(b) - buffers_.data()), what,            \
+    std::snprintf(name_, sizeof name_, "%s b%d %s%s", shared_step_ ? "shm" : "net",                          \
+                  static_cast<int>(&(b) - buffers_.data()), what,                                             \
                   std::this_thread::get_id() == progress_.get_id() ? " [progress thread]" : "");              \
     trace(this, name_);                                                                                       \
   } while (0)

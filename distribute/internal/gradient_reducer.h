@@ -1,7 +1,7 @@
 // GradientReducer: Horovod's tensor fusion — gradients packed into fusion buffers in reverse
 // variable order, each buffer reduced as soon as all its gradients are in: over the network (an
-// MPI_Ialltoall and an MPI_Iallgather, below), or, when every rank runs on one machine, through
-// an MPI-3 shared-memory window (not public API).
+// MPI_Ialltoall and an MPI_Iallgather, or between 2 ranks an exchange, below), or, when every rank
+// runs on one machine, through an MPI-3 shared-memory window (not public API).
 #pragma once
 
 #include <mpi.h>
@@ -35,25 +35,28 @@ namespace tapeflow::distribute::internal {
 // part in rank order (rank 0's + rank 1's + ..., as the shared-memory sum), and an
 // MPI_Iallgather (in place) gives every rank every part's sum. Each element is summed once, by one
 // rank, so every rank gets the same bits, and each rank sends and receives 2 (P - 1) / P of the
-// buffer: a reduce-scatter + allgather. With P = 2 that is the whole buffer each way, as a plain
-// exchange moves it in one round instead of two: so 2 ranks swap their copies instead (MPI_Isend /
-// MPI_Irecv, in pieces of at most 1 MiB), and each rank sums every element as rank 0's + rank 1's:
-// the bits of the summing rank above, on both ranks (twice the sums, one round and its wait less).
-// Each piece is summed, and on the MPI path converted, averaged and copied into the output tensors,
-// as soon as it is in (while any later pieces are still on the wire). (MPI_Iallreduce of Open MPI 4.1's libnbc reduces an
+// buffer: a reduce-scatter + allgather. (MPI_Iallreduce of Open MPI 4.1's libnbc reduces an
 // in-place buffer, or any buffer on fewer than 4 ranks, with a binomial tree: all of it to rank 0
 // and all of it back, one direction at a time; 1.40 against 0.95-1.09 ms for W1's 1.08 MB between
 // 2 test hosts, issue 33's notes.) The alltoalls and the allgathers run on two duplicates of the
-// communicator, each issued in buffer order. With compression (set_compression; float32 buffers
-// only), the parts travel as IEEE half (tape/kernels/convert.h, round to nearest even): each
+// communicator, each issued in buffer order.
+// The exchange (P = 2): a reduce-scatter + allgather moves the whole buffer each way, as a plain
+// swap of the two copies does in one round instead of two. So 2 ranks swap (MPI_Irecv + MPI_Isend
+// on the first duplicate, in pieces of at most 1 MiB, issued in buffer order) and each sums every
+// element as rank 0's + rank 1's: the bits of the one summing rank above, on both (twice the sums,
+// one round and its wait less: W1's comm-only between 2 test hosts about a third faster, issue
+// 33's notes). Each piece is summed as soon as it is in and, on the MPI path, converted, averaged
+// and copied into the output tensors in the same pass.
+// With compression (set_compression; float32 buffers only), the parts travel as IEEE half (tape/kernels/convert.h, round to nearest even): each
 // rank's copy is rounded to half, summed in float32 and the sum rounded to half again, so every
 // rank still gets the same bits, with half the bytes on the wire (Horovod's Compression.fp16).
 //
 // Progress: Open MPI advances a non-blocking collective only inside MPI calls. With
 // MPI_THREAD_SERIALIZED (threaded = true) a progress thread tests the buffers in flight while the
 // backward pass computes (50 us after a change, backing off to 1 ms while nothing moves), does the
-// part sums and issues the allgathers (the two threads take turns through a mutex; it sleeps on a
-// condition variable when nothing is in flight); otherwise they progress only when a gradient is
+// part sums and issues the allgathers, or the exchange's sums and copy-outs (the two threads take
+// turns through a mutex; it sleeps on a condition variable when nothing is in flight, and is not
+// woken for buffers that finish() starts); otherwise they progress only when a gradient is
 // reported final.
 //
 // Shared memory (set_shared_memory(true), and the ranks form groups of one size > 1: see below):

@@ -23,7 +23,7 @@ void scale_copy(const void* in, std::int64_t n, int divisor, void* out) {
   if ((divisor & (divisor - 1)) == 0) {
     // A power of two: x / 2^k and x * 2^-k are the same real number, so both round to the same
     // bits (subnormals, infinities and NaNs alike), and a multiplication costs a fraction of a
-    // division (W1's 270k floats: ~40 us less per step).
+    // division.
     Eigen::Map<Array>(dst, n) = Eigen::Map<const Array>(src, n) * (T(1) / static_cast<T>(divisor));
     return;
   }

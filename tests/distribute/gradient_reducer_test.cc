@@ -6,11 +6,15 @@
 
 #include <Eigen/Core>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "distribute/internal/communicator.h"
+#include "distribute/internal/scale.h"
 #include "tape/ops/array_ops.h"
 #include "tests/distribute/mpi_test_util.h"
 
@@ -154,6 +158,40 @@ TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) 
   const int n = c.size();
   EXPECT_EQ(f32[0]->to_vector<float>()[1], static_cast<float>(n * (n + 1) / 2) / 4 / static_cast<float>(n));
   EXPECT_TRUE(same_on_every_rank(hash_bytes({*f16[0], *f16[2], *f16[3]})));
+}
+
+// The averages' division: by a power of two it multiplies by the exact reciprocal, which must give
+// the bits of the division everywhere: normals, results that become subnormal or round to zero,
+// subnormals, the largest floats, infinities, signed zeros (and NaNs stay NaNs); 3 and 6 divide.
+TEST(ScaleCopyTest, APowerOfTwoGivesTheBitsOfTheDivision) {
+  std::vector<float> x;
+  for (std::uint32_t bits = 0; bits < 0x7f800000u; bits += 0x00012345u) {  // every exponent, many mantissas
+    x.push_back(std::bit_cast<float>(bits));
+    x.push_back(-std::bit_cast<float>(bits));
+  }
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 3.0f * std::numeric_limits<float>::denorm_min()};
+  x.insert(x.end(), std::begin(specials), std::end(specials));
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  for (int divisor : {2, 3, 4, 6, 8, 64, 1 << 20}) {
+    SCOPED_TRACE("divisor " + std::to_string(divisor));
+    std::vector<float> got(x.size());
+    internal::scale_copy<float>(x.data(), static_cast<std::int64_t>(x.size()), divisor, got.data());
+    std::vector<double> xd(x.begin(), x.end()), gotd(x.size());
+    internal::scale_copy<double>(xd.data(), static_cast<std::int64_t>(xd.size()), divisor, gotd.data());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const volatile float d = static_cast<float>(divisor);  // a true division, not folded
+      const float want = x[i] / d;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i]));
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want)) << "x = " << x[i];
+      const volatile double dd = divisor;
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(gotd[i]), std::bit_cast<std::uint64_t>(xd[i] / dd)) << "x = " << xd[i];
+    }
+  }
 }
 
 }  // namespace
