@@ -44,12 +44,13 @@ namespace tapeflow::distribute::internal {
 // swap of the two copies does in one round instead of two. So 2 ranks swap (MPI_Irecv + MPI_Isend
 // on the first duplicate, in pieces of at most 1 MiB, issued in buffer order) and each sums every
 // element as rank 0's + rank 1's: the bits of the one summing rank above, on both (twice the sums,
-// one round and its wait less: W1's comm-only between 2 test hosts about a third faster, issue
+// one round and its wait less: W1's comm-only between 2 test hosts takes about a third less, issue
 // 33's notes). Each piece is summed as soon as it is in and, on the MPI path, converted, averaged
 // and copied into the output tensors in the same pass.
-// With compression (set_compression; float32 buffers only), the parts travel as IEEE half (tape/kernels/convert.h, round to nearest even): each
-// rank's copy is rounded to half, summed in float32 and the sum rounded to half again, so every
-// rank still gets the same bits, with half the bytes on the wire (Horovod's Compression.fp16).
+// With compression (set_compression; float32 buffers only), the parts travel as IEEE half
+// (tape/kernels/convert.h, round to nearest even): each rank's copy is rounded to half, summed in
+// float32 and the sum rounded to half again, so every rank still gets the same bits, with half the
+// bytes on the wire (Horovod's Compression.fp16).
 //
 // Progress: Open MPI advances a non-blocking collective only inside MPI calls. With
 // MPI_THREAD_SERIALIZED (threaded = true) a progress thread tests the buffers in flight while the
