@@ -351,9 +351,7 @@ std::vector<std::optional<Tensor>> Context::reduce(GradientTape* tape, const Ten
   }
   const Clock::time_point t1 = Clock::now();
   const std::size_t early = reducer_->started();  // during the backward pass
-  for (std::size_t i = 0; i < local.size(); ++i)
-    if (!reducer_->is_set(i)) reducer_->set(i, local[i] ? *local[i] : Tensor());
-  std::vector<std::optional<Tensor>> out = reducer_->finish();
+  std::vector<std::optional<Tensor>> out = reducer_->finish(local);  // sets the gradients not set yet
   timings_.reductions += 1;
   timings_.buffers += static_cast<std::int64_t>(reducer_->num_buffers());
   timings_.bytes += reducer_->bytes();

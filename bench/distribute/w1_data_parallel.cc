@@ -3,6 +3,7 @@
 // MaxPool -> Conv2D 64 -> MaxPool -> Dropout -> Dense 10; ~10x W1's compute per gradient byte), both
 // Adam 1e-3 with sparse softmax CE, and where the gradient reduction's time goes.
 //   mpirun -np N bench_distribute_w1 [--model mlp|cnn] [--threads T] [--batch B] [--per-rank] [--steps S]
+//                                    [--only MODE] [--blocks K]
 // Across the test hosts of scripts/test_hosts.sh (TCP between namespaces):
 //   scripts/test_hosts.sh mpirun --host tfh1:1,tfh2:1 -np 2 build/bench/distribute/bench_distribute_w1 ...
 // --batch is the global batch (split across ranks) unless --per-rank (then every rank takes B:
@@ -14,6 +15,10 @@
 //   comm-only    only the reductions of precomputed gradients (the communication's own cost)
 //   local+sync   the local step followed by an 8-byte allreduce: what any synchronous step pays on
 //                top of local when the ranks' step times vary (each step waits for the slower rank)
+// --only MODE runs that mode's blocks alone (and, for modes with communication, only the network sum
+// unless the ranks share a machine: then both transports), e.g. `--only comm-only` to profile the
+// reduction by itself (perf record on one rank); "of local" needs local, so it is printed only
+// with every mode.
 // cpu = this rank's CPU time per step, all its threads (a progress thread's polling shows here).
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
@@ -83,6 +88,11 @@ int main(int argc, char** argv) {
   std::string compression = "none";
   app.add_option("--compression", compression, "gradients over the network: none (float32) or fp16")
       ->check(CLI::IsMember({"none", "fp16"}));
+  std::string only = "all";
+  app.add_option("--only", only, "run only this mode (all: every mode, interleaved)")
+      ->check(CLI::IsMember({"all", "overlap", "no-overlap", "local", "comm-only", "local+sync"}));
+  int blocks = 7;
+  app.add_option("--blocks", blocks, "blocks per mode (medians over blocks)")->check(CLI::Range(1, 100000));
   CLI11_PARSE(app, argc, argv);
   tf::kernels::set_num_threads(threads);
   ctx.set_compression(compression == "fp16" ? tf::distribute::Compression::kFp16 : tf::distribute::Compression::kNone);
@@ -174,16 +184,17 @@ int main(int argc, char** argv) {
   // Modes interleaved block by block, so that a change of machine load hits them alike; runs[t][m]
   // for transport t (0 shared memory, 1 the network sum).
   std::vector<std::vector<std::vector<Phase>>> runs(2, std::vector<std::vector<Phase>>(5));
-  for (int block = 0; block < 7; ++block)
+  const char* const mode_names[] = {"overlap", "no-overlap", "local", "comm-only", "local+sync"};
+  for (int block = 0; block < blocks; ++block)
     for (Mode m : {kOverlap, kNoOverlap, kLocal, kCommOnly, kLocalSync})
       for (int t = have_shared ? 0 : 1; t < 2; ++t)
-        if (t == 1 || (m != kLocal && m != kLocalSync)) runs[static_cast<std::size_t>(t)][m].push_back(run_block(m, t == 0));
+        if ((only == "all" || only == mode_names[m]) && (t == 1 || (m != kLocal && m != kLocalSync)))
+          runs[static_cast<std::size_t>(t)][m].push_back(run_block(m, t == 0));
   auto med = [&](int t, Mode m, double Phase::*field) {
     std::vector<double> v;
     for (const Phase& p : runs[static_cast<std::size_t>(t)][m]) v.push_back(p.*field);
     return median(v);
   };
-  const double local_ms = med(1, kLocal, &Phase::step_ms);
   std::int64_t gradient_bytes = 0;
   for (const auto& v : vars) gradient_bytes += v.shape().num_elements() * 4;
   std::string layout;  // host (ranks), ...
@@ -196,11 +207,26 @@ int main(int argc, char** argv) {
     for (int q = 0; q < ctx.size(); ++q) n += ctx.host(q) == ctx.host(r) ? 1 : 0;
     layout += std::to_string(n);
   }
-  if (ctx.rank() == 0) {
+  if (ctx.rank() == 0)
     std::printf("%s data-parallel: %d rank(s) x %d thread(s) on %s, batch %lld per rank (global %lld), %s data, "
                 "fusion %lld bytes\n",
                 cnn ? "W8" : "W1", ctx.size(), threads, layout.c_str(), static_cast<long long>(local),
                 static_cast<long long>(global), real ? "Fashion-MNIST" : "random", static_cast<long long>(fusion));
+  if (only != "all") {  // one mode alone: its medians, no ratios
+    for (int t = 0; t < 2; ++t)
+      for (int m = 0; m < 5; ++m) {
+        const auto& r = runs[static_cast<std::size_t>(t)][static_cast<std::size_t>(m)];
+        if (r.empty() || ctx.rank() != 0) continue;
+        const Mode mode = static_cast<Mode>(m);
+        std::printf("  %-11s %s: %7.3f ms/step  wait %6.3f ms  cpu %7.3f ms/step (%d blocks of %d steps)\n",
+                    (std::string(mode_names[m]) + ":").c_str(), t == 0 ? "shared-memory window" : "network sum",
+                    med(t, mode, &Phase::step_ms), med(t, mode, &Phase::wait_ms), med(t, mode, &Phase::cpu_ms), blocks,
+                    steps);
+      }
+    return 0;
+  }
+  const double local_ms = med(1, kLocal, &Phase::step_ms);
+  if (ctx.rank() == 0) {
     std::printf("  local:      %8.0f examples/s  %7.3f ms/step (this rank's step, no communication)  cpu %7.3f ms/step\n",
                 1e3 * static_cast<double>(global) / local_ms, local_ms, med(1, kLocal, &Phase::cpu_ms));
     if (ctx.size() > 1) {

@@ -7,6 +7,11 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+#include <cstdio>
+#include <map>
+#include <tuple>
+#endif
 
 #include "distribute/internal/mpi_types.h"
 #include "distribute/internal/scale.h"
@@ -33,21 +38,90 @@ void sum_into(const std::vector<const unsigned char*>& srcs, std::int64_t n, uns
   }
 }
 
-// out[0, n) = the sum over r < p of half values parts[r * stride + i] (in float32, left to right),
-// rounded to half: the compressed network sum of one rank's part.
-void sum_half_parts(const std::uint16_t* parts, int p, std::int64_t stride, std::int64_t n, std::uint16_t* out) {
+// out[0, n) = the sum over r < p of the half values parts[r][i] (in float32, left to right), rounded
+// to half: the compressed network sum of one rank's part. out may be one of the parts (blocks of
+// kBlock are read before they are written).
+void sum_half_parts(const std::uint16_t* const* parts, int p, std::int64_t n, std::uint16_t* out) {
   constexpr std::int64_t kBlock = 1024;
   float acc[kBlock], x[kBlock];
   for (std::int64_t at = 0; at < n; at += kBlock) {
     const std::int64_t m = std::min(kBlock, n - at);
-    kernels::half_to_float(parts + at, acc, m);
+    kernels::half_to_float(parts[0] + at, acc, m);
     for (int r = 1; r < p; ++r) {
-      kernels::half_to_float(parts + r * stride + at, x, m);
+      kernels::half_to_float(parts[r] + at, x, m);
       for (std::int64_t i = 0; i < m; ++i) acc[i] += x[i];
     }
     kernels::float_to_half(acc, out + at, m);
   }
 }
+
+// The exchange's pieces (2 ranks): at most this many bytes per message. A piece is summed (and
+// copied out) while the later ones are on the wire; but every message costs, and Open MPI's TCP
+// transport copies the eager ones (up to 64 KiB) once more on arrival: W1's comm-only between 2
+// test hosts took longer with pieces of 32, 128 and 256 KiB than with one message per buffer
+// (issue 33's notes), so pieces only cut buffers larger than this.
+constexpr std::int64_t kPieceBytes = 1 << 20;
+constexpr int kExchangeTag = 33;
+
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+// Profiling only (cmake -DTAPEFLOW_DISTRIBUTE_TRACE=ON; never in a normal build): microseconds
+// since begin() of each event of a step, their medians over steps printed per rank at destruction.
+struct Trace {
+  std::chrono::steady_clock::time_point t0;
+  std::map<std::string, std::vector<double>> at;
+  std::map<std::string, double> step;  // this step's first time of each event
+  int steps = 0;
+};
+std::mutex g_trace_mu;
+std::map<const void*, Trace> g_traces;
+void trace_begin(const void* r) {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  Trace& t = g_traces[r];
+  for (auto& [k, v] : t.step) t.at[k].push_back(v);
+  t.step.clear();
+  t.t0 = std::chrono::steady_clock::now();
+  ++t.steps;
+}
+void trace(const void* r, const std::string& what, bool last = false) {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  Trace& t = g_traces[r];
+  const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t.t0).count();
+  if (last) t.step[what] = us;
+  else t.step.try_emplace(what, us);
+}
+void trace_print(const void* r, int rank) {
+  std::lock_guard<std::mutex> lock(g_trace_mu);
+  Trace& t = g_traces[r];
+  std::vector<std::tuple<double, double, double, std::string>> rows;
+  for (auto& [k, v] : t.at) {
+    std::sort(v.begin(), v.end());
+    rows.emplace_back(v[v.size() / 2], v[v.size() / 10], v[v.size() * 9 / 10], k + " (" + std::to_string(v.size()) + ")");
+  }
+  std::sort(rows.begin(), rows.end());
+  std::string out = "trace rank " + std::to_string(rank) + ", " + std::to_string(t.steps) + " steps: us since begin (median, p10, p90)\n";
+  for (const auto& [m, lo, hi, k] : rows) {
+    char line[256];
+    std::snprintf(line, sizeof line, "  r%d %8.1f %8.1f %8.1f  %s\n", rank, m, lo, hi, k.c_str());
+    out += line;
+  }
+  std::fputs(out.c_str(), stderr);
+  g_traces.erase(r);
+}
+#define TF_TRACE(what) trace(this, std::string(shared_step_ ? "shm " : "net ") + (what))
+#define TF_TRACE_LAST(what) trace(this, std::string(shared_step_ ? "shm " : "net ") + (what), true)
+#define TF_TRACE_B(b, what)                                                                                \
+  do {                                                                                                        \
+    char name_[96];                                                                                           \
+    std::snprintf(name_, sizeof name_, "%s b%d %s%s", shared_step_ ? "shm" : "net",                          \
+                  static_cast<int>(&(b) - buffers_.data()), what,                                             \
+                  std::this_thread::get_id() == progress_.get_id() ? " [progress thread]" : "");              \
+    trace(this, name_);                                                                                       \
+  } while (0)
+#else
+#define TF_TRACE(what) ((void)0)
+#define TF_TRACE_LAST(what) ((void)0)
+#define TF_TRACE_B(b, what) ((void)0)
+#endif
 
 constexpr std::int64_t kAlign = 64;  // bytes: buffers and slices start on their own cache lines
 
@@ -106,6 +180,10 @@ GradientReducer::GradientReducer(Communicator& comm, bool threaded, bool shared_
 }
 
 GradientReducer::~GradientReducer() {
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+  trace_begin(this);  // the last step's events
+  trace_print(this, comm_.rank());
+#endif
   if (progress_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -193,10 +271,12 @@ void GradientReducer::progress_shared() {
   // In buffer order: each communicator must see its collectives in the same order on every rank.
   while (summed_ < buffers_.size()) {
     Buffer& b = buffers_[summed_];
-    if (!b.started || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) return;
+    if (!b.started || !comm_.test_all(waiting(b))) return;
     if (b.phase == 1) {  // every rank of the group has written b (first barrier)
+      TF_TRACE_B(b, "barrier 1 done seen");
       MPI_Win_sync(window_);
       sum_slice(b);
+      TF_TRACE_B(b, "slice summed");
       if (across_first_ != MPI_COMM_NULL) {  // this slice's sum over the groups, in place
         const auto [lo, hi] = slice(b, node_rank_);
         net_start(b, segment(node_rank_, b) + static_cast<std::size_t>(lo) * dtype_size(b.dtype), hi - lo,
@@ -209,6 +289,7 @@ void GradientReducer::progress_shared() {
     }
     MPI_Win_sync(window_);  // the slice's sum is written before the second barrier
     Communicator::check(MPI_Ibarrier(node_second_, &b.request), "MPI_Ibarrier (gradients, shared memory)");
+    TF_TRACE_B(b, "barrier 2 issued");
     b.phase = 3;
     ++summed_;
   }
@@ -225,6 +306,19 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
   b.target = target;
   b.n = n;
   b.gather = gather;
+  if (p == 2) {  // the exchange (see the header)
+    if (b.prefilled && target == b.data.data()) {
+      // set() wrote the halves
+    } else if (b.half) {
+      b.wire.resize(static_cast<std::size_t>(n) * wsize);
+      kernels::float_to_half(reinterpret_cast<const float*>(target), reinterpret_cast<std::uint16_t*>(b.wire.data()), n);
+    } else {
+      b.wire.clear();  // target itself is sent, and summed into piece by piece once a piece is sent
+    }
+    exchange_start(b, a2a);
+    return;
+  }
+  b.rank = -1;
   const std::size_t wire_bytes = static_cast<std::size_t>(p * b.part) * wsize;
   b.inbox.resize(wire_bytes);
   if (b.prefilled && target == b.data.data()) {
@@ -239,22 +333,101 @@ void GradientReducer::net_start(Buffer& b, unsigned char* target, std::int64_t n
     std::memcpy(b.wire.data(), target, static_cast<std::size_t>(n) * esize);
   }
   const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+  TF_TRACE_B(b, "a2a call");
   Communicator::check(MPI_Ialltoall(wire(b), static_cast<int>(b.part), type, b.inbox.data(), static_cast<int>(b.part),
                                     type, a2a, &b.request),
                       "MPI_Ialltoall (gradients)");
+  TF_TRACE_B(b, "a2a issued");
   b.net = 1;
 }
 
+void GradientReducer::exchange_start(Buffer& b, MPI_Comm comm) {
+  MPI_Comm_rank(comm, &b.rank);
+  const std::int64_t wsize = b.half ? 2 : static_cast<std::int64_t>(dtype_size(b.dtype));
+  b.piece = std::max<std::int64_t>(kPieceBytes / wsize, 1);
+  b.pieces = (b.n + b.piece - 1) / b.piece;
+  b.done = 0;
+  b.inbox.resize(static_cast<std::size_t>(b.n * wsize));
+  b.requests.assign(static_cast<std::size_t>(2 * b.pieces), MPI_REQUEST_NULL);
+  const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+  const int partner = 1 - b.rank;
+  TF_TRACE_B(b, "exchange call");
+  // Every receive first, so that the partner's pieces land in place (not in MPI's unexpected queue).
+  for (std::int64_t j = 0; j < b.pieces; ++j) {
+    const std::int64_t lo = j * b.piece, m = std::min(b.piece, b.n - lo);
+    Communicator::check(MPI_Irecv(b.inbox.data() + lo * wsize, static_cast<int>(m), type, partner, kExchangeTag, comm,
+                                  &b.requests[static_cast<std::size_t>(2 * j)]),
+                        "MPI_Irecv (gradients)");
+  }
+  unsigned char* mine = wire(b);
+  for (std::int64_t j = 0; j < b.pieces; ++j) {
+    const std::int64_t lo = j * b.piece, m = std::min(b.piece, b.n - lo);
+    Communicator::check(MPI_Isend(mine + lo * wsize, static_cast<int>(m), type, partner, kExchangeTag, comm,
+                                  &b.requests[static_cast<std::size_t>(2 * j + 1)]),
+                        "MPI_Isend (gradients)");
+  }
+  TF_TRACE_B(b, "exchange issued");
+  b.net = 1;
+}
+
+bool GradientReducer::exchange_advance(Buffer& b) {
+  const std::int64_t wsize = b.half ? 2 : static_cast<std::int64_t>(dtype_size(b.dtype));
+  const bool mpi_path = b.target == b.data.data();
+  const int divisor = op_ == models::ReduceOp::kAverage ? comm_.size() : 1;
+  while (b.done < b.pieces) {
+    // Both the partner's piece and ours: the sum overwrites what we sent.
+    if (!comm_.test_all(std::span<MPI_Request>(&b.requests[static_cast<std::size_t>(2 * b.done)], 2))) return false;
+    if (b.done == 0) TF_TRACE_B(b, "first piece in");
+    const std::int64_t lo = b.done * b.piece, m = std::min(b.piece, b.n - lo);
+    unsigned char* mine = wire(b) + lo * wsize;
+    const unsigned char* theirs = b.inbox.data() + lo * wsize;
+    const unsigned char* first = b.rank == 0 ? mine : theirs;  // rank 0's + rank 1's
+    const unsigned char* second = b.rank == 0 ? theirs : mine;
+    if (b.half && mpi_path) {  // summed, rounded, converted and averaged into the outputs in one pass
+      sum_out_half(b, reinterpret_cast<const std::uint16_t*>(first) - lo, reinterpret_cast<const std::uint16_t*>(second) - lo,
+                   lo, lo + m, divisor, out_);
+      ++b.done;
+      continue;
+    }
+    if (b.half) {
+      const std::uint16_t* parts[2] = {reinterpret_cast<const std::uint16_t*>(first),
+                                       reinterpret_cast<const std::uint16_t*>(second)};
+      sum_half_parts(parts, 2, m, reinterpret_cast<std::uint16_t*>(mine));
+      if (!mpi_path)
+        kernels::half_to_float(reinterpret_cast<const std::uint16_t*>(mine), reinterpret_cast<float*>(b.target) + lo, m);
+    } else {
+      const std::vector<const unsigned char*> parts{first, second};
+      if (b.dtype == DType::kFloat32) sum_into<float>(parts, m, mine);
+      else sum_into<double>(parts, m, mine);
+    }
+    if (mpi_path) copy_out(b, lo, lo + m, divisor, out_);
+    ++b.done;
+  }
+  TF_TRACE_B(b, "exchange summed");
+  b.copied = mpi_path;
+  b.net = 3;
+  return true;
+}
+
+std::span<MPI_Request> GradientReducer::waiting(Buffer& b) {
+  if (b.rank >= 0 && b.net == 1 && b.done < b.pieces)
+    return std::span<MPI_Request>(&b.requests[static_cast<std::size_t>(2 * b.done)], 2);
+  return std::span<MPI_Request>(&b.request, 1);
+}
+
 bool GradientReducer::net_advance(Buffer& b) {
+  if (b.rank >= 0) return b.net == 3 || exchange_advance(b);
   if (b.net == 1) {  // this rank's part, summed over the P copies in rank order
+    TF_TRACE_B(b, "a2a done seen");
     int p = 1, q = 0;
     MPI_Comm_size(b.gather, &p);
     MPI_Comm_rank(b.gather, &q);
     const std::size_t wsize = b.half ? sizeof(std::uint16_t) : dtype_size(b.dtype);
     unsigned char* mine = wire(b) + static_cast<std::size_t>(q * b.part) * wsize;
     if (b.half) {
-      sum_half_parts(reinterpret_cast<const std::uint16_t*>(b.inbox.data()), p, b.part, b.part,
-                     reinterpret_cast<std::uint16_t*>(mine));
+      std::vector<const std::uint16_t*> parts;
+      for (int r = 0; r < p; ++r) parts.push_back(reinterpret_cast<const std::uint16_t*>(b.inbox.data()) + r * b.part);
+      sum_half_parts(parts.data(), p, b.part, reinterpret_cast<std::uint16_t*>(mine));
     } else {
       std::vector<const unsigned char*> parts;
       for (int r = 0; r < p; ++r) parts.push_back(b.inbox.data() + static_cast<std::size_t>(r * b.part) * wsize);
@@ -263,29 +436,44 @@ bool GradientReducer::net_advance(Buffer& b) {
       else sum_into<double>(parts, b.part, mine);
     }
     const MPI_Datatype type = b.half ? MPI_UINT16_T : mpi_type(b.dtype);
+    TF_TRACE_B(b, "part summed");
     Communicator::check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wire(b), static_cast<int>(b.part), type,
                                        b.gather, &b.request),
                         "MPI_Iallgather (gradients)");
+    TF_TRACE_B(b, "allgather issued");
     b.net = 2;
     return false;
   }
   if (b.net == 2) {  // every part's sum is here
-    if (b.half && b.target == b.data.data())
-      b.deferred = true;  // finish() converts straight into the output tensors: one pass less
-    else if (b.half)
+    TF_TRACE_B(b, "allgather done seen");
+    if (b.half && b.target == b.data.data()) {
+      // the MPI path: finish() converts the halves straight into the output tensors (one pass less)
+    } else if (b.half)
       kernels::half_to_float(reinterpret_cast<const std::uint16_t*>(b.wire.data()), reinterpret_cast<float*>(b.target), b.n);
     else if (!b.wire.empty())
       std::memcpy(b.target, b.wire.data(), static_cast<std::size_t>(b.n) * dtype_size(b.dtype));
     b.net = 3;
+    TF_TRACE_B(b, "net done");
   }
   return b.net == 3;
 }
 
 bool GradientReducer::progress_net() {
-  // Allgathers in buffer order (each communicator sees its collectives in one order everywhere).
   bool moved = false;
+  for (std::size_t k = 0; k < issued_; ++k) {  // exchanges: each buffer's pieces in order
+    Buffer& b = buffers_[k];
+    if (b.rank < 0 || b.net != 1) continue;
+    const std::int64_t before = b.done;
+    exchange_advance(b);
+    moved = moved || b.done != before;
+  }
+  // Allgathers in buffer order (each communicator sees its collectives in one order everywhere).
   while (gathered_ < issued_) {
     Buffer& b = buffers_[gathered_];
+    if (b.rank >= 0) {  // an exchange: no allgather
+      ++gathered_;
+      continue;
+    }
     if (b.net != 1 || !comm_.test_all(std::span<MPI_Request>(&b.request, 1))) break;
     net_advance(b);
     ++gathered_;
@@ -293,7 +481,7 @@ bool GradientReducer::progress_net() {
   }
   for (std::size_t k = 0; k < gathered_; ++k) {
     Buffer& b = buffers_[k];
-    if (b.net == 2 && comm_.test_all(std::span<MPI_Request>(&b.request, 1))) {
+    if (b.rank < 0 && b.net == 2 && comm_.test_all(std::span<MPI_Request>(&b.request, 1))) {
       net_advance(b);
       moved = true;
     }
@@ -329,6 +517,9 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
   for (std::size_t i = 0; same && i < variables.size(); ++i)
     same = variables[i].handle_id() == ids_[i] && variables[i].shape() == shapes_[i] &&
            variables[i].dtype() == dtypes_[i];
+#ifdef TAPEFLOW_DISTRIBUTE_TRACE
+  trace_begin(this);
+#endif
   op_ = op;
   finishing_ = false;
   started_ = 0;
@@ -337,6 +528,7 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
   gathered_ = 0;
   shared_step_ = uses_shared_memory();
   set_.assign(variables.size(), 0);
+  out_.assign(variables.size(), std::nullopt);
   if (!same) {  // a new layout: walk the variables from the last one (the backward pass's order)
     ids_.clear();
     shapes_.clear();
@@ -392,7 +584,9 @@ void GradientReducer::begin(const std::vector<Variable>& variables, models::Redu
     b.started = false;
     b.phase = 0;
     b.net = 0;
-    b.deferred = false;
+    b.copied = false;
+    b.rank = -1;
+    b.done = b.pieces = 0;
     b.request = MPI_REQUEST_NULL;
   }
   if (shared_step_) {
@@ -409,6 +603,7 @@ std::int64_t GradientReducer::bytes() const {
 
 void GradientReducer::set(std::size_t i, const Tensor& gradient) {
   if (i >= set_.size() || set_[i]) return;  // unknown index or reported twice: the first one counts
+  TF_TRACE("set first");
   Buffer& b = buffers_[buffer_of_[i]];
   const std::size_t slot = slot_of_[i];
   const std::size_t esize = dtype_size(b.dtype);
@@ -447,27 +642,33 @@ void GradientReducer::set(std::size_t i, const Tensor& gradient) {
   // final can differ between ranks (with GradientOptions::on_gradient_final, a gradient that is absent
   // on one rank is reported at the end of its backward pass, present ones on the way): so buffers
   // start in index order, buffer k once it is complete and 0..k-1 have started (start() counts).
+  TF_TRACE_LAST("set last copied");
   while (started_ < buffers_.size() && buffers_[started_].missing == 0) start(buffers_[started_]);
   progress();
+  TF_TRACE_LAST("set last returns");
 }
 
 void GradientReducer::start(Buffer& b) {
+  TF_TRACE_B(b, "start");
   ++started_;
   if (shared_step_) {
     MPI_Win_sync(window_);  // this rank's gradients of b are written before it enters the barrier
     Communicator::check(MPI_Ibarrier(node_first_, &b.request), "MPI_Ibarrier (gradients, shared memory)");
+    TF_TRACE_B(b, "barrier 1 issued");
     b.started = true;
     b.phase = 1;
     return;
   }
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     b.started = true;
     net_start(b, b.data.data(), b.elements, net_first_, net_second_);
     ++issued_;
     active_ = threaded_ && !finishing_;
+    wake = active_;
   }
-  cv_.notify_one();
+  if (wake) cv_.notify_one();  // finish() progresses by itself
 }
 
 void GradientReducer::progress() {
@@ -476,47 +677,51 @@ void GradientReducer::progress() {
   progress_net();
 }
 
-std::vector<std::optional<Tensor>> GradientReducer::finish() {
+std::vector<std::optional<Tensor>> GradientReducer::finish(const std::vector<std::optional<Tensor>>& rest) {
+  TF_TRACE("finish enter");
   {
     std::lock_guard<std::mutex> lock(mu_);  // from here on this thread alone calls MPI
     finishing_ = true;
     active_ = false;
   }
   for (std::size_t i = 0; i < set_.size(); ++i)
-    if (!set_[i]) set(i, Tensor());
+    if (!set_[i]) set(i, i < rest.size() && rest[i] ? *rest[i] : Tensor());
   if (shared_step_) {
     while (summed_ < buffers_.size()) {  // in order: first barrier, slice sum (and across groups), second barrier
-      comm_.wait(buffers_[summed_].request);
+      comm_.wait_all(waiting(buffers_[summed_]));
       progress_shared();
     }
   }
   if (!shared_step_) {
     for (Buffer& b : buffers_)
-      while (b.net != 3) {  // in order: alltoall, part sum and allgather, copy-out
-        comm_.wait(b.request);
+      while (b.net != 3) {  // in order: alltoall, part sum and allgather, copy-out (exchange: piece by piece)
+        comm_.wait_all(waiting(b));
         progress_net();
       }
   }
+  TF_TRACE("finish reduced");
   std::vector<MPI_Request> requests;
   for (Buffer& b : buffers_) requests.push_back(b.request);
   comm_.wait_all(requests);
+  TF_TRACE("finish copy-out starts");
   if (shared_step_) MPI_Win_sync(window_);  // every slice is summed (second barrier)
   if (copy_out_delay_.count() > 0) std::this_thread::sleep_for(copy_out_delay_);
   const int divisor = op_ == models::ReduceOp::kAverage ? comm_.size() : 1;
-  std::vector<std::optional<Tensor>> out(set_.size());
+  std::vector<std::optional<Tensor>> out = std::move(out_);  // the exchange's pieces, copied out already
+  out.resize(set_.size());
   for (Buffer& b : buffers_) {
+    if (!shared_step_) {  // the MPI path: sums in b.data, or halves in b.wire
+      if (!b.copied) copy_out(b, 0, b.elements, divisor, out);
+      drop_absent(b, out);
+      continue;
+    }
     const std::size_t esize = dtype_size(b.dtype);
     // The reduced elements from `pos` on: b.data, or the segment of the rank that summed them.
     auto piece = [&](std::int64_t pos) -> std::pair<const unsigned char*, std::int64_t> {
-      if (!shared_step_) return {b.data.data() + static_cast<std::size_t>(pos) * esize, b.elements - pos};
       const std::int64_t chunk = slice(b, 0).second;  // every slice but the last has this length
       const int r = static_cast<int>(pos / chunk);
       return {segment(r, b) + static_cast<std::size_t>(pos) * esize, slice(b, r).second - pos};
     };
-    if (b.deferred) {
-      copy_out_half(b, divisor, out);
-      continue;
-    }
     for (std::size_t s = 0; s < b.vars.size(); ++s) {
       const std::size_t k = b.vars[s];
       const unsigned char* flag = piece(b.elements - static_cast<std::int64_t>(b.vars.size() - s)).first;
@@ -536,28 +741,91 @@ std::vector<std::optional<Tensor>> GradientReducer::finish() {
       out[k] = g;
     }
   }
+  TF_TRACE("finish returns");
   return out;
 }
 
-void GradientReducer::copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const {
-  // Chunks small enough to stay in L1 between the conversion and the division (the same bits as
-  // converting the whole buffer first: both steps are element-wise and exactly rounded).
-  constexpr std::int64_t kChunk = 2048;
-  const auto* sums = reinterpret_cast<const std::uint16_t*>(b.wire.data());
+template <class F>
+void GradientReducer::each_output(const Buffer& b, std::int64_t lo, std::int64_t hi,
+                                  std::vector<std::optional<Tensor>>& out, F&& f) const {
+  const std::size_t esize = dtype_size(b.dtype);
   for (std::size_t s = 0; s < b.vars.size(); ++s) {
     const std::size_t k = b.vars[s];
-    float present = 0;
-    kernels::half_to_float(sums + b.elements - static_cast<std::int64_t>(b.vars.size() - s), &present, 1);
-    if (present == 0.0f) continue;  // no rank had a gradient
-    Tensor g = Tensor::empty(shapes_[k], b.dtype);
-    float* dst = static_cast<float*>(g.mutable_raw_data());
-    const std::int64_t n = shapes_[k].num_elements();
-    for (std::int64_t at = 0; at < n; at += kChunk) {
-      const std::int64_t m = std::min(kChunk, n - at);
-      kernels::half_to_float(sums + b.offsets[s] + at, dst + at, m);
-      scale_copy<float>(dst + at, m, divisor, dst + at);
+    const std::int64_t begin = b.offsets[s], end = begin + shapes_[k].num_elements();
+    const std::int64_t from = std::max(lo, begin), to = std::min(hi, end);
+    if (from >= to) continue;
+    if (!out[k]) out[k] = Tensor::empty(shapes_[k], b.dtype);
+    f(from, to, static_cast<unsigned char*>(out[k]->mutable_raw_data()) + static_cast<std::size_t>(from - begin) * esize);
+  }
+}
+
+void GradientReducer::copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor,
+                               std::vector<std::optional<Tensor>>& out) const {
+  // Half sums in chunks small enough to stay in L1 between the conversion and the division (the
+  // same bits as converting the whole buffer first: both steps are element-wise and exactly rounded).
+  constexpr std::int64_t kChunk = 2048;
+  const std::size_t esize = dtype_size(b.dtype);
+  each_output(b, lo, hi, out, [&](std::int64_t from, std::int64_t to, unsigned char* dst) {
+    if (b.half) {
+      const auto* sums = reinterpret_cast<const std::uint16_t*>(b.wire.data());
+      float* f = reinterpret_cast<float*>(dst);
+      for (std::int64_t at = from; at < to; at += kChunk) {
+        const std::int64_t m = std::min(kChunk, to - at);
+        kernels::half_to_float(sums + at, f + (at - from), m);
+        scale_copy<float>(f + (at - from), m, divisor, f + (at - from));
+      }
+    } else if (b.dtype == DType::kFloat32) {
+      scale_copy<float>(b.data.data() + static_cast<std::size_t>(from) * esize, to - from, divisor, dst);
+    } else {
+      scale_copy<double>(b.data.data() + static_cast<std::size_t>(from) * esize, to - from, divisor, dst);
     }
-    out[k] = g;
+  });
+}
+
+void GradientReducer::sum_out_half(Buffer& b, const std::uint16_t* r0, const std::uint16_t* r1, std::int64_t lo,
+                                   std::int64_t hi, int divisor, std::vector<std::optional<Tensor>>& out) {
+  // Per block of kBlock (in L1): x = r0 + r1 in float32, rounded to half and back (the bits of
+  // sum_half_parts, then copy_out), divided into the output; no pass over memory in between.
+  constexpr std::int64_t kBlock = 1024;
+  float x[kBlock], y[kBlock];
+  std::uint16_t h[kBlock];
+  each_output(b, lo, hi, out, [&](std::int64_t from, std::int64_t to, unsigned char* bytes) {
+    float* dst = reinterpret_cast<float*>(bytes);
+    for (std::int64_t at = from; at < to; at += kBlock) {
+      const std::int64_t m = std::min(kBlock, to - at);
+      kernels::half_to_float(r0 + at, x, m);
+      kernels::half_to_float(r1 + at, y, m);
+      for (std::int64_t i = 0; i < m; ++i) x[i] += y[i];
+      kernels::float_to_half(x, h, m);
+      kernels::half_to_float(h, x, m);
+      scale_copy<float>(x, m, divisor, dst + (at - from));
+    }
+  });
+  // The presence flags (the buffer's last elements), summed as halves into the wire for drop_absent.
+  const std::int64_t flags = b.elements - static_cast<std::int64_t>(b.vars.size());
+  const std::int64_t from = std::max(lo, flags), to = std::min(hi, b.elements);
+  if (from < to) {
+    const std::uint16_t* parts[2] = {r0 + from, r1 + from};
+    sum_half_parts(parts, 2, to - from, reinterpret_cast<std::uint16_t*>(b.wire.data()) + from);
+  }
+}
+
+void GradientReducer::drop_absent(const Buffer& b, std::vector<std::optional<Tensor>>& out) const {
+  for (std::size_t s = 0; s < b.vars.size(); ++s) {
+    const std::size_t k = b.vars[s];
+    const std::int64_t at = b.elements - static_cast<std::int64_t>(b.vars.size() - s);  // its flag
+    double present = 0;
+    if (b.half) {
+      float f = 0;
+      kernels::half_to_float(reinterpret_cast<const std::uint16_t*>(b.wire.data()) + at, &f, 1);
+      present = f;
+    } else if (b.dtype == DType::kFloat32) {
+      present = reinterpret_cast<const float*>(b.data.data())[at];
+    } else {
+      present = reinterpret_cast<const double*>(b.data.data())[at];
+    }
+    if (present == 0.0) out[k].reset();  // no rank had a gradient
+    else if (!out[k]) out[k] = Tensor::empty(shapes_[k], b.dtype);  // present, without elements
   }
 }
 

@@ -1,7 +1,7 @@
 // GradientReducer: Horovod's tensor fusion — gradients packed into fusion buffers in reverse
 // variable order, each buffer reduced as soon as all its gradients are in: over the network (an
-// MPI_Ialltoall and an MPI_Iallgather, below), or, when every rank runs on one machine, through
-// an MPI-3 shared-memory window (not public API).
+// MPI_Ialltoall and an MPI_Iallgather, or between 2 ranks an exchange, below), or, when every rank
+// runs on one machine, through an MPI-3 shared-memory window (not public API).
 #pragma once
 
 #include <mpi.h>
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -38,16 +39,25 @@ namespace tapeflow::distribute::internal {
 // in-place buffer, or any buffer on fewer than 4 ranks, with a binomial tree: all of it to rank 0
 // and all of it back, one direction at a time; 1.40 against 0.95-1.09 ms for W1's 1.08 MB between
 // 2 test hosts, issue 33's notes.) The alltoalls and the allgathers run on two duplicates of the
-// communicator, each issued in buffer order. With compression (set_compression; float32 buffers
-// only), the parts travel as IEEE half (tape/kernels/convert.h, round to nearest even): each
-// rank's copy is rounded to half, summed in float32 and the sum rounded to half again, so every
-// rank still gets the same bits, with half the bytes on the wire (Horovod's Compression.fp16).
+// communicator, each issued in buffer order.
+// The exchange (P = 2): a reduce-scatter + allgather moves the whole buffer each way, as a plain
+// swap of the two copies does in one round instead of two. So 2 ranks swap (MPI_Irecv + MPI_Isend
+// on the first duplicate, in pieces of at most 1 MiB, issued in buffer order) and each sums every
+// element as rank 0's + rank 1's: the bits of the one summing rank above, on both (twice the sums,
+// one round and its wait less: W1's comm-only between 2 test hosts takes about a third less, issue
+// 33's notes). Each piece is summed as soon as it is in and, on the MPI path, converted, averaged
+// and copied into the output tensors in the same pass.
+// With compression (set_compression; float32 buffers only), the parts travel as IEEE half
+// (tape/kernels/convert.h, round to nearest even): each rank's copy is rounded to half, summed in
+// float32 and the sum rounded to half again, so every rank still gets the same bits, with half the
+// bytes on the wire (Horovod's Compression.fp16).
 //
 // Progress: Open MPI advances a non-blocking collective only inside MPI calls. With
 // MPI_THREAD_SERIALIZED (threaded = true) a progress thread tests the buffers in flight while the
 // backward pass computes (50 us after a change, backing off to 1 ms while nothing moves), does the
-// part sums and issues the allgathers (the two threads take turns through a mutex; it sleeps on a
-// condition variable when nothing is in flight); otherwise they progress only when a gradient is
+// part sums and issues the allgathers, or the exchange's sums and copy-outs (the two threads take
+// turns through a mutex; it sleeps on a condition variable when nothing is in flight, and is not
+// woken for buffers that finish() starts); otherwise they progress only when a gradient is
 // reported final.
 //
 // Shared memory (set_shared_memory(true), and the ranks form groups of one size > 1: see below):
@@ -86,7 +96,11 @@ class GradientReducer {
   void set(std::size_t i, const Tensor& gradient);
   bool is_set(std::size_t i) const { return set_[i] != 0; }
   // Starts what is left (gradients never set count as absent), waits, returns the reduced gradients.
-  std::vector<std::optional<Tensor>> finish();
+  std::vector<std::optional<Tensor>> finish() { return finish({}); }
+  // The same, with rest[i] as gradient i where it was not set yet (as set(i, *rest[i]); a gradient
+  // not set and beyond rest or nullopt counts as absent), without waking the progress thread for
+  // the buffers this starts (this thread progresses them right away).
+  std::vector<std::optional<Tensor>> finish(const std::vector<std::optional<Tensor>>& rest);
 
   // Buffers of the current layout.
   std::size_t num_buffers() const { return buffers_.size(); }
@@ -122,12 +136,15 @@ class GradientReducer {
     std::int64_t n = 0, part = 0;      // elements; elements of each rank's part (padded)
     bool half = false;                 // the parts travel as half (compression)
     bool prefilled = false;            // the MPI path, compressed: set() writes the halves to `wire`
-    bool deferred = false;             // the MPI path's half sums stay in `wire` until the copy-out,
-                                       // which converts and averages them straight into the outputs
     std::vector<unsigned char> wire;   // sent, then the gathered sums (target itself when possible)
-    std::vector<unsigned char> inbox;  // the alltoall's P copies of this rank's part
-    int net = 0;                       // 0 none, 1 alltoall issued, 2 allgather issued, 3 done
+    std::vector<unsigned char> inbox;  // the alltoall's P copies of this rank's part (exchange: the partner's copy)
+    int net = 0;                       // 0 none, 1 alltoall (exchange) issued, 2 allgather issued, 3 done
     MPI_Comm gather = MPI_COMM_NULL;   // the allgather's communicator
+    // The exchange (2 ranks): pieces of `piece` elements; requests 2j, 2j + 1 receive and send piece j.
+    int rank = -1;                     // this rank in the exchange's communicator; -1: alltoall + allgather
+    std::int64_t piece = 0, pieces = 0, done = 0;  // elements per piece; pieces; pieces summed (in order)
+    std::vector<MPI_Request> requests;
+    bool copied = false;               // the MPI path: every piece is in the output tensors already
   };
   // Network sum: starts the alltoall of b's n elements at target over `comm` (P ranks).
   void net_start(Buffer& b, unsigned char* target, std::int64_t n, MPI_Comm a2a, MPI_Comm gather);
@@ -135,8 +152,27 @@ class GradientReducer {
   // or copies the sums to the target (net 2). True when the sum is done.
   bool net_advance(Buffer& b);
   unsigned char* wire(Buffer& b) { return b.wire.empty() ? b.target : b.wire.data(); }
-  // finish(), a deferred buffer: its half sums converted and divided by `divisor` into out's tensors.
-  void copy_out_half(const Buffer& b, int divisor, std::vector<std::optional<Tensor>>& out) const;
+  // The exchange: sends and receives every piece of b (net 1).
+  void exchange_start(Buffer& b, MPI_Comm comm);
+  // The exchange: sums (and on the MPI path copies out) the pieces that are in, in order; true when all are.
+  bool exchange_advance(Buffer& b);
+  // What b waits for next: its request, or the exchange's next piece.
+  std::span<MPI_Request> waiting(Buffer& b);
+  // f(from, to, dst) for each variable k of b with elements in [lo, hi): [from, to) those elements
+  // (buffer positions), dst out[k]'s bytes at `from` (out[k] made where missing).
+  template <class F>
+  void each_output(const Buffer& b, std::int64_t lo, std::int64_t hi, std::vector<std::optional<Tensor>>& out, F&& f) const;
+  // The MPI path: elements [lo, hi) of b's sums (halves in b.wire when compressed; else
+  // b.data) divided by `divisor` into out's tensors of the variables there (made where missing).
+  void copy_out(const Buffer& b, std::int64_t lo, std::int64_t hi, int divisor, std::vector<std::optional<Tensor>>& out) const;
+  // The exchange, the MPI path compressed: elements [lo, hi) of the halves r0 (rank 0's) + r1
+  // (element 0 of each at r0, r1) summed, rounded to half, converted and divided by `divisor` into
+  // out's tensors (made where missing); the presence flags among them summed into b.wire.
+  void sum_out_half(Buffer& b, const std::uint16_t* r0, const std::uint16_t* r1, std::int64_t lo, std::int64_t hi,
+                    int divisor, std::vector<std::optional<Tensor>>& out);
+  // The MPI path: out[k] reset for b's variables that no rank had (their summed flag is 0); made
+  // (empty) for present ones without elements.
+  void drop_absent(const Buffer& b, std::vector<std::optional<Tensor>>& out) const;
   // The MPI path: advances buffers' network sums, allgathers in buffer order; true when one moved.
   bool progress_net();
   void start(Buffer& b);
@@ -165,6 +201,7 @@ class GradientReducer {
   std::vector<char> set_;
   std::size_t started_ = 0;
   bool finishing_ = false;
+  std::vector<std::optional<Tensor>> out_;  // the MPI path: the outputs, filled piece by piece (exchange)
   // Progress thread (threaded only): runs MPI_Test while active_; mu_ serialises MPI calls.
   bool threaded_;
   std::mutex mu_;

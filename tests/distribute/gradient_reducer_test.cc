@@ -6,11 +6,15 @@
 
 #include <Eigen/Core>
 
+#include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "distribute/internal/communicator.h"
+#include "distribute/internal/scale.h"
 #include "tape/ops/array_ops.h"
 #include "tests/distribute/mpi_test_util.h"
 
@@ -56,7 +60,8 @@ TEST(GradientReducerTest, Fp16CompressionRoundsEachCopyAndTheSumTheSameOnEveryRa
   internal::GradientReducer reducer(comm, true, false);
   const int n = c.size();
   auto value = [](int r, std::int64_t i) { return 1.0f + static_cast<float>(i) / 1024 + r * 0.1234567f; };
-  for (std::int64_t len : {std::int64_t{1}, std::int64_t{1037}, std::int64_t{70001}}) {
+  // 600001: more than one 1 MiB piece of the 2 ranks' exchange, as half, float32 and float64.
+  for (std::int64_t len : {std::int64_t{1}, std::int64_t{1037}, std::int64_t{70001}, std::int64_t{600001}}) {
     SCOPED_TRACE("length " + std::to_string(len));
     for (bool fp16 : {true, false}) {
       SCOPED_TRACE(fp16 ? "fp16" : "float32");
@@ -109,13 +114,15 @@ TEST(GradientReducerTest, Fp16CompressionRoundsEachCopyAndTheSumTheSameOnEveryRa
 // divided straight into each output tensor (finish's copy-out), so each variable's offset, the
 // divisor and the presence flags must come out as on the float32 path. The values are exact in
 // half (multiples of 1/4 up to 47.25, sums up to 94.5), so both paths give the same bits; `absent`
-// has no gradient on any rank (no result), `partial` none on rank 0 (reduced as zeros there).
+// has no gradient on any rank (no result), `partial` none on rank 0 (reduced as zeros there). One
+// buffer of 601046 elements: at 2 ranks the exchange cuts it into 1 MiB pieces (3 as float32, 2 as
+// half, the cut inside v2), each copied out on its own.
 TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) {
   Context& c = context();
   if (c.size() == 1) GTEST_SKIP() << "needs two ranks";
   internal::Communicator comm(60, c.rank(), c.size());
   internal::GradientReducer reducer(comm, true, false);
-  const std::vector<std::int64_t> lengths{1037, 5, 70001, 3};
+  const std::vector<std::int64_t> lengths{1037, 5, 600001, 3};
   const char* names[] = {"v0", "v1", "v2", "v3"};
   std::vector<Variable> vars;
   for (std::size_t k = 0; k < lengths.size(); ++k)
@@ -129,7 +136,7 @@ TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) 
   std::vector<std::vector<std::optional<Tensor>>> results;
   for (bool fp16 : {false, true}) {
     reducer.set_compression(fp16);
-    reducer.begin(vars, ReduceOp::kAverage, 1 << 20);
+    reducer.begin(vars, ReduceOp::kAverage, 1 << 24);
     reducer.set(0, gradient(0));
     reducer.set(1, Tensor());  // absent everywhere
     reducer.set(2, gradient(2));
@@ -151,6 +158,40 @@ TEST(GradientReducerTest, Fp16CompressionAveragesSeveralVariablesAsFloat32Does) 
   const int n = c.size();
   EXPECT_EQ(f32[0]->to_vector<float>()[1], static_cast<float>(n * (n + 1) / 2) / 4 / static_cast<float>(n));
   EXPECT_TRUE(same_on_every_rank(hash_bytes({*f16[0], *f16[2], *f16[3]})));
+}
+
+// The averages' division: by a power of two it multiplies by the exact reciprocal, which must give
+// the bits of the division everywhere: normals, results that become subnormal or round to zero,
+// subnormals, the largest floats, infinities, signed zeros (and NaNs stay NaNs); 3 and 6 divide.
+TEST(ScaleCopyTest, APowerOfTwoGivesTheBitsOfTheDivision) {
+  std::vector<float> x;
+  for (std::uint32_t bits = 0; bits < 0x7f800000u; bits += 0x00012345u) {  // every exponent, many mantissas
+    x.push_back(std::bit_cast<float>(bits));
+    x.push_back(-std::bit_cast<float>(bits));
+  }
+  const float specials[] = {0.0f, -0.0f, std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(),
+                            std::numeric_limits<float>::max(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 3.0f * std::numeric_limits<float>::denorm_min()};
+  x.insert(x.end(), std::begin(specials), std::end(specials));
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  for (int divisor : {2, 3, 4, 6, 8, 64, 1 << 20}) {
+    SCOPED_TRACE("divisor " + std::to_string(divisor));
+    std::vector<float> got(x.size());
+    internal::scale_copy<float>(x.data(), static_cast<std::int64_t>(x.size()), divisor, got.data());
+    std::vector<double> xd(x.begin(), x.end()), gotd(x.size());
+    internal::scale_copy<double>(xd.data(), static_cast<std::int64_t>(xd.size()), divisor, gotd.data());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const volatile float d = static_cast<float>(divisor);  // a true division, not folded
+      const float want = x[i] / d;
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got[i]));
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want)) << "x = " << x[i];
+      const volatile double dd = divisor;
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(gotd[i]), std::bit_cast<std::uint64_t>(xd[i] / dd)) << "x = " << xd[i];
+    }
+  }
 }
 
 }  // namespace
