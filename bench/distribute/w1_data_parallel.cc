@@ -23,8 +23,9 @@
 // wait = ms per step blocked after the backward pass until every buffer is reduced (communication
 // not hidden, plus waiting for a slower rank); hidden = (wait no-overlap - wait overlap) / comm-only.
 // Where the ranks share machines (shared-memory groups), the modes with communication run twice,
-// interleaved: through the shared-memory window (the default) and through the network sum (alltoall + allgather)
-// (ContextOptions::shared_memory off), so the two transports are compared in one run.
+// interleaved: through the shared-memory window (the default) and through the network sum
+// (ContextOptions::shared_memory off; 2 ranks swap their copies, more use alltoall + allgather), so the
+// two transports are compared in one run.
 // "of local" = local ms/step / the mode's ms/step: the rate with communication as a share of the rate
 // the same ranks reach without any (the machine's own bound: on a shared 2-core machine two ranks
 // that never communicate do not run at twice one rank's rate).
@@ -244,7 +245,9 @@ int main(int argc, char** argv) {
                    med(t, kNoOverlap, &Phase::backward_ms), 0, med(t, kNoOverlap, &Phase::cpu_ms)};
     const double comm_ms = med(t, kCommOnly, &Phase::step_ms);
     if (ctx.rank() != 0) continue;
-    std::printf(" %s:\n", t == 0 ? "shared-memory window" : "network sum (alltoall + allgather)");
+    std::printf(" %s:\n", t == 0              ? "shared-memory window"
+                          : ctx.size() == 2 ? "network sum (the 2 ranks swap their copies)"
+                                            : "network sum (alltoall + allgather)");
     std::printf("  overlap:    %8.0f examples/s  %7.3f ms/step  %5.1f%% of local  backward %7.3f ms  wait %6.3f ms  "
                 "buffers started in backward %.1f  cpu %7.3f ms/step\n",
                 1e3 * static_cast<double>(global) / ov.step_ms, ov.step_ms, 100 * local_ms / ov.step_ms, ov.backward_ms,
