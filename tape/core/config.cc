@@ -200,6 +200,11 @@ Config& Config::set(std::string_view key, const std::vector<double>& values) {
   return put(*this, key, values);
 }
 Config& Config::set(std::string_view key, const std::vector<std::string>& values) { return put(*this, key, values); }
+Config& Config::set(std::string_view key, const std::vector<Config>& values) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const Config& v : values) list.push_back(json_of(v));
+  return put(*this, key, std::move(list));
+}
 
 Config& Config::erase(std::string_view key) {
   object_of(*this, "erase").erase(std::string(key));
@@ -231,5 +236,6 @@ template Config Config::get<Config>(std::string_view) const;
 template std::vector<std::int64_t> Config::get<std::vector<std::int64_t>>(std::string_view) const;
 template std::vector<double> Config::get<std::vector<double>>(std::string_view) const;
 template std::vector<std::string> Config::get<std::vector<std::string>>(std::string_view) const;
+template std::vector<Config> Config::get<std::vector<Config>>(std::string_view) const;
 
 }  // namespace tapeflow

@@ -7,7 +7,8 @@
 //           default object does), so to_json_string() is the same for equal configs.
 //           set() adds or replaces a key of an object and returns *this (chainable); get<T>(key)
 //           reads one: T is bool, int, std::int64_t, std::uint64_t, double, std::string, Config,
-//           std::vector<std::int64_t>, std::vector<double> or std::vector<std::string>. Numbers
+//           std::vector<std::int64_t>, std::vector<double>, std::vector<std::string> or
+//           std::vector<Config> (a list of objects, such as a Sequential's "layers"). Numbers
 //           convert as JSON does (an integer reads as double; a double reads as an integer only
 //           when it is integral and in range). A key set to nullptr holds JSON null.
 //           Users who have nlohmann-json convert with <tapeflow/json.h> (to_json / from_json);
@@ -46,7 +47,7 @@ concept ConfigValue =
     std::same_as<T, bool> || std::same_as<T, int> || std::same_as<T, std::int64_t> || std::same_as<T, std::uint64_t> ||
     std::same_as<T, double> || std::same_as<T, std::string> || std::same_as<T, Config> ||
     std::same_as<T, std::vector<std::int64_t>> || std::same_as<T, std::vector<double>> ||
-    std::same_as<T, std::vector<std::string>>;
+    std::same_as<T, std::vector<std::string>> || std::same_as<T, std::vector<Config>>;
 
 namespace internal {
 struct ConfigAccess;  // the library's view of the JSON inside (tape/core/internal/config_json.h)
@@ -93,6 +94,7 @@ class Config {
   Config& set(std::string_view key, const std::vector<std::int64_t>& values);  // a list of integers
   Config& set(std::string_view key, const std::vector<double>& values);  // a list of numbers (finite)
   Config& set(std::string_view key, const std::vector<std::string>& values);  // a list of strings
+  Config& set(std::string_view key, const std::vector<Config>& values);  // a list of nested values
   // Removes `key` from an object (nothing if absent). Errors: std::invalid_argument if not an object.
   Config& erase(std::string_view key);
 

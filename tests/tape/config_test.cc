@@ -38,7 +38,8 @@ TEST(Config, SetAndGetEachType) {
       .set("constraint", nullptr)
       .set("kernel_size", std::vector<std::int64_t>{3, 3})
       .set("values", std::vector<double>{0.1, 0.2})
-      .set("names", std::vector<std::string>{"a", "b"});
+      .set("names", std::vector<std::string>{"a", "b"})
+      .set("layers", std::vector<tf::Config>{inner, tf::Config().set("l2", 0.5)});
   EXPECT_EQ(c.get<int>("units"), 64);
   EXPECT_EQ(c.get<std::int64_t>("big"), std::int64_t{1} << 40);
   EXPECT_EQ(c.get<std::uint64_t>("seed"), 18446744073709551615ull);
@@ -52,9 +53,13 @@ TEST(Config, SetAndGetEachType) {
   EXPECT_EQ(c.get<std::vector<std::int64_t>>("kernel_size"), (std::vector<std::int64_t>{3, 3}));
   EXPECT_EQ(c.get<std::vector<double>>("values"), (std::vector<double>{0.1, 0.2}));
   EXPECT_EQ(c.get<std::vector<std::string>>("names"), (std::vector<std::string>{"a", "b"}));
+  const std::vector<tf::Config> layers = c.get<std::vector<tf::Config>>("layers");
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0], inner);
+  EXPECT_EQ(layers[1].get<double>("l2"), 0.5);
   // Keys sorted, presence with and without null.
   EXPECT_EQ(c.keys().front(), "activation");
-  EXPECT_EQ(c.keys().size(), 12u);
+  EXPECT_EQ(c.keys().size(), 13u);
   EXPECT_TRUE(c.contains("constraint"));
   EXPECT_FALSE(c.has("constraint"));
   EXPECT_TRUE(c.has("units"));
@@ -88,6 +93,8 @@ TEST(Config, GetErrorsNameTheKeyAndWhatWasFound) {
   EXPECT_THAT([&] { c.get<std::vector<std::int64_t>>("list"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("key 'list' is not an integer")));
   EXPECT_THAT([&] { c.get<std::vector<std::int64_t>>("units"); },
+              ThrowsMessage<std::invalid_argument>(HasSubstr("key 'units' is not a list")));
+  EXPECT_THAT([&] { c.get<std::vector<tf::Config>>("units"); },
               ThrowsMessage<std::invalid_argument>(HasSubstr("key 'units' is not a list")));
   const tf::Config text = tf::Config::parse(R"("mse")");
   EXPECT_FALSE(text.is_object());
