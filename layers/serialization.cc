@@ -294,31 +294,10 @@ double ConfigReader::number(const std::string& key, std::optional<double> fallba
   return v.get<double>();
 }
 
-namespace {
-// A JSON number as an int64 if it is one exactly: integers within int64 (nlohmann keeps those above
-// INT64_MAX as unsigned, which get<int64_t> would wrap), and integral floats within range, checked
-// before the cast (a float outside int64's range converts with undefined behaviour).
-std::optional<std::int64_t> exact_int64(const json& v) {
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
-    return static_cast<std::int64_t>(u);
-  }
-  if (v.is_number_integer()) return v.get<std::int64_t>();
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    // [-2^63, 2^63): both bounds are exact doubles.
-    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0) || d != std::trunc(d)) return std::nullopt;
-    return static_cast<std::int64_t>(d);
-  }
-  return std::nullopt;
-}
-}  // namespace
-
 std::int64_t ConfigReader::integer(const std::string& key, std::optional<std::int64_t> fallback) const {
   if (!has(key) && fallback) return *fallback;
   const json& v = field_of(*this, key);
-  if (const auto i = exact_int64(v)) return *i;
+  if (const auto i = exact_integer<std::int64_t>(v)) return *i;
   fail(key, "expected an integer, got " + v.dump());
 }
 
@@ -341,7 +320,7 @@ std::vector<std::int64_t> ConfigReader::integers(const std::string& key) const {
   if (!v.is_array()) fail(key, "expected a list of integers, got " + v.dump());
   std::vector<std::int64_t> out;
   for (const json& e : v) {
-    const auto i = exact_int64(e);
+    const auto i = exact_integer<std::int64_t>(e);
     if (!i || !e.is_number_integer()) fail(key, "expected a list of integers, got " + v.dump());
     out.push_back(*i);
   }

@@ -76,29 +76,8 @@ Config& put(Config& c, std::string_view key, nlohmann::json value) {
 
 template <class I>
 I integer_of(std::string_view key, const nlohmann::json& v) {
-  const char* wanted = std::is_signed_v<I> ? "an integer in range" : "a non-negative integer in range";
-  if (v.is_number_unsigned()) {
-    const auto u = v.get<std::uint64_t>();
-    if (u > static_cast<std::uint64_t>(std::numeric_limits<I>::max())) wrong(key, wanted, v);
-    return static_cast<I>(u);
-  }
-  if (v.is_number_integer()) {
-    const auto i = v.get<std::int64_t>();
-    if constexpr (std::is_signed_v<I>) {
-      if (i < std::numeric_limits<I>::min() || i > std::numeric_limits<I>::max()) wrong(key, wanted, v);
-    } else {
-      if (i < 0) wrong(key, wanted, v);
-    }
-    return static_cast<I>(i);
-  }
-  if (v.is_number_float()) {
-    const double d = v.get<double>();
-    // Integral and inside I's range (the bounds as doubles: max() + 1 is exact, max() may not be).
-    const double hi = std::ldexp(1.0, std::numeric_limits<I>::digits);
-    const double lo = std::is_signed_v<I> ? -hi : 0.0;
-    if (std::isfinite(d) && d == std::floor(d) && d >= lo && d < hi) return static_cast<I>(d);
-  }
-  wrong(key, wanted, v);
+  if (const auto i = exact_integer<I>(v)) return *i;
+  wrong(key, std::is_signed_v<I> ? "an integer in range" : "a non-negative integer in range", v);
 }
 
 template <class T>
