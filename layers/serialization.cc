@@ -136,7 +136,8 @@ std::vector<std::string> registered_layer_classes() {
 }
 
 json serialize_json(const Layer& layer) {
-  return {{"class_name", layer.class_name()}, {"config", std::move(json_of(layer.get_config()))}};
+  Config config = layer.get_config();  // named, so its JSON moves in (of a temporary it would copy)
+  return {{"class_name", layer.class_name()}, {"config", std::move(json_of(config))}};
 }
 Config serialize(const Layer& layer) { return to_config(serialize_json(layer)); }
 

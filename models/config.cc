@@ -71,7 +71,8 @@ Config BinaryCrossentropy::get_config() const {
 Config MeanSquaredError::get_config() const { return to_config(loss_base(*this)); }
 
 json serialize_loss_json(const Loss& loss) {
-  return {{"class_name", loss.class_name()}, {"config", std::move(json_of(loss.get_config()))}};
+  Config config = loss.get_config();  // named, so its JSON moves in (of a temporary it would copy)
+  return {{"class_name", loss.class_name()}, {"config", std::move(json_of(config))}};
 }
 Config serialize_loss(const Loss& loss) { return to_config(serialize_loss_json(loss)); }
 

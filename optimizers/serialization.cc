@@ -154,13 +154,15 @@ Config Adagrad::get_config() const {
 }
 
 json serialize_json(const Optimizer& optimizer) {
-  return {{"class_name", optimizer.class_name()}, {"config", json_of(optimizer.get_config())}};
+  Config config = optimizer.get_config();  // named, so its JSON moves in (of a temporary it would copy)
+  return {{"class_name", optimizer.class_name()}, {"config", std::move(json_of(config))}};
 }
 Config serialize(const Optimizer& optimizer) { return to_config(serialize_json(optimizer)); }
 
 json serialize_learning_rate(const LearningRate& lr) {
   if (!lr.is_schedule()) return lr.at(0);
-  return {{"class_name", lr.schedule()->name()}, {"config", json_of(lr.schedule()->get_config())}};
+  Config config = lr.schedule()->get_config();
+  return {{"class_name", lr.schedule()->name()}, {"config", std::move(json_of(config))}};
 }
 
 LearningRate deserialize_learning_rate(const json& v, const std::string& where) {
