@@ -10,7 +10,8 @@
 #   scripts/scaling.sh [BUILD_DIR]       (REPEATS=2 STEPS=20 by default; output on stdout)
 # Then, on 2 test hosts, the transport's floor (bench_transport_floor: plain MPI, W1's sizes), and W1
 # at 512 per rank and W8 over the slow link (5 ms each way, 1 Gbit).
-# The test hosts use the prefix $TAPEFLOW_TEST_HOSTS (default tfsc), made here and removed at the end.
+# The test hosts use the prefix $TAPEFLOW_TEST_HOSTS (default tfsc), made here and removed at the end,
+# and TCP congestion control $TAPEFLOW_TEST_HOSTS_CC (default cubic; see scripts/test_hosts.sh).
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 BUILD="$(cd "${1:-$HERE/../build}" && pwd)"
@@ -21,9 +22,10 @@ export TAPEFLOW_TEST_HOSTS="${TAPEFLOW_TEST_HOSTS:-tfsc}"
 [ -x "$BENCH" ] || { echo "scaling: no $BENCH (build the target bench_distribute_w1)" >&2; exit 1; }
 
 two_hosts=0
-if bash "$HERE/test_hosts.sh" up 2 >/dev/null; then
+if up="$(bash "$HERE/test_hosts.sh" up 2)"; then
   two_hosts=1
   trap 'bash "$HERE/test_hosts.sh" down' EXIT
+  echo "scaling: $up"  # says the hosts' TCP congestion control (TAPEFLOW_TEST_HOSTS_CC)
 else
   echo "scaling: no test hosts here (see scripts/test_hosts.sh check): one host only" >&2
 fi

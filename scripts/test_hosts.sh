@@ -5,7 +5,9 @@
 #
 #   scripts/test_hosts.sh check          exit 0 if namespaces can be made here, else 77 with the reason
 #   scripts/test_hosts.sh up N           makes hosts ${TAPEFLOW_TEST_HOSTS}1..N (replacing any of that
-#                                        prefix); exit 77 with the reason where they cannot be made
+#                                        prefix); exit 77 with the reason where they cannot be made.
+#                                        Their TCP congestion control is $TAPEFLOW_TEST_HOSTS_CC
+#                                        (default cubic, Linux's default: see set_congestion_control)
 #   scripts/test_hosts.sh down           removes them all: kills their processes, deletes every namespace,
 #                                        link and hosts file of the prefix (idempotent; never fails)
 #   scripts/test_hosts.sh status         the hosts, their addresses and links
@@ -95,10 +97,36 @@ cmd_down() {
   return 0
 }
 
+# A new namespace inherits the machine's default TCP congestion control. Some images default to BBR,
+# whose pacing spreads each burst over its bandwidth estimate: a 1 MiB gradient exchange between two
+# test hosts took 0.74 ms with BBR and 0.42 ms with CUBIC (W1's comm-only, median of 8 alternating
+# runs, issue 33's notes). The test hosts model a cluster's Linux hosts, whose default is CUBIC.
+# TAPEFLOW_TEST_HOSTS_CC picks another (e.g. bbr to see it). A namespace may only pick an algorithm in
+# the machine-wide net.ipv4.tcp_allowed_congestion_control; `up` adds CC to that list when it is
+# loaded but not listed (the list only says what unprivileged programs may choose; no connection
+# changes) and says so.
+CC="${TAPEFLOW_TEST_HOSTS_CC:-cubic}"
+check_congestion_control() {  # before anything is made
+  local available
+  available="$(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)"
+  [[ "$CC" =~ ^[a-z0-9_]+$ ]] && grep -qw -- "$CC" <<<"$available" ||
+    die "TAPEFLOW_TEST_HOSTS_CC: TCP congestion control '$CC' is not available here (available: ${available:-none})"
+}
+set_congestion_control() {
+  local h="$1" cc="$CC" allowed
+  if ! ip netns exec "$h" sh -c "echo $cc > /proc/sys/net/ipv4/tcp_congestion_control" 2>/dev/null; then
+    allowed="$(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control)"
+    echo "test_hosts: adding $cc to net.ipv4.tcp_allowed_congestion_control ($allowed) so that the hosts can use it" >&2
+    echo "$allowed $cc" > /proc/sys/net/ipv4/tcp_allowed_congestion_control
+    ip netns exec "$h" sh -c "echo $cc > /proc/sys/net/ipv4/tcp_congestion_control"
+  fi
+}
+
 cmd_up() {
   local n="${1:-}"
   [[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 1 ] && [ "$n" -le 32 ] || die "up N: N must be 1..32, got '${n}'"
   ( cmd_check ) || exit 77  # the reason is on stderr
+  check_congestion_control
   cmd_down
   local sw="${P}sw" i h
   trap 'cmd_down; die "up failed; removed what was made"' ERR
@@ -123,11 +151,12 @@ cmd_up() {
     # A dead peer ends a TCP connection with unacknowledged data after ~6 s (15 retries, ~15 min, by
     # default): mpirun then learns that a host is gone instead of waiting for it forever.
     ip netns exec "$h" sh -c "echo $TCP_RETRIES > /proc/sys/net/ipv4/tcp_retries2"
+    set_congestion_control "$h"
   done
   set +e
   trap - ERR
   for i in $(seq 1 "$n"); do wait_forwarding "$i"; done
-  echo "test_hosts: up $n hosts: $(seq -s ' ' -f "${P}%g" 1 "$n") on $SUBNET.0/24"
+  echo "test_hosts: up $n hosts: $(seq -s ' ' -f "${P}%g" 1 "$n") on $SUBNET.0/24, TCP congestion control $(ip netns exec "${P}1" cat /proc/sys/net/ipv4/tcp_congestion_control)"
 }
 
 cmd_status() {

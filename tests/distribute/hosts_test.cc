@@ -51,11 +51,12 @@ std::string read_file(const fs::path& path) {
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-// `scripts/test_hosts.sh ARGS` (under the hard timeout): exit code, output in `out` if given.
-int hosts(const std::string& args, std::string* out = nullptr) {
+// `scripts/test_hosts.sh ARGS` (under the hard timeout, with `env` as NAME=VALUE words added to the
+// environment): exit code, output in `out` if given.
+int hosts(const std::string& args, std::string* out = nullptr, const std::string& env = "") {
   const fs::path file = fs::temp_directory_path() / ("tapeflow_hosts_" + std::to_string(::getpid()) + ".txt");
-  const std::string line = "timeout -s KILL " + std::to_string(kHardTimeoutSeconds) + " bash " + kHosts + " " + args +
-                           " > " + file.string() + " 2>&1";
+  const std::string line = "timeout -s KILL " + std::to_string(kHardTimeoutSeconds) + " env " + env + " bash " +
+                           kHosts + " " + args + " > " + file.string() + " 2>&1";
   const int status = std::system(line.c_str());
   if (out) *out = read_file(file);
   fs::remove(file);
@@ -314,6 +315,33 @@ TEST_F(HostsTest, ASlowLinkStillTrains) {
   for (auto it = std::sregex_iterator(out.begin(), out.end(), epoch_line);
        it != std::sregex_iterator(); ++it)
     std::printf("%s\n", it->str().c_str());
+}
+
+// The test hosts talk TCP with Linux's default congestion control, CUBIC, or TAPEFLOW_TEST_HOSTS_CC,
+// not with whatever this machine defaults to (BBR on some images, whose pacing doubled W1's gradient
+// exchange time between the hosts: see scripts/test_hosts.sh).
+TEST_F(HostsTest, TheTestHostsUseTheChosenTcpCongestionControl) {
+  const char* chosen = std::getenv("TAPEFLOW_TEST_HOSTS_CC");
+  const std::string want = chosen && *chosen ? chosen : "cubic";
+  for (int i = 1; i <= 2; ++i) {
+    std::string cc;
+    ASSERT_EQ(hosts("exec " + host(i) + " cat /proc/sys/net/ipv4/tcp_congestion_control", &cc), 0) << cc;
+    EXPECT_EQ(cc, want + "\n") << host(i);
+  }
+}
+
+// An unknown congestion control is refused before anything is made, naming it and what is available.
+TEST(TestHostsScript, AnUnknownCongestionControlIsRefusedAndNothingIsMade) {
+  std::string why;
+  if (hosts("check", &why) != 0) GTEST_SKIP() << "no test hosts can be made here: " << why;
+  const std::string p = prefix().substr(0, 7) + "c";
+  std::string said;
+  EXPECT_EQ(hosts("up 1", &said, "TAPEFLOW_TEST_HOSTS=" + p + " TAPEFLOW_TEST_HOSTS_CC=nosuch"), 1) << said;
+  EXPECT_THAT(said, HasSubstr("TCP congestion control 'nosuch' is not available here (available: "));
+  std::string left;
+  hosts("status", &left, "TAPEFLOW_TEST_HOSTS=" + p);
+  EXPECT_EQ(left, "") << "namespaces made despite the refusal";
+  hosts("down", nullptr, "TAPEFLOW_TEST_HOSTS=" + p);
 }
 
 }  // namespace
