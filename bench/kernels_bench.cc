@@ -71,6 +71,21 @@ constexpr MatmulShape kMatmulShapes[] = {
     {"jacobian", 1, 16384, 64, 128, false, false, false},
     {"jacobian", 1, 16384, 128, 64, false, false, false},
     {"jacobian", 64, 256, 128, 64, false, false, false},
+    // W12 (the ViT, batch 128 x 49 tokens = 6272 rows, d_model 64, MLP 128): the projections and MLP
+    // forward, their input and weight gradients, and the attention products of 4 heads (batch 512):
+    // q k^T and, in backward, dprobs = dctx v^T (tb); probs v and dq = dscores k; dv, dk (ta).
+    {"vit", 1, 6272, 64, 64, false, false, false},
+    {"vit", 1, 6272, 64, 128, false, false, false},
+    {"vit", 1, 6272, 128, 64, false, false, false},
+    {"vit_dx", 1, 6272, 64, 64, false, true, false},
+    {"vit_dx", 1, 6272, 128, 64, false, true, false},
+    {"vit_dx", 1, 6272, 64, 128, false, true, false},
+    {"vit_dw", 1, 64, 6272, 64, true, false, false},
+    {"vit_dw", 1, 64, 6272, 128, true, false, false},
+    {"vit_dw", 1, 128, 6272, 64, true, false, false},
+    {"vit_attention", 512, 49, 16, 49, false, true, false},
+    {"vit_attention", 512, 49, 49, 16, false, false, false},
+    {"vit_attention", 512, 49, 49, 16, true, false, false},
     // Hessian: tall thin products, and the blocked-Cholesky size.
     {"hessian", 1, 65536, 32, 16, false, false, false},
     {"hessian", 1, 65536, 32, 16, false, false, true},

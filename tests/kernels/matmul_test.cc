@@ -144,6 +144,11 @@ TEST(Matmul, LargerThanTheCacheBlocks) {
   check<double>(1, 301, 523, 77, true, false, false, false, sum_tol<double>(523));
   // Wider than one column block of packed B.
   check<float>(1, 13, 300, 8500, false, true, false, false, sum_tol<float>(300));
+  // K cut into pieces (k >= 2048 and >= 16 max(m, n)), every transpose flag.
+  for (int f = 0; f < 4; ++f) {
+    check<float>(1, 64, 6272, 64, f & 1, f & 2, false, false, sum_tol<float>(6272));
+    check<double>(1, 7, 2051, 9, f & 1, f & 2, false, false, sum_tol<double>(2051));
+  }
 }
 
 TEST(Matmul, BatchedStridesAndBroadcastBothKernels) {
@@ -180,6 +185,8 @@ TEST(Matmul, BitwiseEqualAcrossThreadCounts) {
   same_bits_for_any_thread_count<float>(1, 50, 270, 301, true, true, false);    // columns cut
   same_bits_for_any_thread_count<float>(3, 64, 64, 64, false, true, true);      // batch 3: products cut too
   same_bits_for_any_thread_count<double>(1, 257, 129, 65, true, false, false);
+  same_bits_for_any_thread_count<float>(1, 64, 6272, 64, true, false, false);   // K cut (a weight gradient)
+  same_bits_for_any_thread_count<double>(1, 20, 4001, 30, false, true, false);  // K cut, pieces of unequal k
   same_bits_for_any_thread_count<float>(1, 20000, 64, 1, false, false, false);  // GEMV (Eigen), 5 parts
   same_bits_for_any_thread_count<float>(1, 2, 300, 2000, false, true, false);   // two rows (Eigen), 4 parts
   same_bits_for_any_thread_count<double>(7, 30, 40, 5, true, false, false);     // thin batch (Eigen)
@@ -313,7 +320,7 @@ namespace {
 template <class T>
 void check_matmul_rhs_matches_matmul() {
   for (bool tb : {false, true})
-    for (std::int64_t k : {3, 64, 1000})
+    for (std::int64_t k : {3, 64, 1000, 2100})  // 2100: matmul cuts K at m <= 131
       for (std::int64_t n : {5, 16, 45}) {
         const auto b = random_vector<T>(k * n, 11, -1, 1);
         const MatmulRhs<T> rhs(b.data(), k, n, tb);
