@@ -26,6 +26,15 @@ namespace tapeflow::kernels {
 
 TAPEFLOW_ISA_DECLARE(TAPEFLOW_SOFTMAX_LOOPS)
 
+// The float GELU loops of every level (ukernels/gelu_loops.cc), over elements [b, e).
+#define TAPEFLOW_GELU_LEVEL_DECLARE(level, unused)                                                       \
+  namespace level {                                                                                      \
+  void gelu_f32(const float* x, float* y, std::int64_t b, std::int64_t e);                               \
+  void gelu_grad_f32(const float* dy, const float* x, float* dx, std::int64_t b, std::int64_t e);        \
+  }
+TAPEFLOW_ISA_LEVELS(TAPEFLOW_GELU_LEVEL_DECLARE, 0)
+#undef TAPEFLOW_GELU_LEVEL_DECLARE
+
 namespace {
 
 TAPEFLOW_SOFTMAX_LOOPS(TAPEFLOW_ISA_DISPATCH)
@@ -243,28 +252,54 @@ template void sparse_softmax_xent<double, std::int32_t>(const double*, const std
 template void sparse_softmax_xent<double, std::int64_t>(const double*, const std::int64_t*, std::int64_t,
                                                         std::int64_t, double*, double*);
 
-// Eigen's arrays evaluate erf and exp in packets for float (its rational erf approximation);
-// double goes through the same expressions (Eigen calls std::erf per element there).
+namespace {
+// The float GELU loops of cpu_isa()'s level.
+struct GeluLoops {
+  void (*gelu)(const float*, float*, std::int64_t, std::int64_t);
+  void (*grad)(const float*, const float*, float*, std::int64_t, std::int64_t);
+};
+const GeluLoops& gelu_loops() {
+#define TAPEFLOW_GELU_LEVEL_ENTRY(level, unused) GeluLoops{level::gelu_f32, level::gelu_grad_f32},
+  static const GeluLoops all[] = {TAPEFLOW_ISA_LEVELS(TAPEFLOW_GELU_LEVEL_ENTRY, 0)};
+#undef TAPEFLOW_GELU_LEVEL_ENTRY
+  constexpr std::size_t n = sizeof(all) / sizeof(all[0]);
+  return all[std::min<std::size_t>(static_cast<std::size_t>(cpu_isa()), n - 1)];
+}
+}  // namespace
+
+// float: the per-level loops (Eigen's rational erf and exp as its SSE packets compute them, the
+// same bits at every level and position); double: Eigen's arrays (std::erf per element, its
+// packet exp).
 template <class T>
 void gelu(const T* x, T* y, std::int64_t n) {
-  const T c = static_cast<T>(std::numbers::sqrt2 / 2);
-  parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
-    using A = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const Eigen::Map<const A> xv(x + b, e - b);
-    Eigen::Map<A>(y + b, e - b) = T(0.5) * xv * (T(1) + (xv * c).erf());
-  });
+  if constexpr (std::is_same_v<T, float>) {
+    const auto f = gelu_loops().gelu;
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { f(x, y, b, e); });
+  } else {
+    const T c = static_cast<T>(std::numbers::sqrt2 / 2);
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
+      using A = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const Eigen::Map<const A> xv(x + b, e - b);
+      Eigen::Map<A>(y + b, e - b) = T(0.5) * xv * (T(1) + (xv * c).erf());
+    });
+  }
 }
 
 template <class T>
 void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n) {
-  const T c = static_cast<T>(std::numbers::sqrt2 / 2);
-  const T inv_sqrt_2pi = static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-  parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
-    using A = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const Eigen::Map<const A> xv(x + b, e - b), gv(dy + b, e - b);
-    Eigen::Map<A>(dx + b, e - b) =
-        gv * (T(0.5) * (T(1) + (xv * c).erf()) + xv * inv_sqrt_2pi * (T(-0.5) * xv.square()).exp());
-  });
+  if constexpr (std::is_same_v<T, float>) {
+    const auto f = gelu_loops().grad;
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { f(dy, x, dx, b, e); });
+  } else {
+    const T c = static_cast<T>(std::numbers::sqrt2 / 2);
+    const T inv_sqrt_2pi = static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
+      using A = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const Eigen::Map<const A> xv(x + b, e - b), gv(dy + b, e - b);
+      Eigen::Map<A>(dx + b, e - b) =
+          gv * (T(0.5) * (T(1) + (xv * c).erf()) + xv * inv_sqrt_2pi * (T(-0.5) * xv.square()).exp());
+    });
+  }
 }
 
 #define TAPEFLOW_GELU_KERNELS(T)                                                            \

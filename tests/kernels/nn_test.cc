@@ -1,12 +1,14 @@
 #include "tape/kernels/nn.h"
 
 #include <Eigen/Core>  // EIGEN_VECTORIZE_FMA
+#include <unsupported/Eigen/SpecialFunctions>
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -107,6 +109,41 @@ TEST(Softmax, FloatExpEdges) {
   EXPECT_EQ(y[1], 1.f);
   softmax(x.data() + 6, 1, 2, y.data());
   EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+}
+
+// The float GELU loops run per instruction-set level (ukernels/gelu_loops.cc): at every level and
+// thread count the bits of the Eigen expressions nn.cc evaluated before (this file is compiled at
+// the baseline, so these are Eigen's SSE packets: a packet-sized, aligned n keeps every element in
+// them), over [-12, 12] (erf saturated past ±4√2, exp(-x²/2) down to ~1e-32) and within 1e-6 of
+// float64.
+TEST(Gelu, FloatEveryLevelGivesTheBitsOfEigensSsePackets) {
+  const std::int64_t n = 4 * 20000;
+  const auto x = random_vector<float>(n, 21, -12, 12);
+  const auto g = random_vector<float>(n, 22, -1, 1);
+  using A = Eigen::ArrayXf;
+  const Eigen::Map<const A> xv(x.data(), n), gv(g.data(), n);
+  const float c = static_cast<float>(std::numbers::sqrt2 / 2);
+  const float k = static_cast<float>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+  const A want_y = 0.5f * xv * (1.f + (xv * c).erf());
+  const A want_dx = gv * (0.5f * (1.f + (xv * c).erf()) + xv * k * (-0.5f * xv.square()).exp());
+  for (CpuIsa isa : testing::host_cpu_levels())
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << cpu_isa_name(isa) << ", " << threads << " threads");
+      const testing::IsaCap cap(isa);
+      const int prev = set_num_threads(threads);
+      std::vector<float> y(n), dx(n);
+      gelu(x.data(), y.data(), n);
+      gelu_grad(g.data(), x.data(), dx.data(), n);
+      set_num_threads(prev);
+      ASSERT_EQ(0, std::memcmp(y.data(), want_y.data(), n * sizeof(float))) << "gelu bits differ";
+      ASSERT_EQ(0, std::memcmp(dx.data(), want_dx.data(), n * sizeof(float))) << "gelu_grad bits differ";
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double v = x[i], cdf = 0.5 * (1 + std::erf(v / std::numbers::sqrt2));
+        ASSERT_NEAR(y[i], v * cdf, 2e-6 * (1 + std::abs(v * cdf))) << v;
+        const double d = g[i] * (cdf + v * std::exp(-0.5 * v * v) * std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+        ASSERT_NEAR(dx[i], d, 2e-6 * (1 + std::abs(d))) << v;
+      }
+    }
 }
 
 // The float row kernels (16 partial sums): softmax, layer_norm and layer_norm_grad against double
