@@ -4,7 +4,7 @@
 
 #include "layers/serialization.h"
 #include "layers/internal/serialization_json.h"
-#include "tape/ops/math_ops.h"
+#include "tape/ops/nn_ops.h"
 
 namespace tapeflow::layers {
 
@@ -34,16 +34,18 @@ std::shared_ptr<Dropout> Dropout::from_config(const Config& config) {
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || options_.rate == 0) return x;
-  Tensor mask = Tensor::empty(x.shape(), x.dtype());
+  const std::int64_t n = x.num_elements();
+  Tensor bits = Tensor::empty(Shape{(n + 31) / 32}, DType::kInt32);
   const double rate = options_.rate;
+  double scale = 0;
   dispatch_floating(x.dtype(), "Dropout", [&](auto tag) {
     using T = decltype(tag);
-    T* m = mask.mutable_data<T>();
-    const T keep = static_cast<T>(1.0 / (1.0 - rate)), r = static_cast<T>(rate);
-    const std::int64_t n = x.num_elements();
-    generator().fill_keep_mask<T>(m, n, r, keep);  // u >= rate ? keep : 0, u fill_uniform's [0, 1) draw
+    scale = static_cast<T>(1.0 / (1.0 - rate));  // the float mask's value, exactly
+    // bit i: u_i >= rate, u_i fill_uniform's [0, 1) draw (fill_keep_mask's draws, packed)
+    generator().fill_keep_bits<T>(reinterpret_cast<std::uint32_t*>(bits.mutable_data<std::int32_t>()), n,
+                                  static_cast<T>(rate));
   });
-  return x * mask;
+  return apply_dropout_mask(x, bits, scale);  // x · mask, mask = kept ? 1 / (1 - rate) : 0
 }
 
 }  // namespace tapeflow::layers

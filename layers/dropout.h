@@ -4,7 +4,9 @@
 // Shapes:   any; same shape out.
 // Facts:    the mask comes from the layer's Generator (seeded by `.seed`), which advances on every
 //           training call, so masks differ between steps but repeat run to run. The mask is a
-//           constant: one recorded multiply, gradient g·mask. rate = 0 is the identity.
+//           constant, drawn packed (Generator::fill_keep_bits, 1 bit per element): one recorded
+//           apply_dropout_mask (the bits of x · mask), gradient the same mask on g. rate = 0 is the
+//           identity.
 // Errors:   std::invalid_argument for rate outside [0, 1).
 // Ref:      keras/src/layers/regularization/dropout.py, tf.nn.dropout
 #pragma once

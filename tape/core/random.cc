@@ -152,20 +152,41 @@ void Generator::fill_uniform(T* y, std::int64_t n, T lo, T hi) {
   });
 }
 
+namespace {
+// fill_uniform(y, n, 0, 1)'s value is unit_uniform itself (0 + 1 * u, and u < 1). u = k 2^-b with
+// k the draw's top b bits (24 for float, 53 for double), so u >= rate exactly when
+// k >= ceil(rate 2^b): rate 2^b and its ceiling are exact in T, and comparing integers skips the
+// conversion on every draw (same mask bit for bit).
+template <class T>
+constexpr int kKeepBits = sizeof(T) == 4 ? 24 : 53;
+template <class T>
+std::uint64_t keep_threshold(T rate) {
+  constexpr int kBits = kKeepBits<T>;
+  const T scaled = std::ceil(rate * static_cast<T>(std::uint64_t{1} << kBits));
+  return !(scaled > 0) ? 0 : scaled >= static_cast<T>(std::uint64_t{1} << kBits) ? std::uint64_t{1} << kBits
+                                                                                 : static_cast<std::uint64_t>(scaled);
+}
+}  // namespace
+
 template <class T>
 void Generator::fill_keep_mask(T* y, std::int64_t n, T rate, T scale) {
-  // fill_uniform(y, n, 0, 1)'s value is unit_uniform itself (0 + 1 * u, and u < 1). u = k 2^-b with
-  // k the draw's top b bits (24 for float, 53 for double), so u >= rate exactly when
-  // k >= ceil(rate 2^b): rate 2^b and its ceiling are exact in T, and comparing integers skips the
-  // conversion on every draw (same mask bit for bit).
-  constexpr int kBits = sizeof(T) == 4 ? 24 : 53;
-  const T scaled = std::ceil(rate * static_cast<T>(std::uint64_t{1} << kBits));
-  const std::uint64_t threshold =
-      !(scaled > 0) ? 0 : scaled >= static_cast<T>(std::uint64_t{1} << kBits) ? std::uint64_t{1} << kBits
-                                                                            : static_cast<std::uint64_t>(scaled);
+  constexpr int kBits = kKeepBits<T>;
+  const std::uint64_t threshold = keep_threshold(rate);
   // Picked from a table, not branched on: the branch goes either way at random (5x slower).
   const T value[2] = {T(0), scale};
   draw_stream(s_, n, [&](std::int64_t i, std::uint64_t bits) { y[i] = value[(bits >> (64 - kBits)) >= threshold]; });
+}
+
+template <class T>
+void Generator::fill_keep_bits(std::uint32_t* words, std::int64_t n, T rate) {
+  constexpr int kBits = kKeepBits<T>;
+  const std::uint64_t threshold = keep_threshold(rate);
+  std::fill(words, words + (n + 31) / 32, 0u);
+  // A parallel chunk is a multiple of 32 draws: every word is written by one thread.
+  static_assert(kChunkDraws % 32 == 0);
+  draw_stream(s_, n, [&](std::int64_t i, std::uint64_t bits) {
+    words[i >> 5] |= static_cast<std::uint32_t>((bits >> (64 - kBits)) >= threshold) << (i & 31);
+  });
 }
 
 template <class T>
@@ -248,6 +269,8 @@ template void Generator::fill_uniform<float>(float*, std::int64_t, float, float)
 template void Generator::fill_uniform<double>(double*, std::int64_t, double, double);
 template void Generator::fill_keep_mask<float>(float*, std::int64_t, float, float);
 template void Generator::fill_keep_mask<double>(double*, std::int64_t, double, double);
+template void Generator::fill_keep_bits<float>(std::uint32_t*, std::int64_t, float);
+template void Generator::fill_keep_bits<double>(std::uint32_t*, std::int64_t, double);
 template void Generator::fill_normal<float>(float*, std::int64_t, float, float);
 template void Generator::fill_normal<double>(double*, std::int64_t, double, double);
 template void Generator::fill_truncated_normal<float>(float*, std::int64_t, float, float);

@@ -35,6 +35,11 @@ class Generator {
   // (Dropout's keep mask, in one pass over the same stream).
   template <class T>
   void fill_keep_mask(T* y, std::int64_t n, T rate, T scale);
+  // The same draws as fill_keep_mask<T>(y, n, rate, scale), packed: bit i % 32 of words[i / 32]
+  // is 1 where y[i] would be scale (u_i >= rate), 0 where it would be 0; the bits past n in the
+  // last word are 0. words holds (n + 31) / 32 values; the state after is fill_keep_mask's.
+  template <class T>
+  void fill_keep_bits(std::uint32_t* words, std::int64_t n, T rate);
   // y[i] ~ Normal(mean, stddev).
   template <class T>
   void fill_normal(T* y, std::int64_t n, T mean, T stddev);

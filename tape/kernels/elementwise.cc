@@ -101,6 +101,32 @@ void unary_map(UnaryOp op, const T* x, T* y, std::int64_t n) {
                [&](std::int64_t s, std::int64_t e) { loop(static_cast<int>(op), x + s, y + s, e - s); });
 }
 
+template <class T>
+void apply_keep_bits(const T* x, const std::uint32_t* words, T scale, std::int64_t n, std::int64_t repeats, T* y) {
+  if (n == 0 || repeats == 0) return;
+  auto* const loop = internal::elementwise_loops<T>().keep_bits;
+  const std::int64_t full = n / 32, rest = n % 32;
+  // Tasks of whole words of one repeat (kElementwiseGrain elements or more).
+  const std::int64_t grain = std::max<std::int64_t>(1, kElementwiseGrain / 32);
+  parallel_for(repeats * full, grain, [&](std::int64_t s, std::int64_t e) {
+    while (s < e) {
+      const std::int64_t r = s / full, v = s % full, m = std::min(e - s, full - v);
+      loop(x + r * n + 32 * v, words + v, scale, y + r * n + 32 * v, m);
+      s += m;
+    }
+  });
+  if (rest == 0) return;
+  for (std::int64_t r = 0; r < repeats; ++r) {  // the last, partial word through a padded one
+    T xb[32] = {}, yb[32];
+    std::copy(x + r * n + 32 * full, x + r * n + n, xb);
+    loop(xb, words + full, scale, yb, 1);
+    std::copy(yb, yb + rest, y + r * n + 32 * full);
+  }
+}
+template void apply_keep_bits<float>(const float*, const std::uint32_t*, float, std::int64_t, std::int64_t, float*);
+template void apply_keep_bits<double>(const double*, const std::uint32_t*, double, std::int64_t, std::int64_t,
+                                      double*);
+
 namespace internal {
 TAPEFLOW_ISA_TABLE(ElementwiseLoops, elementwise_loops, fill_elementwise_loops)
 }  // namespace internal

@@ -133,6 +133,13 @@ void binary_map(BinaryOp op, const T* a, const Shape& sa, const T* b, const Shap
 template <class T>
 void unary_map(UnaryOp op, const T* x, T* y, std::int64_t n);
 
+// Dropout's keep mask in packed form: y[r n + i] = x[r n + i] · (bit i % 32 of words[i / 32] ? scale
+// : 0) for each of `repeats` blocks of n elements (the same bits as x times a mask of scale / 0
+// values: one IEEE multiply per element, at every level).
+// DTypes: float, double.
+template <class T>
+void apply_keep_bits(const T* x, const std::uint32_t* words, T scale, std::int64_t n, std::int64_t repeats, T* y);
+
 // Broadcasts x (sx) to y (sy). Shapes: sx broadcastable to sy.
 template <class T>
 void broadcast_to(const T* x, const Shape& sx, T* y, const Shape& sy);

@@ -11,11 +11,33 @@
 #include <type_traits>
 #include <utility>
 
+#include "tape/kernels/internal/isa_dispatch.h"
 #include "tape/kernels/internal/row_sums.h"
 #include "tape/kernels/parallel.h"
 
+// X(name, (parameters), (arguments)) for the softmax row loops of every level
+// (ukernels/softmax_loops.cc); T is the element type.
+#define TAPEFLOW_SOFTMAX_LOOPS(X)                                                                            \
+  X(softmax_rows, (const T* x, std::int64_t r0, std::int64_t r1, std::int64_t cols, T* y), (x, r0, r1, cols, y)) \
+  X(softmax_grad_rows, (const T* y, const T* g, std::int64_t r0, std::int64_t r1, std::int64_t cols, T* dx),     \
+    (y, g, r0, r1, cols, dx))
+
 namespace tapeflow::kernels {
+
+TAPEFLOW_ISA_DECLARE(TAPEFLOW_SOFTMAX_LOOPS)
+
+// The float GELU loops of every level (ukernels/gelu_loops.cc), over elements [b, e).
+#define TAPEFLOW_GELU_LEVEL_DECLARE(level, unused)                                                       \
+  namespace level {                                                                                      \
+  void gelu_f32(const float* x, float* y, std::int64_t b, std::int64_t e);                               \
+  void gelu_grad_f32(const float* dy, const float* x, float* dx, std::int64_t b, std::int64_t e);        \
+  }
+TAPEFLOW_ISA_LEVELS(TAPEFLOW_GELU_LEVEL_DECLARE, 0)
+#undef TAPEFLOW_GELU_LEVEL_DECLARE
+
 namespace {
+
+TAPEFLOW_SOFTMAX_LOOPS(TAPEFLOW_ISA_DISPATCH)
 
 template <class T>
 T row_max(const T* x, std::int64_t cols) {
@@ -24,40 +46,7 @@ T row_max(const T* x, std::int64_t cols) {
   return m;
 }
 
-using internal::combine_parts;
-using internal::kParts;
 using internal::for_rows;
-using internal::row_sum16;
-
-// max of x[0, cols) (cols >= 1); a NaN is skipped as in row_max (the row's result is NaN anyway).
-float row_max16(const float* __restrict x, std::int64_t cols) {
-  float part[kParts];
-  for (float& p : part) p = x[0];
-  std::int64_t j = 0;
-  for (; j + kParts <= cols; j += kParts)
-    for (int k = 0; k < kParts; ++k) part[k] = x[j + k] > part[k] ? x[j + k] : part[k];
-  float m = combine_parts(part, [](float a, float b) { return b > a ? b : a; });
-  for (; j < cols; ++j) m = x[j] > m ? x[j] : m;
-  return m;
-}
-
-// y = exp(x - m) with Eigen's packet exp on every element, the tail through a padded packet:
-// Eigen's own assignment of an unaligned row runs its head and tail through std::exp, so a value's
-// bits depended on where its row started in memory.
-void exp_shifted(const float* __restrict x, float m, float* __restrict y, std::int64_t cols) {
-  namespace ei = Eigen::internal;
-  using P = ei::packet_traits<float>::type;
-  constexpr std::int64_t kLanes = ei::packet_traits<float>::size;
-  const P pm = ei::pset1<P>(m);
-  std::int64_t j = 0;
-  for (; j + kLanes <= cols; j += kLanes) ei::pstoreu(y + j, ei::pexp(ei::psub(ei::ploadu<P>(x + j), pm)));
-  if (j < cols) {
-    float buf[kLanes] = {};
-    std::copy(x + j, x + cols, buf);
-    ei::pstoreu(buf, ei::pexp(ei::psub(ei::ploadu<P>(buf), pm)));
-    std::copy(buf, buf + (cols - j), y + j);
-  }
-}
 
 // log(sum(exp(x))) over one row, shifted by the row max for stability.
 template <class T>
@@ -188,43 +177,19 @@ void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n) {
   for_chunks(n, [=](std::int64_t b, std::int64_t e) { leaky_select_run(x + b, dy + b, alpha, dx + b, e - b); });
 }
 
+// Blocks of rows (for_rows' grain), each through the row loops of cpu_isa()'s level.
 template <class T>
 void softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y) {
   if (cols == 0) return;
-  for_rows(rows, cols, [&](std::int64_t r) {
-    const T* xr = x + r * cols;
-    T* yr = y + r * cols;
-    T s = 0;
-    if constexpr (std::is_same_v<T, float>) {
-      // Eigen's packet exp (libm's expf was ~3% of the ViT step); max and sum in 16 partials.
-      const float m = row_max16(xr, cols);
-      exp_shifted(xr, m, yr, cols);
-      s = row_sum16(cols, [yr](std::int64_t j) { return yr[j]; });
-    } else {
-      const T m = row_max(xr, cols);
-      for (std::int64_t j = 0; j < cols; ++j) s += (yr[j] = std::exp(xr[j] - m));
-    }
-    const T inv = T(1) / s;
-    for (std::int64_t j = 0; j < cols; ++j) yr[j] *= inv;
-  });
+  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / cols),
+               [&](std::int64_t r0, std::int64_t r1) { softmax_rows<T>(x, r0, r1, cols, y); });
 }
 
 template <class T>
 void softmax_grad(const T* y, const T* g, std::int64_t rows, std::int64_t cols, T* dx) {
   if (cols == 0) return;
-  for_rows(rows, cols, [&](std::int64_t r) {
-    const T* __restrict yr = y + r * cols;
-    const T* __restrict gr = g + r * cols;
-    T* __restrict dr = dx + r * cols;
-    // Eight independent partial sums vectorize (one chain would serialize on the add latency).
-    T part[8] = {};
-    std::int64_t j = 0;
-    for (; j + 8 <= cols; j += 8)
-      for (int k = 0; k < 8; ++k) part[k] += gr[j + k] * yr[j + k];
-    T s = ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-    for (; j < cols; ++j) s += gr[j] * yr[j];
-    for (j = 0; j < cols; ++j) dr[j] = yr[j] * (gr[j] - s);
-  });
+  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / cols),
+               [&](std::int64_t r0, std::int64_t r1) { softmax_grad_rows<T>(y, g, r0, r1, cols, dx); });
 }
 
 template <class T>
@@ -287,28 +252,54 @@ template void sparse_softmax_xent<double, std::int32_t>(const double*, const std
 template void sparse_softmax_xent<double, std::int64_t>(const double*, const std::int64_t*, std::int64_t,
                                                         std::int64_t, double*, double*);
 
-// Eigen's arrays evaluate erf and exp in packets for float (its rational erf approximation);
-// double goes through the same expressions (Eigen calls std::erf per element there).
+namespace {
+// The float GELU loops of cpu_isa()'s level.
+struct GeluLoops {
+  void (*gelu)(const float*, float*, std::int64_t, std::int64_t);
+  void (*grad)(const float*, const float*, float*, std::int64_t, std::int64_t);
+};
+const GeluLoops& gelu_loops() {
+#define TAPEFLOW_GELU_LEVEL_ENTRY(level, unused) GeluLoops{level::gelu_f32, level::gelu_grad_f32},
+  static const GeluLoops all[] = {TAPEFLOW_ISA_LEVELS(TAPEFLOW_GELU_LEVEL_ENTRY, 0)};
+#undef TAPEFLOW_GELU_LEVEL_ENTRY
+  constexpr std::size_t n = sizeof(all) / sizeof(all[0]);
+  return all[std::min<std::size_t>(static_cast<std::size_t>(cpu_isa()), n - 1)];
+}
+}  // namespace
+
+// float: the per-level loops (Eigen's rational erf and exp as its SSE packets compute them, the
+// same bits at every level and position); double: Eigen's arrays (std::erf per element, its
+// packet exp).
 template <class T>
 void gelu(const T* x, T* y, std::int64_t n) {
-  const T c = static_cast<T>(std::numbers::sqrt2 / 2);
-  parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
-    using A = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const Eigen::Map<const A> xv(x + b, e - b);
-    Eigen::Map<A>(y + b, e - b) = T(0.5) * xv * (T(1) + (xv * c).erf());
-  });
+  if constexpr (std::is_same_v<T, float>) {
+    const auto f = gelu_loops().gelu;
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { f(x, y, b, e); });
+  } else {
+    const T c = static_cast<T>(std::numbers::sqrt2 / 2);
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
+      using A = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const Eigen::Map<const A> xv(x + b, e - b);
+      Eigen::Map<A>(y + b, e - b) = T(0.5) * xv * (T(1) + (xv * c).erf());
+    });
+  }
 }
 
 template <class T>
 void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n) {
-  const T c = static_cast<T>(std::numbers::sqrt2 / 2);
-  const T inv_sqrt_2pi = static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
-  parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
-    using A = Eigen::Array<T, Eigen::Dynamic, 1>;
-    const Eigen::Map<const A> xv(x + b, e - b), gv(dy + b, e - b);
-    Eigen::Map<A>(dx + b, e - b) =
-        gv * (T(0.5) * (T(1) + (xv * c).erf()) + xv * inv_sqrt_2pi * (T(-0.5) * xv.square()).exp());
-  });
+  if constexpr (std::is_same_v<T, float>) {
+    const auto f = gelu_loops().grad;
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { f(dy, x, dx, b, e); });
+  } else {
+    const T c = static_cast<T>(std::numbers::sqrt2 / 2);
+    const T inv_sqrt_2pi = static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
+      using A = Eigen::Array<T, Eigen::Dynamic, 1>;
+      const Eigen::Map<const A> xv(x + b, e - b), gv(dy + b, e - b);
+      Eigen::Map<A>(dx + b, e - b) =
+          gv * (T(0.5) * (T(1) + (xv * c).erf()) + xv * inv_sqrt_2pi * (T(-0.5) * xv.square()).exp());
+    });
+  }
 }
 
 #define TAPEFLOW_GELU_KERNELS(T)                                                            \

@@ -5,9 +5,11 @@
 // DTypes:   float, double; labels int32, int64.
 // Facts:    Numerically stable (the row max is subtracted before exp). softmax<float>: the row max
 //           and the row sum each in 16 independent float partials (lane k takes j ≡ k mod 16,
-//           combined in a fixed pairwise tree, then the tail in order) and Eigen's packet exp on
-//           every element (also the row's tail): the bits depend on neither the thread count nor
-//           the row's alignment, but differ (~1 ulp) from the former single-chain sum.
+//           combined in a fixed pairwise tree, then the tail in order) and one exp of ~1 ulp
+//           (Cody-Waite reduction, Cephes' polynomial, no multiply-add: ukernels/softmax_loops.cc)
+//           on every element: the bits depend on neither the thread count, the row's alignment
+//           nor the instruction-set level (softmax and softmax_grad run per level, every level
+//           the baseline's bits); until 2026-12 the exp was Eigen's 4-lane SSE packet exp.
 //           loss[r] = logsumexp(x_r) - x_r[label_r]; backprop = softmax(x) - onehot(label).
 // Errors:   sparse_softmax_xent: std::invalid_argument naming the label and cols if a label is
 //           outside [0, cols).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tape/kernels/elementwise.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/reduce.h"
 #include "tape/kernels/transform.h"
@@ -247,7 +248,49 @@ TensorList norm_gradient(const GradContext& c, std::span<const Tensor> g) {
   return {x * where(positive, gk / safe, zero)};
 }
 
+// Inputs {x, keep_bits}; attrs scale and, from the batching rule, elements (the per-example
+// element count n; default x.num_elements()): x holds x.num_elements() / n blocks of n elements,
+// each under the same mask.
+TensorList dropout_mask_forward(std::span<const Tensor> in, const Attrs& at) {
+  check_arity("apply_dropout_mask", in, 2);
+  const Tensor &x = in[0], &bits = in[1];
+  const std::int64_t n = at.has("elements") ? at.get_int("elements") : x.num_elements();
+  if (bits.dtype() != DType::kInt32 || bits.rank() != 1 || bits.shape()[0] != (n + 31) / 32 || n < 0 ||
+      (n == 0 ? x.num_elements() != 0 : x.num_elements() % n != 0))
+    throw std::invalid_argument("apply_dropout_mask: expected keep_bits int32 [" + std::to_string((n + 31) / 32) +
+                                "] for " + std::to_string(n) + " elements of x " + describe(x) + ", got " +
+                                describe(bits));
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_floating(x.dtype(), "apply_dropout_mask", [&](auto tag) {
+    using T = decltype(tag);
+    kernels::apply_keep_bits(x.data<T>(), reinterpret_cast<const std::uint32_t*>(bits.data<std::int32_t>()),
+                             static_cast<T>(at.get_float("scale")), n, n ? x.num_elements() / n : 0,
+                             y.mutable_data<T>());
+  });
+  return {y};
+}
+
+// Linear in x: dx = the same mask on g (no gradient for the bits).
+TensorList dropout_mask_gradient(const GradContext& c, std::span<const Tensor> g) {
+  static const OpDef& op = op_def("ApplyDropoutMask");
+  return {execute1(op, {g[0], c.input(1)}, c.attrs()), Tensor()};
+}
+
+// x batched, the bits not: the op runs once on [K, ...] (K blocks of n elements). Batched bits
+// (never made so by the library): once per k.
+TensorList dropout_mask_batch(std::span<const Tensor> in, const BatchContext& ctx) {
+  if (ctx.batched(1)) return batching::sequential(in, ctx);
+  Attrs at = ctx.attrs();
+  if (!at.has("elements")) at.set("elements", ctx.shape(0).num_elements());
+  return batching::run(ctx, in, at);
+}
+
 }  // namespace
+
+Tensor apply_dropout_mask(const Tensor& x, const Tensor& keep_bits, double scale) {
+  static const OpDef& op = op_def("ApplyDropoutMask");
+  return execute1(op, {x, keep_bits}, Attrs().set("scale", scale));
+}
 
 Tensor softmax(const Tensor& logits, int axis) {
   static const OpDef& op = op_def("Softmax");
@@ -333,6 +376,7 @@ void register_nn_ops(OpRegistry& r) {
   r.add({"LogSoftmax", softmax_forward<true>, log_softmax_gradient, kSaveOutputs, batching::axis_attr("axis"), false,
          ops_internal::check_axis_attr_of("LogSoftmax")});
   r.add({"SparseSoftmaxCrossEntropyWithLogits", xent_forward, xent_gradient, kSaveInputs, xent_batch});
+  r.add({"ApplyDropoutMask", dropout_mask_forward, dropout_mask_gradient, kSaveInputs, dropout_mask_batch});
   r.add({"EuclideanNorm", norm_forward, norm_gradient, kSaveAll, batching::reduction(), false,
          ops_internal::check_axes_attrs_of("EuclideanNorm")});
 }

@@ -1,4 +1,5 @@
-// Neural-network ops: softmax, log-softmax, cross-entropy losses, Euclidean norm and clip_by_norm.
+// Neural-network ops: softmax, log-softmax, cross-entropy losses, Euclidean norm, clip_by_norm and
+// Dropout's packed keep mask.
 //
 // DTypes:   float32, float64 (labels of the sparse cross-entropy: int32, int64).
 // Gradient: every gradient is written with tapeflow ops, so all of these differentiate twice.
@@ -10,6 +11,18 @@
 #include "tape/core/tensor.h"
 
 namespace tapeflow {
+
+// Returns x with Dropout's packed keep mask applied: x · (kept ? scale : 0) per element (the bits of
+// x times a mask tensor of scale / 0 values, without that tensor: 1 bit per element).
+// Shapes:   x any shape, n = x.num_elements(); keep_bits int32 [(n + 31) / 32], bit i % 32 of word
+//           i / 32 for element i (row-major), as Generator::fill_keep_bits draws them.
+// DTypes:   x float32, float64; keep_bits int32 (read as unsigned words).
+// Errors:   std::invalid_argument naming apply_dropout_mask for another dtype or a keep_bits shape
+//           other than [(n + 31) / 32].
+// Gradient: dx = apply_dropout_mask(g, keep_bits, scale) (linear in x; none for keep_bits). Saves
+//           its inputs (x, and the n / 8 bytes of bits).
+// Ref:      keras.layers.Dropout (inputs · mask), tf.nn.dropout
+Tensor apply_dropout_mask(const Tensor& x, const Tensor& keep_bits, double scale);
 
 // exp(x) / sum(exp(x)) along `axis`, computed stably (the max is subtracted first).
 // Shapes:   logits any rank >= 1 -> same shape.

@@ -1,17 +1,21 @@
 #include "tape/kernels/nn.h"
 
 #include <Eigen/Core>  // EIGEN_VECTORIZE_FMA
+#include <unsupported/Eigen/SpecialFunctions>
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <numbers>
 #include <string>
 #include <vector>
 
 #include "tape/core/cpu_isa.h"
+#include "tape/kernels/parallel.h"
 #include "tests/kernels/reference.h"
+#include "tests/testing/isa_cap.h"
 
 namespace tapeflow::kernels {
 namespace {
@@ -42,6 +46,104 @@ TEST(Softmax, MatchesReferenceIncludingHugeLogits) {
   check_softmax<float>(3, 5, 1000, 1e-5);  // would overflow without the max shift
   check_softmax<double>(2000, 50, 5, 1e-12);  // parallel over rows
   check_softmax<float>(1, 1, 1, 0);         // single column -> exactly 1 / 0
+}
+
+// softmax and softmax_grad run per instruction-set level (ukernels/softmax_loops.cc): every level
+// and thread count gives the same bits, the float exp within 2 ulp of exp in double (2 of the least
+// denormal there: the exp and the scaling by 1 / sum each round once), including
+// logits far below the row max (results in the denormals, and 0 below them).
+template <class T>
+void check_softmax_levels(std::int64_t rows, std::int64_t cols) {
+  SCOPED_TRACE(::testing::Message() << "[" << rows << ", " << cols << "]");
+  auto x = random_vector<T>(rows * cols, 11, -20, 20);
+  for (std::size_t i = 0; i < x.size(); i += 7) x[i] = T(-60) - T(i % 60);  // x - max down to ~-140
+  const auto g = random_vector<T>(rows * cols, 12, -1, 1);
+  std::vector<T> first_y, first_dx;
+  for (CpuIsa isa : testing::host_cpu_levels())
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << cpu_isa_name(isa) << ", " << threads << " threads");
+      const testing::IsaCap cap(isa);
+      const int prev = set_num_threads(threads);
+      std::vector<T> y(x.size()), dx(x.size());
+      softmax(x.data(), rows, cols, y.data());
+      softmax_grad(y.data(), g.data(), rows, cols, dx.data());
+      set_num_threads(prev);
+      if (first_y.empty()) {
+        first_y = y;
+        first_dx = dx;
+      } else {
+        ASSERT_EQ(0, std::memcmp(first_y.data(), y.data(), y.size() * sizeof(T))) << "softmax bits differ";
+        ASSERT_EQ(0, std::memcmp(first_dx.data(), dx.data(), dx.size() * sizeof(T))) << "softmax_grad bits differ";
+      }
+    }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x.data() + r * cols;
+    double m = -INFINITY, s = 0;
+    for (std::int64_t j = 0; j < cols; ++j) m = std::max(m, double(xr[j]));
+    for (std::int64_t j = 0; j < cols; ++j) s += std::exp(double(xr[j]) - m);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      // exp of the difference as the kernel rounds it (x - max in T).
+      const double want = std::exp(double(T(xr[j] - T(m)))) / s;
+      const double tol = std::is_same_v<T, float> ? 6e-7 * want + 3e-45 : 1e-14 * want + 1e-300;
+      ASSERT_NEAR(double(first_y[r * cols + j]), want, tol) << "row " << r << " col " << j << " x - max " << xr[j] - m;
+    }
+  }
+}
+
+TEST(Softmax, EveryLevelAndThreadCountGiveTheSameBitsWithinUlpsOfFloat64) {
+  for (std::int64_t cols : {1, 7, 16, 17, 49, 100, 1000 + 13}) {
+    check_softmax_levels<float>(300, cols);
+    check_softmax_levels<double>(40, cols);
+  }
+}
+
+// The float exp's edges: exp(0) = 1 exactly (a row of equal logits gives exactly 1 / cols), -inf
+// gives 0, a NaN gives NaN.
+TEST(Softmax, FloatExpEdges) {
+  const std::vector<float> x = {0.f, 0.f, 0.f, 0.f, -INFINITY, 3.f, NAN, 1.f};
+  std::vector<float> y(x.size());
+  softmax(x.data(), 2, 4, y.data());
+  for (int j = 0; j < 4; ++j) EXPECT_EQ(y[j], 0.25f);
+  softmax(x.data() + 4, 1, 2, y.data());
+  EXPECT_EQ(y[0], 0.f);
+  EXPECT_EQ(y[1], 1.f);
+  softmax(x.data() + 6, 1, 2, y.data());
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+}
+
+// The float GELU loops run per instruction-set level (ukernels/gelu_loops.cc): at every level and
+// thread count the bits of the Eigen expressions nn.cc evaluated before (this file is compiled at
+// the baseline, so these are Eigen's SSE packets: a packet-sized, aligned n keeps every element in
+// them), over [-12, 12] (erf saturated past ±4√2, exp(-x²/2) down to ~1e-32) and within 1e-6 of
+// float64.
+TEST(Gelu, FloatEveryLevelGivesTheBitsOfEigensSsePackets) {
+  const std::int64_t n = 4 * 20000;
+  const auto x = random_vector<float>(n, 21, -12, 12);
+  const auto g = random_vector<float>(n, 22, -1, 1);
+  using A = Eigen::ArrayXf;
+  const Eigen::Map<const A> xv(x.data(), n), gv(g.data(), n);
+  const float c = static_cast<float>(std::numbers::sqrt2 / 2);
+  const float k = static_cast<float>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+  const A want_y = 0.5f * xv * (1.f + (xv * c).erf());
+  const A want_dx = gv * (0.5f * (1.f + (xv * c).erf()) + xv * k * (-0.5f * xv.square()).exp());
+  for (CpuIsa isa : testing::host_cpu_levels())
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(::testing::Message() << cpu_isa_name(isa) << ", " << threads << " threads");
+      const testing::IsaCap cap(isa);
+      const int prev = set_num_threads(threads);
+      std::vector<float> y(n), dx(n);
+      gelu(x.data(), y.data(), n);
+      gelu_grad(g.data(), x.data(), dx.data(), n);
+      set_num_threads(prev);
+      ASSERT_EQ(0, std::memcmp(y.data(), want_y.data(), n * sizeof(float))) << "gelu bits differ";
+      ASSERT_EQ(0, std::memcmp(dx.data(), want_dx.data(), n * sizeof(float))) << "gelu_grad bits differ";
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double v = x[i], cdf = 0.5 * (1 + std::erf(v / std::numbers::sqrt2));
+        ASSERT_NEAR(y[i], v * cdf, 2e-6 * (1 + std::abs(v * cdf))) << v;
+        const double d = g[i] * (cdf + v * std::exp(-0.5 * v * v) * std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+        ASSERT_NEAR(dx[i], d, 2e-6 * (1 + std::abs(d))) << v;
+      }
+    }
 }
 
 // The float row kernels (16 partial sums): softmax, layer_norm and layer_norm_grad against double

@@ -142,6 +142,34 @@ TEST(Generator, KeepMaskIsUniformAtLeastRate) {
   expect_keep_mask_is_u_at_least_rate<double>();
 }
 
+// fill_keep_bits is fill_keep_mask packed: bit i set exactly where the mask is scale, the bits
+// past n zero, the same state after; one thread or two, lengths below, at and past a chunk.
+template <class T>
+void expect_keep_bits_are_the_mask(int threads) {
+  for (std::int64_t n : {std::int64_t{1}, std::int64_t{100}, std::int64_t{1} << 14, (std::int64_t{3} << 14) + 5}) {
+    for (T rate : {T(0), T(0.1), T(0.5), T(0.999999)}) {
+      Generator a(9), c(9);
+      std::vector<T> mask(static_cast<std::size_t>(n));
+      std::vector<std::uint32_t> words(static_cast<std::size_t>((n + 31) / 32), 0xFFFFFFFFu);
+      tbb::task_arena(threads).execute([&] {
+        a.fill_keep_mask(mask.data(), n, rate, T(2));
+        c.fill_keep_bits(words.data(), n, rate);
+      });
+      for (std::int64_t i = 0; i < (n + 31) / 32 * 32; ++i) {
+        const bool bit = (words[static_cast<std::size_t>(i / 32)] >> (i % 32)) & 1u;
+        ASSERT_EQ(bit, i < n && mask[static_cast<std::size_t>(i)] == T(2)) << "n=" << n << " i=" << i << " rate=" << rate;
+      }
+      EXPECT_EQ(a.state(), c.state()) << "n=" << n << " threads=" << threads;
+    }
+  }
+}
+TEST(Generator, KeepBitsAreTheKeepMaskPacked) {
+  for (int threads : {1, 2}) {
+    expect_keep_bits_are_the_mask<float>(threads);
+    expect_keep_bits_are_the_mask<double>(threads);
+  }
+}
+
 TEST(Generator, FillNormalIsTheNextNormalStreamBitForBit) {
   for (int n : {1, 2, 7, 5000, 50001}) {
     for (bool pending : {false, true}) {

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <vector>
 
 #include "layers/layers.h"
 #include "tape/autodiff/gradient_tape.h"
+#include "tape/ops/math_ops.h"
 #include "tape/ops/reduction_ops.h"
 #include "tests/testing/gradient_check.h"
 
@@ -31,6 +34,33 @@ TEST(Dropout, StatisticsInTrainingIdentityInInference) {
   EXPECT_NE(d(x, true).to_vector<float>(), v);  // a new mask each call
   Dropout same({.rate = 0.3, .seed = 3});
   EXPECT_EQ(same(x, true).to_vector<float>(), v);  // same seed, same first mask
+}
+
+// The packed mask gives the bits of x times the mask of scale / 0 values from the same draws (the
+// layer before the packed mask), NaN and infinities included (dropped: NaN, as x · 0).
+TEST(Dropout, TheBitsOfXTimesTheKeepMask) {
+  for (tf::DType dtype : {tf::DType::kFloat32, tf::DType::kFloat64})
+    for (std::int64_t n : {std::int64_t{37}, std::int64_t{3} * 16384 + 77}) {
+      Dropout d({.rate = 0.3, .seed = 5, .dtype = dtype});
+      tf::Generator g = *d.training_generator();  // the draws of the first call
+      std::vector<double> xs(static_cast<std::size_t>(n));
+      for (std::int64_t i = 0; i < n; ++i) xs[i] = std::sin(0.37 * double(i)) * 3;
+      xs[1] = NAN, xs[2] = INFINITY, xs[4] = -INFINITY;
+      tf::Tensor x = tf::cast(tf::constant<double>(xs, {n}), dtype);
+      tf::Tensor y = d(x, true);
+      tf::dispatch_floating(dtype, "test", [&](auto tag) {
+        using T = decltype(tag);
+        std::vector<T> mask(static_cast<std::size_t>(n));
+        g.fill_keep_mask<T>(mask.data(), n, T(0.3), static_cast<T>(1.0 / 0.7));
+        const T* xv = x.data<T>();
+        const T* yv = y.data<T>();
+        for (std::int64_t i = 0; i < n; ++i) {
+          const T want = xv[i] * mask[static_cast<std::size_t>(i)];
+          ASSERT_EQ(0, std::memcmp(&want, yv + i, sizeof(T))) << "n=" << n << " i=" << i << " " << yv[i] << " vs " << want;
+        }
+      });
+      EXPECT_EQ(g.state(), d.training_generator()->state());
+    }
 }
 
 TEST(Dropout, GradientIsTheMask) {

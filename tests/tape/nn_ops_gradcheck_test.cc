@@ -25,6 +25,14 @@ tf::testing::TestFn xent(tf::DType label_dtype, std::vector<double> weights) {
 
 const tf::Shape k23{2, 3};
 
+// A fixed packed keep mask for n elements (every third and fifth element dropped).
+tf::Tensor keep_bits(std::int64_t n) {
+  std::vector<std::int32_t> w(static_cast<std::size_t>((n + 31) / 32), 0);
+  for (std::int64_t i = 0; i < n; ++i)
+    if (i % 3 != 1 && i % 5 != 2) w[static_cast<std::size_t>(i / 32)] |= static_cast<std::int32_t>(1u << (i % 32));
+  return tf::constant<std::int32_t>(w, {static_cast<std::int64_t>(w.size())});
+}
+
 tf::testing::RegisterGradChecks rows({
     {"Softmax", "axis -1 [2,3]", [](const In& in) { return tf::softmax(in[0]); }, inputs({k23}, -2.0, 2.0)},
     {"Softmax", "axis 0 [3,2]", [](const In& in) { return tf::softmax(in[0], 0); }, inputs({{3, 2}}, -2.0, 2.0)},
@@ -43,6 +51,11 @@ tf::testing::RegisterGradChecks rows({
      inputs({{3, 4}}, -2.0, 2.0)},
     {"sigmoid_cross_entropy_with_logits", "logits and labels",
      [](const In& in) { return tf::sigmoid_cross_entropy_with_logits(in[1], in[0]); }, inputs({k23, k23}, -3.0, 3.0)},
+    {"ApplyDropoutMask", "x [2,3], scale 1.25",
+     [](const In& in) { return tf::apply_dropout_mask(in[0], keep_bits(6), 1.25); }, inputs({k23})},
+    {"ApplyDropoutMask", "x [3,37] (a partial last word), squared after",
+     [](const In& in) { return tf::square(tf::apply_dropout_mask(in[0], keep_bits(111), 2.0)); },
+     inputs({{3, 37}})},
     {"EuclideanNorm", "all elements", [](const In& in) { return tf::norm(in[0]); }, inputs({k23})},
     {"EuclideanNorm", "axis 1 keepdims", [](const In& in) { return tf::norm(in[0], {1}, true); }, inputs({k23})},
     {"EuclideanNorm", "axes {0, 2} of [2,2,3]",

@@ -74,12 +74,25 @@ void unary(int op, const T* x, T* y, std::int64_t n) {
   }
 }
 
+// The multiply by scale or 0 as Dropout's x · mask (a mask of scale / 0 values) rounds: the same bits.
+template <class T>
+void keep_bits(const T* __restrict x, const std::uint32_t* __restrict words, T scale, T* __restrict y,
+               std::int64_t w) {
+  for (std::int64_t v = 0; v < w; ++v) {
+    const std::uint32_t word = words[v];
+    const T* xv = x + 32 * v;
+    T* yv = y + 32 * v;
+    for (int k = 0; k < 32; ++k) yv[k] = xv[k] * (((word >> k) & 1u) ? scale : T(0));
+  }
+}
+
 }  // namespace
 
 template <class T>
 void fill_elementwise_loops(internal::ElementwiseLoops<T>& t) {
   t.binary = binary<T>;
   t.unary = unary<T>;
+  t.keep_bits = keep_bits<T>;
 }
 template void fill_elementwise_loops<float>(internal::ElementwiseLoops<float>&);
 template void fill_elementwise_loops<double>(internal::ElementwiseLoops<double>&);
