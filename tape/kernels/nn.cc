@@ -26,18 +26,16 @@ namespace tapeflow::kernels {
 
 TAPEFLOW_ISA_DECLARE(TAPEFLOW_SOFTMAX_LOOPS)
 
-// The float GELU loops of every level (ukernels/gelu_loops.cc), over elements [b, e).
-#define TAPEFLOW_GELU_LEVEL_DECLARE(level, unused)                                                       \
-  namespace level {                                                                                      \
-  void gelu_f32(const float* x, float* y, std::int64_t b, std::int64_t e);                               \
-  void gelu_grad_f32(const float* dy, const float* x, float* dx, std::int64_t b, std::int64_t e);        \
-  }
-TAPEFLOW_ISA_LEVELS(TAPEFLOW_GELU_LEVEL_DECLARE, 0)
-#undef TAPEFLOW_GELU_LEVEL_DECLARE
+// The float GELU loops of every level (ukernels/gelu_loops.cc), over elements [b, e) (T = float).
+#define TAPEFLOW_GELU_LOOPS(X)                                                                   \
+  X(gelu_run, (const T* x, T* y, std::int64_t b, std::int64_t e), (x, y, b, e))                  \
+  X(gelu_grad_run, (const T* dy, const T* x, T* dx, std::int64_t b, std::int64_t e), (dy, x, dx, b, e))
+TAPEFLOW_ISA_DECLARE(TAPEFLOW_GELU_LOOPS)
 
 namespace {
 
 TAPEFLOW_SOFTMAX_LOOPS(TAPEFLOW_ISA_DISPATCH)
+TAPEFLOW_GELU_LOOPS(TAPEFLOW_ISA_DISPATCH)
 
 template <class T>
 T row_max(const T* x, std::int64_t cols) {
@@ -252,20 +250,6 @@ template void sparse_softmax_xent<double, std::int32_t>(const double*, const std
 template void sparse_softmax_xent<double, std::int64_t>(const double*, const std::int64_t*, std::int64_t,
                                                         std::int64_t, double*, double*);
 
-namespace {
-// The float GELU loops of cpu_isa()'s level.
-struct GeluLoops {
-  void (*gelu)(const float*, float*, std::int64_t, std::int64_t);
-  void (*grad)(const float*, const float*, float*, std::int64_t, std::int64_t);
-};
-const GeluLoops& gelu_loops() {
-#define TAPEFLOW_GELU_LEVEL_ENTRY(level, unused) GeluLoops{level::gelu_f32, level::gelu_grad_f32},
-  static const GeluLoops all[] = {TAPEFLOW_ISA_LEVELS(TAPEFLOW_GELU_LEVEL_ENTRY, 0)};
-#undef TAPEFLOW_GELU_LEVEL_ENTRY
-  constexpr std::size_t n = sizeof(all) / sizeof(all[0]);
-  return all[std::min<std::size_t>(static_cast<std::size_t>(cpu_isa()), n - 1)];
-}
-}  // namespace
 
 // float: the per-level loops (Eigen's rational erf and exp as its SSE packets compute them, the
 // same bits at every level and position); double: Eigen's arrays (std::erf per element, its
@@ -273,8 +257,7 @@ const GeluLoops& gelu_loops() {
 template <class T>
 void gelu(const T* x, T* y, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    const auto f = gelu_loops().gelu;
-    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { f(x, y, b, e); });
+    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { gelu_run<float>(x, y, b, e); });
   } else {
     const T c = static_cast<T>(std::numbers::sqrt2 / 2);
     parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) {
@@ -288,8 +271,8 @@ void gelu(const T* x, T* y, std::int64_t n) {
 template <class T>
 void gelu_grad(const T* dy, const T* x, T* dx, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    const auto f = gelu_loops().grad;
-    parallel_for(n, kElementwiseGrain / 8, [&](std::int64_t b, std::int64_t e) { f(dy, x, dx, b, e); });
+    parallel_for(n, kElementwiseGrain / 8,
+                 [&](std::int64_t b, std::int64_t e) { gelu_grad_run<float>(dy, x, dx, b, e); });
   } else {
     const T c = static_cast<T>(std::numbers::sqrt2 / 2);
     const T inv_sqrt_2pi = static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <type_traits>
 
 #include "tape/kernels/ukernels/internal/exp_f32.h"
 
@@ -37,24 +38,30 @@ inline float erf_f32(float a) {
   return p / q;
 }
 
-
 constexpr float kInvSqrt2 = static_cast<float>(std::numbers::sqrt2 / 2);
 constexpr float kInvSqrt2Pi = static_cast<float>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
 
 }  // namespace
 
-// y = (x / 2) (1 + erf(x / √2)) over [b, e).
-void gelu_f32(const float* __restrict x, float* __restrict y, std::int64_t b, std::int64_t e) {
+// y = (x / 2) (1 + erf(x / √2)) over [b, e). Float only (double stays on Eigen in nn.cc): templates
+// so that nn.cc dispatches them as it does every per-level loop (internal/isa_dispatch.h).
+template <class T>
+void gelu_run(const T* __restrict x, T* __restrict y, std::int64_t b, std::int64_t e) {
+  static_assert(std::is_same_v<T, float>);
   for (std::int64_t i = b; i < e; ++i) y[i] = (0.5f * x[i]) * (1.f + erf_f32(x[i] * kInvSqrt2));
 }
 
 // dx = dy (Φ(x) + x φ(x)) over [b, e), as (1 + erf(x / √2)) / 2 + (x / √(2π)) exp(-x² / 2).
-void gelu_grad_f32(const float* __restrict dy, const float* __restrict x, float* __restrict dx, std::int64_t b,
-                   std::int64_t e) {
+template <class T>
+void gelu_grad_run(const T* __restrict dy, const T* __restrict x, T* __restrict dx, std::int64_t b, std::int64_t e) {
+  static_assert(std::is_same_v<T, float>);
   for (std::int64_t i = b; i < e; ++i) {
     const float v = x[i];
     dx[i] = dy[i] * (0.5f * (1.f + erf_f32(v * kInvSqrt2)) + (v * kInvSqrt2Pi) * exp_f32(-0.5f * (v * v)));
   }
 }
+
+template void gelu_run<float>(const float*, float*, std::int64_t, std::int64_t);
+template void gelu_grad_run<float>(const float*, const float*, float*, std::int64_t, std::int64_t);
 
 }  // namespace tapeflow::kernels::TAPEFLOW_KERNEL_ISA
