@@ -16,7 +16,7 @@
 //           Deterministic: each element of C sums its k products in one fixed order (Eigen's
 //           products on blocks fixed by the shape alone), so results are bitwise identical for any
 //           thread count. Only the outputs are partitioned, except for a single packed product whose
-//           K dwarfs its output (k >= 2048 and k >= 16 max(m, n): a weight gradient over many rows):
+//           K dwarfs its output (k >= 2048, k >= 16 max(m, n) and m n <= 2^18: a weight gradient):
 //           its K is cut into 8 pieces placed by k alone, each summed from zero, then added in order.
 //           Eigen's cache sizes are set from /sys on the first Eigen product (configure_eigen_cache).
 // Errors:   solve: std::invalid_argument("solve: matrix is singular ...") for a singular or

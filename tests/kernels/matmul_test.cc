@@ -180,6 +180,21 @@ void same_bits_for_any_thread_count(std::int64_t batch, std::int64_t m, std::int
   set_num_threads(prev);
 }
 
+// The K cut's partial outputs are bounded: a product whose output exceeds 2^18 elements keeps one
+// unbroken K loop even where K dwarfs it, so its columns carry the bits of a batch of two half-width
+// products (a batch never cuts K; B transposed, so each half is contiguous).
+TEST(Matmul, LargeOutputsAreNotCutAlongK) {
+  const std::int64_t m = 520, n = 512, k = 8400;  // m n = 266240 > 2^18, k >= 16 max(m, n)
+  const auto a = random_vector<float>(m * k, 31);
+  const auto b = random_vector<float>(n * k, 32);
+  std::vector<float> full(m * n), halves(m * n);
+  matmul(a.data(), b.data(), full.data(), 1, m, k, n, false, true, 0, 0);
+  matmul(a.data(), b.data(), halves.data(), 2, m, k, n / 2, false, true, 0, (n / 2) * k);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < n; ++j)
+      ASSERT_EQ(full[i * n + j], halves[(j / (n / 2)) * m * (n / 2) + i * (n / 2) + j % (n / 2)]) << i << ", " << j;
+}
+
 TEST(Matmul, BitwiseEqualAcrossThreadCounts) {
   same_bits_for_any_thread_count<float>(1, 131, 300, 97, false, false, false);  // rows cut
   same_bits_for_any_thread_count<float>(1, 50, 270, 301, true, true, false);    // columns cut

@@ -78,10 +78,12 @@ constexpr std::int64_t kGemmMinRows = 6;  // eigen_is_faster's bound on m
 // repacks the whole of the other operand (2 threads: 123 GFLOP/s against 80 on one). Such products
 // cut K instead, into kKChunks pieces placed by k alone: each piece's product is summed from zero
 // and the pieces are added in order, so every thread count gives the same bits (not those of one
-// unbroken K loop; the same rounding error bound, sum_tol in the tests).
+// unbroken K loop; the same rounding error bound, sum_tol in the tests). The 7 partial outputs are
+// scratch, so only outputs of at most kKSplitMaxOutput elements (1 MiB of floats each) are cut.
 constexpr std::int64_t kKChunks = 8;
+constexpr std::int64_t kKSplitMaxOutput = std::int64_t{1} << 18;
 bool splits_k(std::int64_t batch, std::int64_t m, std::int64_t k, std::int64_t n) {
-  return batch == 1 && k >= 2048 && k >= 16 * std::max(m, n);
+  return batch == 1 && k >= 2048 && k >= 16 * std::max(m, n) && m * n <= kKSplitMaxOutput;
 }
 
 template <class T>
