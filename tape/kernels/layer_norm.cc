@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tape/kernels/internal/isa_dispatch.h"
+#include "tape/kernels/internal/row_sums.h"
 #include "tape/kernels/nn.h"
 #include "tape/kernels/parallel.h"
 
@@ -28,11 +29,7 @@ namespace {
 
 TAPEFLOW_LAYER_NORM_LOOPS(TAPEFLOW_ISA_DISPATCH)
 
-// Runs f(r0, r1) over blocks of rows with about kElementwiseGrain / 8 elements each.
-template <class F>
-void for_row_blocks(std::int64_t rows, std::int64_t cols, F&& f) {
-  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / std::max<std::int64_t>(1, cols)), f);
-}
+using internal::for_row_blocks;
 
 }  // namespace
 

@@ -44,6 +44,7 @@ T row_max(const T* x, std::int64_t cols) {
   return m;
 }
 
+using internal::for_row_blocks;
 using internal::for_rows;
 
 // log(sum(exp(x))) over one row, shifted by the row max for stability.
@@ -175,19 +176,17 @@ void leaky_relu_grad(const T* dy, const T* x, T alpha, T* dx, std::int64_t n) {
   for_chunks(n, [=](std::int64_t b, std::int64_t e) { leaky_select_run(x + b, dy + b, alpha, dx + b, e - b); });
 }
 
-// Blocks of rows (for_rows' grain), each through the row loops of cpu_isa()'s level.
+// for_row_blocks' blocks of rows, each through the row loops of cpu_isa()'s level.
 template <class T>
 void softmax(const T* x, std::int64_t rows, std::int64_t cols, T* y) {
   if (cols == 0) return;
-  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / cols),
-               [&](std::int64_t r0, std::int64_t r1) { softmax_rows<T>(x, r0, r1, cols, y); });
+  for_row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) { softmax_rows<T>(x, r0, r1, cols, y); });
 }
 
 template <class T>
 void softmax_grad(const T* y, const T* g, std::int64_t rows, std::int64_t cols, T* dx) {
   if (cols == 0) return;
-  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / cols),
-               [&](std::int64_t r0, std::int64_t r1) { softmax_grad_rows<T>(y, g, r0, r1, cols, dx); });
+  for_row_blocks(rows, cols, [&](std::int64_t r0, std::int64_t r1) { softmax_grad_rows<T>(y, g, r0, r1, cols, dx); });
 }
 
 template <class T>

@@ -1,6 +1,7 @@
-// The row loops of nn.cc and ukernels/layer_norm_loops.cc: for_rows runs rows in parallel; the
-// float row sums take kParts independent partial results (lane k takes the elements j ≡ k mod
-// kParts), combined pairwise in a fixed tree, then the tail in index order.
+// The row loops of nn.cc, layer_norm.cc and ukernels/layer_norm_loops.cc: for_row_blocks and
+// for_rows run rows in parallel; the float row sums take kParts independent partial results (lane
+// k takes the elements j ≡ k mod kParts), combined pairwise in a fixed tree, then the tail in index
+// order.
 // Facts:    one accumulator is one dependency chain (an add or max latency per element); kParts of
 //           them vectorize. The order depends on neither the thread count, the ISA nor the row's
 //           alignment, so a row's bits repeat wherever it is computed.
@@ -35,13 +36,18 @@ float row_sum16(std::int64_t cols, F f) {
   return s;
 }
 
-// Runs f(r) for every row r in [0, rows), rows in parallel (about kElementwiseGrain / 8 elements per task).
+// Runs f(r0, r1) over blocks of rows [0, rows) in parallel, about kElementwiseGrain / 8 elements each.
+template <class F>
+void for_row_blocks(std::int64_t rows, std::int64_t cols, F&& f) {
+  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / std::max<std::int64_t>(1, cols)), f);
+}
+
+// Runs f(r) for every row r in [0, rows), in for_row_blocks' blocks.
 template <class F>
 void for_rows(std::int64_t rows, std::int64_t cols, F&& f) {
-  parallel_for(rows, std::max<std::int64_t>(1, kElementwiseGrain / 8 / std::max<std::int64_t>(1, cols)),
-               [&](std::int64_t b, std::int64_t e) {
-                 for (std::int64_t r = b; r < e; ++r) f(r);
-               });
+  for_row_blocks(rows, cols, [&](std::int64_t b, std::int64_t e) {
+    for (std::int64_t r = b; r < e; ++r) f(r);
+  });
 }
 
 }  // namespace tapeflow::kernels::internal
